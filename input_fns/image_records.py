@@ -1,0 +1,92 @@
+"""Image classification records: raw uint8 pixels, an int64 label, height and width.
+
+Pixels are stored as raw bytes (one byte a pixel), never as a FloatList, and are
+parsed a whole batch at a time with tf.io.parse_example.
+"""
+from typing import Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from input_fns import pipeline
+from input_fns.errors import DataError
+
+FEATURE_SPEC = {
+    'image': tf.io.FixedLenFeature([], tf.string),
+    'label': tf.io.FixedLenFeature([], tf.int64),
+    'height': tf.io.FixedLenFeature([], tf.int64),
+    'width': tf.io.FixedLenFeature([], tf.int64),
+}
+# How the features are described in manifest.json.
+MANIFEST_FEATURES = {
+    'image': 'bytes: raw uint8 pixels, row-major, height*width*channels',
+    'label': 'int64',
+    'height': 'int64',
+    'width': 'int64',
+}
+
+
+def encode_example(pixels: np.ndarray, label: int) -> bytes:
+    """A serialized tf.train.Example for one uint8 image of shape [H, W] or [H, W, C]."""
+    pixels = np.asarray(pixels)
+    if pixels.dtype != np.uint8:
+        raise ValueError(f'pixels must be uint8, got {pixels.dtype}')
+    height, width = pixels.shape[:2]
+
+    def int64(value):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=[int(value)]))
+
+    return tf.train.Example(features=tf.train.Features(feature={
+        'image': tf.train.Feature(bytes_list=tf.train.BytesList(value=[pixels.tobytes()])),
+        'label': int64(label),
+        'height': int64(height),
+        'width': int64(width),
+    })).SerializeToString()
+
+
+def parse_batch_fn(image_shape: Sequence[int]):
+    """Returns a function: [batch] serialized Examples -> ({'image': float32 [B,H,W,C] in [0,1]}, int32 labels)."""
+    image_shape = list(image_shape)
+
+    def parse_batch(serialized):
+        parsed = tf.io.parse_example(serialized, FEATURE_SPEC)
+        pixels = tf.io.decode_raw(parsed['image'], tf.uint8)
+        images = tf.reshape(pixels, [-1] + image_shape)
+        images = tf.cast(images, tf.float32) * (1.0 / 255.0)
+        return {'image': images}, tf.cast(parsed['label'], tf.int32)
+
+    return parse_batch
+
+
+def _check_image_shape(image_shape: Sequence[int]):
+    height, width = image_shape[:2]
+    expected_bytes = int(np.prod(image_shape))
+
+    def check(example, path):
+        found = (int(example['height']), int(example['width']), len(example['image'].numpy()))
+        if found != (height, width, expected_bytes):
+            raise DataError(f'{path}: images are {found[0]}x{found[1]} ({found[2]} bytes), but the '
+                            f'model expects {"x".join(map(str, image_shape))} ({expected_bytes} bytes); '
+                            'use shards prepared for this model')
+
+    return check
+
+
+def make_input_fn(file_pattern: str,
+                  image_shape: Sequence[int],
+                  batch_size: int,
+                  training: bool,
+                  seed: Optional[int] = None,
+                  flag_name: str = 'file pattern',
+                  shuffle_buffer: int = pipeline.DEFAULT_SHUFFLE_BUFFER):
+    """An Estimator input_fn over image shards; checks the files now, not mid-training."""
+    files = pipeline.list_record_files(file_pattern, flag_name)
+    pipeline.check_record_files(files, FEATURE_SPEC, _check_image_shape(image_shape))
+    num_workers, worker_index = pipeline.worker_share_from_tf_config()
+
+    def input_fn():
+        return pipeline.process_record_dataset(
+            files, parse_batch_fn(image_shape), batch_size, training, seed=seed,
+            shuffle_buffer=shuffle_buffer, num_workers=num_workers, worker_index=worker_index)
+
+    return input_fn

@@ -1,0 +1,131 @@
+"""The shared tf.data pipeline every record dataset uses, and its input checks.
+
+Training: shuffled file list -> this worker's share -> parallel interleave of
+TFRecordDataset -> shuffle -> repeat -> batch -> batch-level parse -> prefetch.
+Evaluation: files in sorted order, one deterministic pass, no dropped remainder.
+"""
+import json
+import os
+from typing import Callable, Dict, List, Optional, Tuple
+
+import tensorflow as tf
+
+from input_fns import shards
+from input_fns.errors import DataError
+
+AUTOTUNE = tf.data.AUTOTUNE
+DEFAULT_SHUFFLE_BUFFER = 10_000
+
+
+def list_record_files(file_pattern: str, flag_name: str = 'file pattern') -> List[str]:
+    """Expands a glob (or comma-separated globs) into a sorted file list."""
+    files = []
+    for pattern in filter(None, (p.strip() for p in file_pattern.split(','))):
+        files.extend(tf.io.gfile.glob(pattern))
+    files = sorted(set(files))
+    if not files:
+        raise DataError(f'{flag_name}: no files match {file_pattern!r}; check the path, or '
+                        'write shards first with `python -m input_fns.prepare`')
+    return files
+
+
+def check_record_files(files: List[str], feature_spec: Dict[str, tf.io.FixedLenFeature],
+                       check_example: Optional[Callable[[Dict, str], None]] = None) -> None:
+    """Fails early, naming the file, on shards that a reader would choke on later.
+
+    Checks that each file is listed in its folder's manifest.json (when there is
+    one: a file absent from it is left over from an interrupted job), and parses
+    the first record of each file against feature_spec.
+    """
+    manifests = {}
+    for path in files:
+        folder = os.path.dirname(path)
+        if folder not in manifests:
+            manifests[folder] = _listed_shards(folder)
+        listed = manifests[folder]
+        if listed is not None and os.path.basename(path) not in listed:
+            raise DataError(f'{path}: not listed in {os.path.join(folder, shards.MANIFEST_NAME)}; '
+                            'it may be left over from an interrupted or older prepare run: '
+                            'delete it or run prepare again')
+        try:
+            first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
+        except tf.errors.OpError as e:
+            raise DataError(f'{path}: not a readable TFRecord file ({e.message.splitlines()[0]})')
+        if first is None:
+            continue
+        try:
+            example = tf.io.parse_single_example(first, feature_spec)
+        except tf.errors.OpError as e:
+            raise DataError(f'{path}: records do not match the expected features '
+                            f'{sorted(feature_spec)}: {e.message.splitlines()[0]}')
+        if check_example is not None:
+            check_example(example, path)
+
+
+def _listed_shards(folder: str) -> Optional[set]:
+    path = os.path.join(folder, shards.MANIFEST_NAME)
+    if not os.path.exists(path):
+        return None
+    try:
+        manifest = shards.read_manifest(folder)
+        return {s['file'] for split in manifest['splits'].values() for s in split['shards']}
+    except (ValueError, KeyError, TypeError) as e:
+        raise DataError(f'{path}: unreadable manifest ({e}); run prepare again')
+
+
+def worker_share_from_tf_config(tf_config: Optional[str] = None) -> Tuple[int, int]:
+    """(number of training workers, this task's index) from TF_CONFIG.
+
+    The chief counts as worker 0, as in tf.estimator.RunConfig. Tasks that do not
+    train (evaluator, ps) and single-machine runs get (1, 0): all of the data.
+    """
+    raw = os.environ.get('TF_CONFIG', '') if tf_config is None else tf_config
+    if not raw:
+        return 1, 0
+    try:
+        config = json.loads(raw)
+    except ValueError as e:
+        raise DataError(f'TF_CONFIG is not valid JSON ({e}); fix the environment variable')
+    cluster = config.get('cluster', {})
+    task = config.get('task', {})
+    num_chief = len(cluster.get('chief', []))
+    num_workers = num_chief + len(cluster.get('worker', []))
+    task_type, task_index = task.get('type'), int(task.get('index', 0))
+    if num_workers <= 1 or task_type not in ('chief', 'worker'):
+        return 1, 0
+    return num_workers, (0 if task_type == 'chief' else num_chief + task_index)
+
+
+def process_record_dataset(files: List[str],
+                           parse_batch: Callable,
+                           batch_size: int,
+                           training: bool,
+                           seed: Optional[int] = None,
+                           shuffle_buffer: int = DEFAULT_SHUFFLE_BUFFER,
+                           num_workers: int = 1,
+                           worker_index: int = 0) -> tf.data.Dataset:
+    """Batches of parsed records; parse_batch maps a [batch] string tensor to (features, labels)."""
+    if not training:
+        dataset = tf.data.TFRecordDataset(files)
+        dataset = dataset.batch(batch_size, drop_remainder=False)
+        dataset = dataset.map(parse_batch, num_parallel_calls=AUTOTUNE, deterministic=True)
+        return dataset.prefetch(AUTOTUNE)
+
+    if num_workers > 1:
+        if len(files) < num_workers:
+            raise DataError(f'{len(files)} files cannot be shared among {num_workers} workers: '
+                            f'write at least {num_workers} shards (prepare --num_shards)')
+        # Shard the sorted list before shuffling so the shares are disjoint.
+        files = files[worker_index::num_workers]
+    file_dataset = tf.data.Dataset.from_tensor_slices(files)
+    file_dataset = file_dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
+    dataset = file_dataset.interleave(
+        tf.data.TFRecordDataset,
+        cycle_length=min(len(files), 8),
+        num_parallel_calls=AUTOTUNE,
+        deterministic=False)
+    dataset = dataset.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    dataset = dataset.repeat()
+    dataset = dataset.batch(batch_size, drop_remainder=True)
+    dataset = dataset.map(parse_batch, num_parallel_calls=AUTOTUNE, deterministic=False)
+    return dataset.prefetch(AUTOTUNE)

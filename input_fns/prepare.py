@@ -1,0 +1,104 @@
+"""Writes datasets as sharded TFRecords with a manifest.json.
+
+  python -m input_fns.prepare mnist --source_dir=DIR_OR_NPZ --output_dir=OUT \
+      [--num_shards=10] [--validation_size=10000]
+  python -m input_fns.prepare digits --output_dir=OUT     # offline: sklearn's bundled digits
+
+Shards are named SPLIT-00000-of-00010.tfrecord; records are shuffled with --seed
+before writing, so reading the shards in shuffled order is enough.
+"""
+import sys
+from typing import Dict
+
+import numpy as np
+from absl import app, flags
+
+from input_fns import digit_sources, image_records, shards
+from input_fns.errors import DataError
+
+DATASETS = ('mnist', 'digits')
+
+
+def define_flags():
+    flags.DEFINE_string('source_dir', None, 'mnist: folder with IDX files (gzipped or not) or '
+                        'mnist.npz, or the path of an .npz file.')
+    flags.DEFINE_string('output_dir', None, 'Folder for the shards and manifest.json.')
+    flags.DEFINE_integer('num_shards', 10, 'Shards for the training split.', lower_bound=1)
+    flags.DEFINE_integer('num_eval_shards', 2, 'Shards for each held-out split (validation, test).',
+                         lower_bound=1)
+    flags.DEFINE_integer('validation_size', 0, 'mnist: hold out this many training images as a '
+                         '"validation" split.', lower_bound=0)
+    flags.DEFINE_float('validation_fraction', 0.2, 'digits: fraction of images held out as the '
+                       '"validation" split.', lower_bound=0.0, upper_bound=0.9)
+    flags.DEFINE_integer('seed', 0, 'Seed for the hold-out split and the record order.')
+    flags.mark_flag_as_required('output_dir')
+
+
+def hold_out(images, labels, count, seed):
+    """Splits off `count` examples, chosen with `seed`, as the held-out part."""
+    order = np.random.RandomState(seed).permutation(len(labels))
+    held, kept = order[:count], order[count:]
+    return (images[kept], labels[kept]), (images[held], labels[held])
+
+
+def write_digit_splits(output_dir: str, dataset: str, splits: Dict, num_shards: int,
+                       num_eval_shards: int, seed: int) -> Dict:
+    entries = {}
+    for split, (images, labels, sources) in splits.items():
+        entries[split] = shards.write_split(
+            output_dir, split, len(labels),
+            lambda i, images=images, labels=labels: image_records.encode_example(images[i], labels[i]),
+            num_shards=num_shards if split == 'train' else num_eval_shards,
+            seed=seed, dataset=dataset, features=image_records.MANIFEST_FEATURES, sources=sources,
+            extra={'image_shape': list(images.shape[1:]) + [1]})
+    return entries
+
+
+def prepare_mnist(FLAGS) -> Dict:
+    if not FLAGS.source_dir:
+        raise DataError('--source_dir is required for mnist: a folder of IDX files or mnist.npz')
+    splits = digit_sources.load_mnist(FLAGS.source_dir)
+    if FLAGS.validation_size:
+        if 'train' not in splits:
+            raise DataError('--validation_size needs a train split, and none was found')
+        images, labels, sources = splits['train']
+        if FLAGS.validation_size >= len(labels):
+            raise DataError(f'--validation_size={FLAGS.validation_size} leaves no training data '
+                            f'({len(labels)} training images)')
+        (train_x, train_y), (val_x, val_y) = hold_out(images, labels, FLAGS.validation_size,
+                                                      FLAGS.seed)
+        splits['train'] = (train_x, train_y, sources)
+        splits['validation'] = (val_x, val_y, sources)
+    return write_digit_splits(FLAGS.output_dir, 'mnist', splits, FLAGS.num_shards,
+                              FLAGS.num_eval_shards, FLAGS.seed)
+
+
+def prepare_digits(FLAGS) -> Dict:
+    images, labels, sources = digit_sources.load_sklearn_digits()
+    count = int(round(len(labels) * FLAGS.validation_fraction))
+    (train_x, train_y), (val_x, val_y) = hold_out(images, labels, count, FLAGS.seed)
+    splits = {'train': (train_x, train_y, sources)}
+    if count:
+        splits['validation'] = (val_x, val_y, sources)
+    return write_digit_splits(FLAGS.output_dir, 'digits', splits, FLAGS.num_shards,
+                              FLAGS.num_eval_shards, FLAGS.seed)
+
+
+def main(argv):
+    if len(argv) != 2 or argv[1] not in DATASETS:
+        print(f'usage: python -m input_fns.prepare {{{"|".join(DATASETS)}}} --output_dir=DIR ...',
+              file=sys.stderr)
+        return 2
+    try:
+        entries = {'mnist': prepare_mnist, 'digits': prepare_digits}[argv[1]](flags.FLAGS)
+    except DataError as e:
+        print(f'error: {e}', file=sys.stderr)
+        return 2
+    counts = ', '.join(f'{split}: {entry["num_records"]}' for split, entry in entries.items())
+    print(f'wrote {counts} records to {flags.FLAGS.output_dir}')
+    return 0
+
+
+if __name__ == '__main__':
+    define_flags()
+    app.run(main)

@@ -1,0 +1,132 @@
+"""Writing TFRecord shards atomically, and the manifest.json that vouches for them.
+
+A shard is written under a temporary name and renamed when complete; a split is
+recorded in manifest.json only after all its shards are in place. A split being
+rewritten is first removed from the manifest, so a killed job never leaves a
+manifest that describes shards which are not all there.
+"""
+import glob
+import json
+import os
+import time
+from typing import Callable, Dict, Iterable, List, Optional
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+MANIFEST_NAME = 'manifest.json'
+SHARD_SUFFIX = '.tfrecord'
+
+
+def shard_name(split: str, index: int, num_shards: int) -> str:
+    return f'{split}-{index:05d}-of-{num_shards:05d}{SHARD_SUFFIX}'
+
+
+def write_text_atomic(path: str, text: str) -> None:
+    """Writes to a temporary name, then renames: readers never see half a file."""
+    temp_path = f'{path}.tmp-{os.getpid()}'
+    with open(temp_path, 'w') as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(temp_path, path)
+
+
+def write_json_atomic(path: str, obj) -> None:
+    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True) + '\n')
+
+
+def read_manifest(output_dir: str) -> Dict:
+    path = os.path.join(output_dir, MANIFEST_NAME)
+    if not os.path.exists(path):
+        return {'splits': {}}
+    with open(path) as f:
+        return json.load(f)
+
+
+def _set_manifest_split(output_dir: str, split: str, entry: Optional[Dict],
+                        dataset: str) -> None:
+    manifest = read_manifest(output_dir)
+    manifest['dataset'] = dataset
+    manifest.setdefault('splits', {})
+    if entry is None:
+        manifest['splits'].pop(split, None)
+    else:
+        manifest['splits'][split] = entry
+    write_json_atomic(os.path.join(output_dir, MANIFEST_NAME), manifest)
+
+
+def _remove_stale_shards(output_dir: str, split: str, keep: Iterable[str]) -> None:
+    keep = set(keep)
+    for path in glob.glob(os.path.join(output_dir, f'{split}-*-of-*{SHARD_SUFFIX}')):
+        if os.path.basename(path) not in keep:
+            os.remove(path)
+
+
+def write_split(output_dir: str,
+                split: str,
+                num_records: int,
+                make_record: Callable[[int], Optional[bytes]],
+                num_shards: int,
+                seed: int,
+                dataset: str,
+                features: Dict[str, str],
+                sources: List[str],
+                extra: Optional[Dict] = None) -> Dict:
+    """Writes records 0..num_records-1 in a seeded random order into num_shards files.
+
+    make_record(i) returns a serialized tf.train.Example, or None to skip record i
+    (counted in the manifest as skipped). Returns the split's manifest entry.
+    """
+    if num_shards < 1:
+        raise ValueError(f'num_shards must be >= 1, got {num_shards}')
+    os.makedirs(output_dir, exist_ok=True)
+    _set_manifest_split(output_dir, split, None, dataset)
+
+    order = np.random.RandomState(seed).permutation(num_records)
+    bounds = np.linspace(0, num_records, num_shards + 1).astype(int)
+    shards, skipped, done = [], 0, 0
+    start_time = last_report = time.time()
+    for shard_index in range(num_shards):
+        name = shard_name(split, shard_index, num_shards)
+        final_path = os.path.join(output_dir, name)
+        temp_path = f'{final_path}.tmp-{os.getpid()}'
+        written = 0
+        try:
+            with tf.io.TFRecordWriter(temp_path) as writer:
+                for record_index in order[bounds[shard_index]:bounds[shard_index + 1]]:
+                    record = make_record(int(record_index))
+                    done += 1
+                    if record is None:
+                        skipped += 1
+                        continue
+                    writer.write(record)
+                    written += 1
+                    if time.time() - last_report > 5:
+                        last_report = time.time()
+                        logging.info('%s: %d/%d records (%.0f/s)', split, done, num_records,
+                                     done / (last_report - start_time))
+            os.replace(temp_path, final_path)
+        finally:
+            if os.path.exists(temp_path):
+                os.remove(temp_path)
+        shards.append({'file': name, 'records': written})
+        logging.info('%s: wrote %s (%d records, shard %d/%d)', split, name, written,
+                     shard_index + 1, num_shards)
+
+    _remove_stale_shards(output_dir, split, [s['file'] for s in shards])
+    entry = {
+        'num_records': sum(s['records'] for s in shards),
+        'num_skipped': skipped,
+        'shards': shards,
+        'features': features,
+        'sources': sources,
+        'seed': seed,
+        'written_at': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
+    }
+    entry.update(extra or {})
+    _set_manifest_split(output_dir, split, entry, dataset)
+    logging.info('%s: %d records in %d shards under %s (%.1fs)', split, entry['num_records'],
+                 num_shards, output_dir, time.time() - start_time)
+    return entry

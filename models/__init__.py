@@ -1,0 +1,1 @@
+"""Model functions, registered by name. Models read no files."""

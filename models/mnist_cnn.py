@@ -1,0 +1,80 @@
+"""The MNIST CNN: conv 5x5x32, max-pool, conv 5x5x64, max-pool, dense 1024, dropout 0.4, 10 logits."""
+import tensorflow as tf
+
+from models import registry
+
+NUM_CLASSES = 10
+IMAGE_SHAPE = (28, 28, 1)
+DEFAULT_PARAMS = {
+    'learning_rate': 1e-3,
+    'optimizer': 'adam',  # adam | sgd | momentum
+    'dropout_rate': 0.4,
+    'learning_rate_decay_steps': 0,  # 0: constant learning rate
+    'learning_rate_decay_rate': 0.1,
+}
+OPTIMIZERS = {
+    'adam': lambda rate: tf.compat.v1.train.AdamOptimizer(rate),
+    'sgd': lambda rate: tf.compat.v1.train.GradientDescentOptimizer(rate),
+    'momentum': lambda rate: tf.compat.v1.train.MomentumOptimizer(rate, momentum=0.9),
+}
+
+
+def build_network(dropout_rate: float) -> tf.keras.Sequential:
+    layers = tf.keras.layers
+    return tf.keras.Sequential([
+        layers.Conv2D(32, 5, padding='same', activation='relu', input_shape=IMAGE_SHAPE),
+        layers.MaxPooling2D(2, 2, padding='same'),
+        layers.Conv2D(64, 5, padding='same', activation='relu'),
+        layers.MaxPooling2D(2, 2, padding='same'),
+        layers.Flatten(),
+        layers.Dense(1024, activation='relu'),
+        layers.Dropout(dropout_rate),
+        layers.Dense(NUM_CLASSES),
+    ], name='mnist_cnn')
+
+
+def learning_rate(params):
+    rate = params['learning_rate']
+    if params.get('learning_rate_decay_steps'):
+        rate = tf.compat.v1.train.exponential_decay(
+            rate, tf.compat.v1.train.get_or_create_global_step(),
+            params['learning_rate_decay_steps'], params['learning_rate_decay_rate'])
+    return tf.identity(rate, name='learning_rate')
+
+
+def model_fn(features, labels, mode, params):
+    """Estimator model_fn; depends only on features, labels, mode and params."""
+    params = {**DEFAULT_PARAMS, **(params or {})}
+    images = features['image'] if isinstance(features, dict) else features
+    training = mode == tf.estimator.ModeKeys.TRAIN
+    logits = build_network(params['dropout_rate'])(images, training=training)
+    logits = tf.identity(logits, name='logits')
+    probabilities = tf.nn.softmax(logits, name='probabilities')
+    classes = tf.argmax(logits, axis=1, name='classes')
+    predictions = {'classes': classes, 'probabilities': probabilities}
+
+    if mode == tf.estimator.ModeKeys.PREDICT:
+        return tf.estimator.EstimatorSpec(
+            mode, predictions=predictions,
+            export_outputs={'serving_default': tf.estimator.export.PredictOutput(predictions)})
+
+    loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels=labels, logits=logits)
+    loss = tf.identity(loss, name='cross_entropy')
+    accuracy = tf.compat.v1.metrics.accuracy(labels=labels, predictions=classes, name='accuracy')
+
+    if mode == tf.estimator.ModeKeys.EVAL:
+        return tf.estimator.EstimatorSpec(mode, loss=loss, eval_metric_ops={'accuracy': accuracy})
+
+    batch_accuracy = tf.reduce_mean(
+        tf.cast(tf.equal(tf.cast(labels, tf.int64), classes), tf.float32), name='train_accuracy')
+    rate = learning_rate(params)
+    tf.compat.v1.summary.scalar('train_accuracy', batch_accuracy)
+    tf.compat.v1.summary.scalar('learning_rate', rate)
+    optimizer = OPTIMIZERS[params['optimizer']](rate)
+    train_op = optimizer.minimize(loss, global_step=tf.compat.v1.train.get_or_create_global_step())
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+SPEC = registry.register(registry.ModelSpec(
+    name='mnist_cnn', model_fn=model_fn, default_params=DEFAULT_PARAMS,
+    input_kind='image_classification', image_shape=IMAGE_SHAPE))

@@ -1,0 +1,83 @@
+"""SavedModel export into EXPORT_DIR/<global step>/, atomically, and loading one to predict."""
+import json
+import os
+import shutil
+from typing import List
+
+import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
+
+from input_fns.errors import DataError
+
+# Estimator names alternative-input signatures '<receiver>:<output>'; we rename them.
+SIGNATURE_RENAMES = {'pixels:serving_default': 'predict_pixels'}
+
+
+def _rename_signatures(saved_model_dir: str) -> None:
+    path = os.path.join(saved_model_dir, 'saved_model.pb')
+    saved_model = saved_model_pb2.SavedModel()
+    with open(path, 'rb') as f:
+        saved_model.ParseFromString(f.read())
+    for meta_graph in saved_model.meta_graphs:
+        signatures = meta_graph.signature_def
+        for old, new in SIGNATURE_RENAMES.items():
+            if old in signatures:
+                signatures[new].CopyFrom(signatures[old])
+                del signatures[old]
+    with open(path, 'wb') as f:
+        f.write(saved_model.SerializeToString())
+
+
+def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path=None) -> str:
+    """Exports a checkpoint (default: the latest) to EXPORT_DIR/<its global step>/."""
+    checkpoint_path = checkpoint_path or estimator.latest_checkpoint()
+    if not checkpoint_path:
+        raise DataError(f'--model_dir={estimator.model_dir}: no checkpoint to export; train first')
+    step = int(tf.train.load_variable(checkpoint_path, 'global_step'))
+    final_dir = os.path.join(export_dir, str(step))
+    staging_base = os.path.join(export_dir, f'.staging-{os.getpid()}')
+    try:
+        staged = estimator.export_saved_model(staging_base, receiver_fn,
+                                              checkpoint_path=checkpoint_path)
+        staged = staged.decode() if isinstance(staged, bytes) else staged
+        _rename_signatures(staged)
+        if os.path.exists(final_dir):  # re-export of the same step: swap it in
+            old_dir = f'{final_dir}.old-{os.getpid()}'
+            os.rename(final_dir, old_dir)
+            os.rename(staged, final_dir)
+            shutil.rmtree(old_dir)
+        else:
+            os.rename(staged, final_dir)
+    finally:
+        shutil.rmtree(staging_base, ignore_errors=True)
+    return final_dir
+
+
+def predict_files(saved_model_dir: str, image_paths: List[str]) -> List[dict]:
+    """Runs the SavedModel's serving_default signature (no Estimator) on image files."""
+    if not os.path.exists(os.path.join(saved_model_dir, 'saved_model.pb')):
+        raise DataError(f'--saved_model={saved_model_dir}: no saved_model.pb there; '
+                        'export one with --mode=export')
+    if not image_paths:
+        raise DataError('predict: give one or more image files after the flags')
+    encoded = []
+    for path in image_paths:
+        try:
+            with open(path, 'rb') as f:
+                data = f.read()
+            tf.io.decode_image(data, expand_animations=False)
+        except OSError as e:
+            raise DataError(f'{path}: cannot read it ({e.strerror})')
+        except tf.errors.InvalidArgumentError:
+            raise DataError(f'{path}: not a PNG, JPEG, GIF or BMP image')
+        encoded.append(data)
+    serve = tf.saved_model.load(saved_model_dir).signatures['serving_default']
+    outputs = {key: value.numpy() for key, value in
+               serve(image_bytes=tf.constant(encoded)).items()}
+    return [{'image': path, **{key: value[i].tolist() for key, value in sorted(outputs.items())}}
+            for i, path in enumerate(image_paths)]
+
+
+def print_json_lines(rows):
+    for row in rows:
+        print(json.dumps(row), flush=True)

@@ -1,0 +1,82 @@
+"""The trainer's flags, defined in a function so that modules import cleanly."""
+import os
+
+from absl import flags
+
+from models import registry
+
+MODES = ('train', 'evaluate', 'train_and_evaluate', 'export', 'predict')
+# The flags each mode cannot run without.
+REQUIRED_BY_MODE = {
+    'train': ('model_dir', 'train_files'),
+    'evaluate': ('model_dir', 'eval_files'),
+    'train_and_evaluate': ('model_dir', 'train_files', 'eval_files'),
+    'export': ('model_dir', 'export_dir'),
+    'predict': ('saved_model',),
+}
+
+
+def define_flags():
+    flags.DEFINE_string('model', 'mnist_cnn', 'Registered model: ' + ', '.join(registry.names()))
+    flags.DEFINE_enum('mode', 'train', MODES, 'What to do.')
+    flags.DEFINE_string('model_dir', None, 'Checkpoints, summaries and the flags used.')
+    flags.DEFINE_string('train_files', None, 'Glob (or comma-separated globs) of training shards.')
+    flags.DEFINE_string('eval_files', None, 'Glob (or comma-separated globs) of evaluation shards.')
+    flags.DEFINE_integer('batch_size', 100, 'Examples per training and evaluation batch.',
+                         lower_bound=1)
+    flags.DEFINE_integer('train_steps', 1000, 'Train until the global step reaches this.',
+                         lower_bound=1)
+    flags.DEFINE_float('learning_rate', None, 'Learning rate; default: the model\'s own.',
+                       lower_bound=0.0)
+    flags.DEFINE_integer('learning_rate_decay_steps', None,
+                         'Decay the learning rate 10x every this many steps (exponentially); '
+                         'default: the model\'s own (constant).', lower_bound=0)
+    flags.DEFINE_string('optimizer', None, 'adam, sgd or momentum; default: the model\'s own.')
+    flags.DEFINE_integer('save_checkpoints_steps', 500, 'Save a checkpoint every N steps.',
+                         lower_bound=1)
+    flags.DEFINE_integer('keep_checkpoint_max', 5, 'Checkpoints to keep (0 keeps all).',
+                         lower_bound=0)
+    flags.DEFINE_integer('log_every_n_steps', 100, 'Log progress and write summaries every N steps.',
+                         lower_bound=1)
+    flags.DEFINE_integer('random_seed', 0, 'Seed for weights and the data order.')
+    flags.DEFINE_integer('shuffle_buffer', 10_000, 'Records in the training shuffle buffer.',
+                         lower_bound=1)
+    flags.DEFINE_integer('eval_throttle_secs', 60, 'train_and_evaluate: at least this many seconds '
+                         'between evaluations.', lower_bound=0)
+    flags.DEFINE_string('checkpoint', None, 'evaluate/export: checkpoint path; default: latest.')
+    flags.DEFINE_string('export_dir', None, 'export: SavedModels go to EXPORT_DIR/<global step>/.')
+    flags.DEFINE_string('saved_model', None, 'predict: the SavedModel folder to load.')
+
+    flags.register_validator('model', lambda name: name in registry.names(),
+                             message='--model must be one of: ' + ', '.join(registry.names()))
+    flags.register_validator('optimizer', lambda name: name in (None, 'adam', 'sgd', 'momentum'),
+                             message='--optimizer must be adam, sgd or momentum')
+    flags.register_validator('learning_rate', lambda rate: rate is None or rate > 0,
+                             message='--learning_rate must be positive')
+    flags.register_validator('checkpoint', _checkpoint_exists,
+                             message='--checkpoint: no such checkpoint (give the path without '
+                             '.index, e.g. MODEL_DIR/model.ckpt-1000)')
+    flags.register_multi_flags_validator(
+        ['mode'] + sorted({f for names in REQUIRED_BY_MODE.values() for f in names}),
+        _required_for_mode, message='a flag this mode needs is missing')
+
+
+def _checkpoint_exists(path):
+    return path is None or os.path.exists(path + '.index')
+
+
+def _required_for_mode(values):
+    missing = [name for name in REQUIRED_BY_MODE[values['mode']] if not values[name]]
+    if missing:
+        raise flags.ValidationError(
+            f'--mode={values["mode"]} needs ' + ', '.join(f'--{name}' for name in missing))
+    return True
+
+
+def model_params(FLAGS, spec):
+    """The model's params: its defaults, overridden by the flags that were given."""
+    params = dict(spec.default_params)
+    for name in ('learning_rate', 'learning_rate_decay_steps', 'optimizer'):
+        if getattr(FLAGS, name) is not None:
+            params[name] = getattr(FLAGS, name)
+    return params

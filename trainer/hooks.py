@@ -1,0 +1,50 @@
+"""Training hooks."""
+import time
+
+import tensorflow as tf
+from absl import logging
+
+
+class ProgressHook(tf.estimator.SessionRunHook):
+    """Every N steps logs step, loss, accuracy and examples/sec, and writes examples/sec to TensorBoard."""
+
+    def __init__(self, every_n_steps: int, batch_size: int, model_dir: str,
+                 loss_tensor='cross_entropy:0', accuracy_tensor='train_accuracy:0'):
+        self._every_n_steps = every_n_steps
+        self._batch_size = batch_size
+        self._model_dir = model_dir
+        self._tensor_names = {'loss': loss_tensor, 'accuracy': accuracy_tensor}
+
+    def begin(self):
+        graph = tf.compat.v1.get_default_graph()
+        self._global_step = tf.compat.v1.train.get_global_step()
+        self._tensors = {'step': self._global_step}
+        for key, name in self._tensor_names.items():
+            try:
+                self._tensors[key] = graph.get_tensor_by_name(name)
+            except KeyError:
+                pass  # a model without that tensor logs the rest
+        self._writer = tf.compat.v1.summary.FileWriterCache.get(self._model_dir)
+        self._last_step = None
+        self._last_time = None
+
+    def before_run(self, run_context):
+        return tf.estimator.SessionRunArgs(self._tensors)
+
+    def after_run(self, run_context, run_values):
+        values = run_values.results
+        step, now = int(values['step']), time.time()
+        if self._last_step is None:
+            self._last_step, self._last_time = step, now
+            return
+        if step - self._last_step < self._every_n_steps:
+            return
+        examples_per_sec = (step - self._last_step) * self._batch_size / (now - self._last_time)
+        parts = [f'step {step}']
+        parts += [f'{key} {values[key]:.4f}' for key in ('loss', 'accuracy') if key in values]
+        parts.append(f'{examples_per_sec:.0f} examples/sec')
+        logging.info(', '.join(parts))
+        summary = tf.compat.v1.Summary(value=[
+            tf.compat.v1.Summary.Value(tag='examples_per_sec', simple_value=examples_per_sec)])
+        self._writer.add_summary(summary, step)
+        self._last_step, self._last_time = step, now

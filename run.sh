@@ -34,7 +34,7 @@ command=${1:-demo}
 [ $# -gt 0 ] && shift
 case "$command" in
   demo)    exec "$py" -m trainer.demo "$@" ;;
-  test)    exec "$py" -m pytest tests "$@" ;;
+  test)    exec "$py" -m pytest "$@" ;;  # pytest.ini: testpaths = tests
   prepare) exec "$py" -m input_fns.prepare "$@" ;;
   trainer) exec "$py" -m trainer.main "$@" ;;
   python)  exec "$py" "$@" ;;

@@ -1,0 +1,109 @@
+"""The trainer CLI in subprocesses, as a user runs it: train -> resume -> evaluate -> export -> predict."""
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import run_module
+
+
+@pytest.fixture(scope='module')
+def trained(digit_shards, tmp_path_factory):
+    """A model trained 3 steps, then resumed to 5 steps."""
+    work = tmp_path_factory.mktemp('cli')
+    model_dir = str(work / 'model')
+    flagfile = work / 'train.flags'
+    flagfile.write_text('\n'.join([
+        '--model=mnist_cnn', '--mode=train', f'--model_dir={model_dir}',
+        f'--train_files={digit_shards.train_pattern}', '--batch_size=16',
+        '--save_checkpoints_steps=2', '--log_every_n_steps=1']) + '\n')
+    first = run_module('trainer.main', f'--flagfile={flagfile}', '--train_steps=3')
+    second = run_module('trainer.main', f'--flagfile={flagfile}', '--train_steps=5')
+    return work, model_dir, first, second
+
+
+def test_train_logs_progress_and_writes_flags_and_summaries(trained):
+    _, model_dir, first, _ = trained
+    assert 'step 2, loss ' in first.stderr and ' examples/sec' in first.stderr
+    assert tf.train.load_variable(tf.train.latest_checkpoint(model_dir), 'global_step') == 5
+    flags_txt = open(os.path.join(model_dir, 'flags.txt')).read().splitlines()
+    assert '--model=mnist_cnn' in flags_txt and '--train_steps=5' in flags_txt
+    assert any(name.startswith('events.out.tfevents') for name in os.listdir(model_dir))
+
+
+def test_second_run_resumes_from_the_checkpoint(trained):
+    _, _, first, second = trained
+    assert 'Restoring parameters from' not in first.stderr
+    assert 'model.ckpt-3' in second.stderr and 'Restoring parameters from' in second.stderr
+    assert 'step 4, loss' in second.stderr
+
+
+def test_evaluate_export_predict(trained, digit_shards):
+    work, model_dir, _, _ = trained
+    evaluated = run_module('trainer.main', '--mode=evaluate', f'--model_dir={model_dir}',
+                           f'--eval_files={digit_shards.validation_pattern}', '--batch_size=10')
+    metrics = json.loads(evaluated.stdout)
+    assert metrics['global_step'] == 5 and 0.0 <= metrics['accuracy'] <= 1.0
+
+    export_dir = str(work / 'export')
+    exported = run_module('trainer.main', '--mode=export', f'--model_dir={model_dir}',
+                          f'--export_dir={export_dir}', f'--checkpoint={model_dir}/model.ckpt-3')
+    saved_model = json.loads(exported.stdout)['saved_model']
+    assert saved_model == os.path.join(export_dir, '3')
+    assert os.listdir(export_dir) == ['3']  # no staging folder left behind
+    loaded = tf.saved_model.load(saved_model)
+    assert set(loaded.signatures) == {'serving_default', 'predict_pixels'}
+
+    # Both signatures agree on the same images: one given as PNG, one as JPEG (lossy, so close).
+    images = digit_shards.validation[0][:2]
+    paths = []
+    for i, (image, encode) in enumerate(zip(images, (tf.io.encode_png, tf.io.encode_jpeg))):
+        path = str(work / f'digit{i}.{"png" if i == 0 else "jpg"}')
+        tf.io.write_file(path, encode(image[..., None]))
+        paths.append(path)
+    predicted = run_module('trainer.main', '--mode=predict', f'--saved_model={saved_model}', *paths)
+    rows = [json.loads(line) for line in predicted.stdout.splitlines()]
+    assert [row['image'] for row in rows] == paths
+    pixels = loaded.signatures['predict_pixels'](
+        pixels=tf.constant(images[..., None] / 255.0, tf.float32))
+    np.testing.assert_allclose(rows[0]['probabilities'], pixels['probabilities'][0], atol=1e-5)
+    np.testing.assert_allclose(rows[1]['probabilities'], pixels['probabilities'][1], atol=0.1)
+    assert rows[0]['classes'] == int(pixels['classes'][0])
+
+
+@pytest.mark.parametrize('args, message', [
+    (['--batch_size=0'], '--batch_size=0: 0 is not a positive integer'),
+    (['--mode=train', '--model_dir=/tmp/x'], '--mode=train needs --train_files'),
+    (['--model=resnet9000'], '--model must be one of: mnist_cnn'),
+    (['--mode=dance'], 'value should be one of'),
+    (['--mode=evaluate', '--model_dir=/tmp/x', '--eval_files=x', '--checkpoint=/nope/model.ckpt-1'],
+     '--checkpoint: no such checkpoint'),
+])
+def test_bad_flag_values_are_one_line_errors(args, message):
+    result = run_module('trainer.main', *args, check=False)
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert 'Traceback' not in result.stderr
+
+
+def test_missing_train_files_pattern(tmp_path):
+    result = run_module('trainer.main', '--mode=train', f'--model_dir={tmp_path}/m',
+                        f'--train_files={tmp_path}/none-*', check=False)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].startswith(
+        f"error: --train_files: no files match '{tmp_path}/none-*'")
+
+
+def test_predict_unreadable_image(trained, tmp_path):
+    bad = tmp_path / 'notes.txt'
+    bad.write_text('not an image')
+    export_dir = str(tmp_path / 'export')
+    saved_model = json.loads(run_module(
+        'trainer.main', '--mode=export', f'--model_dir={trained[1]}',
+        f'--export_dir={export_dir}').stdout)['saved_model']
+    result = run_module('trainer.main', '--mode=predict', f'--saved_model={saved_model}', str(bad),
+                        check=False)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == f'error: {bad}: not a PNG, JPEG, GIF or BMP image'

@@ -1,0 +1,67 @@
+"""The MNIST CNN model_fn in each mode, and the registry."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from models import mnist_cnn, registry
+
+BATCH = 4
+
+
+def spec_for(mode, params=None):
+    with tf.Graph().as_default():
+        features = {'image': tf.random.uniform([BATCH, 28, 28, 1])}
+        labels = tf.constant([0, 1, 2, 3], tf.int32)
+        return mnist_cnn.model_fn(features, labels if mode != tf.estimator.ModeKeys.PREDICT else None,
+                                  mode, params or {})
+
+
+def test_train_spec():
+    spec = spec_for(tf.estimator.ModeKeys.TRAIN, {'optimizer': 'momentum', 'learning_rate': 0.1})
+    assert spec.train_op is not None
+    assert spec.loss.shape == ()
+    graph = spec.loss.graph
+    for name in ('cross_entropy:0', 'train_accuracy:0', 'logits:0', 'learning_rate:0'):
+        graph.get_tensor_by_name(name)  # hooks look these up by name
+    weights = [v for v in graph.get_collection(tf.compat.v1.GraphKeys.TRAINABLE_VARIABLES)]
+    assert sorted(tuple(v.shape) for v in weights if len(v.shape) > 1) == sorted(
+        [(5, 5, 1, 32), (5, 5, 32, 64), (7 * 7 * 64, 1024), (1024, 10)])
+
+
+def test_eval_spec():
+    spec = spec_for(tf.estimator.ModeKeys.EVAL)
+    assert set(spec.eval_metric_ops) == {'accuracy'}
+    assert spec.loss.shape == ()
+
+
+def test_predict_spec():
+    spec = spec_for(tf.estimator.ModeKeys.PREDICT)
+    assert spec.predictions['classes'].shape.as_list() == [BATCH]
+    assert spec.predictions['probabilities'].shape.as_list() == [BATCH, 10]
+    assert 'serving_default' in spec.export_outputs
+
+
+def test_estimator_trains_two_steps_and_evaluates(tmp_path):
+    images = np.random.RandomState(0).rand(16, 28, 28, 1).astype(np.float32)
+    labels = np.arange(16, dtype=np.int32) % 10
+
+    def input_fn():
+        return tf.data.Dataset.from_tensor_slices(({'image': images}, labels)).batch(8).repeat()
+
+    estimator = tf.estimator.Estimator(mnist_cnn.model_fn, model_dir=str(tmp_path), params={})
+    estimator.train(input_fn, steps=2)
+    assert estimator.get_variable_value('global_step') == 2
+    metrics = estimator.evaluate(input_fn, steps=2)
+    assert 0.0 <= metrics['accuracy'] <= 1.0 and np.isfinite(metrics['loss'])
+    predictions = list(estimator.predict(lambda: tf.data.Dataset.from_tensor_slices(
+        {'image': images[:3]}).batch(3)))
+    assert len(predictions) == 3
+    assert abs(predictions[0]['probabilities'].sum() - 1.0) < 1e-5
+
+
+def test_registry():
+    assert 'mnist_cnn' in registry.names()
+    spec = registry.get('mnist_cnn')
+    assert spec.model_fn is mnist_cnn.model_fn and spec.image_shape == (28, 28, 1)
+    with pytest.raises(KeyError, match='unknown model'):
+        registry.get('no_such_model')

@@ -88,6 +88,14 @@ def test_bad_flag_values_are_one_line_errors(args, message):
     assert 'Traceback' not in result.stderr
 
 
+def test_evaluate_without_checkpoint(digit_shards, tmp_path):
+    result = run_module('trainer.main', '--mode=evaluate', f'--model_dir={tmp_path}/empty',
+                        f'--eval_files={digit_shards.validation_pattern}', check=False)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        f'error: --model_dir={tmp_path}/empty: no checkpoint yet; train first or pass --checkpoint')
+
+
 def test_missing_train_files_pattern(tmp_path):
     result = run_module('trainer.main', '--mode=train', f'--model_dir={tmp_path}/m',
                         f'--train_files={tmp_path}/none-*', check=False)
@@ -107,3 +115,26 @@ def test_predict_unreadable_image(trained, tmp_path):
                         check=False)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1] == f'error: {bad}: not a PNG, JPEG, GIF or BMP image'
+
+
+def test_train_and_evaluate_writes_eval_summaries(digit_shards, tmp_path):
+    model_dir = tmp_path / 'model'
+    run_module('trainer.main', '--mode=train_and_evaluate', f'--model_dir={model_dir}',
+               f'--train_files={digit_shards.train_pattern}',
+               f'--eval_files={digit_shards.validation_pattern}', '--batch_size=16',
+               '--train_steps=4', '--save_checkpoints_steps=2', '--eval_throttle_secs=0')
+    assert tf.train.load_variable(str(model_dir), 'global_step') == 4
+    assert any(name.startswith('events.out') for name in os.listdir(model_dir / 'eval'))
+
+
+def test_corrupt_record_mid_file_is_one_line_error(trained, digit_shards, tmp_path):
+    # The first record is fine (the up-front check passes); the damage is found while reading.
+    data = (tmp_path / 'data')
+    data.mkdir()
+    good = open(os.path.join(digit_shards.dir, 'validation-00000-of-00002.tfrecord'), 'rb').read()
+    (data / 'bad.tfrecord').write_bytes(good[:len(good) // 2] + b'\x00' * 100)
+    result = run_module('trainer.main', '--mode=evaluate', f'--model_dir={trained[1]}',
+                        f'--eval_files={data}/bad.tfrecord', check=False)
+    last_line = result.stderr.strip().splitlines()[-1]
+    assert result.returncode == 1 and last_line.startswith('error: DataLossError: ')
+    assert 'Traceback' not in result.stderr

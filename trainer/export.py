@@ -28,11 +28,8 @@ def _rename_signatures(saved_model_dir: str) -> None:
         f.write(saved_model.SerializeToString())
 
 
-def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path=None) -> str:
-    """Exports a checkpoint (default: the latest) to EXPORT_DIR/<its global step>/."""
-    checkpoint_path = checkpoint_path or estimator.latest_checkpoint()
-    if not checkpoint_path:
-        raise DataError(f'--model_dir={estimator.model_dir}: no checkpoint to export; train first')
+def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path: str) -> str:
+    """Exports a checkpoint to EXPORT_DIR/<its global step>/."""
     step = int(tf.train.load_variable(checkpoint_path, 'global_step'))
     final_dir = os.path.join(export_dir, str(step))
     staging_base = os.path.join(export_dir, f'.staging-{os.getpid()}')

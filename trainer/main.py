@@ -53,6 +53,14 @@ def eval_input_fn(spec):
     return inputs.make_input_fn(spec, FLAGS.eval_files, '--eval_files', False, FLAGS.batch_size)
 
 
+def checkpoint_to_use(estimator):
+    checkpoint = FLAGS.checkpoint or estimator.latest_checkpoint()
+    if not checkpoint:
+        raise DataError(f'--model_dir={FLAGS.model_dir}: no checkpoint yet; train first '
+                        'or pass --checkpoint')
+    return checkpoint
+
+
 def progress_hooks():
     return [hooks.ProgressHook(FLAGS.log_every_n_steps, FLAGS.batch_size, FLAGS.model_dir)]
 
@@ -74,12 +82,13 @@ def run(spec, image_paths):
             tf.estimator.EvalSpec(eval_input_fn(spec), steps=None, start_delay_secs=0,
                                   throttle_secs=FLAGS.eval_throttle_secs))
     elif mode == 'evaluate':
-        metrics = estimator.evaluate(eval_input_fn(spec), checkpoint_path=FLAGS.checkpoint)
+        metrics = estimator.evaluate(eval_input_fn(spec),
+                                     checkpoint_path=checkpoint_to_use(estimator))
         print(json.dumps({key: run_files.json_value(value) for key, value in metrics.items()}),
               flush=True)
     elif mode == 'export':
         path = export.export_saved_model(estimator, inputs.serving_input_receiver_fn(spec),
-                                         FLAGS.export_dir, FLAGS.checkpoint)
+                                         FLAGS.export_dir, checkpoint_to_use(estimator))
         print(json.dumps({'saved_model': path}), flush=True)
 
 

@@ -2,6 +2,7 @@
 # Sets up .venv (once per requirements.txt) and dispatches subcommands.
 #   ./run.sh                 the demo: offline digits -> shards -> train -> evaluate -> export -> predict
 #   ./run.sh test [ARGS]     the test suite (ARGS go to pytest)
+#   ./run.sh faces [--lfw_dir=ROOT]   the face-pair demo (synthetic faces unless --lfw_dir)
 #   ./run.sh prepare ...     python -m input_fns.prepare ...
 #   ./run.sh trainer ...     python -m trainer.main ...
 #   ./run.sh python ...      the venv's python
@@ -34,9 +35,10 @@ command=${1:-demo}
 [ $# -gt 0 ] && shift
 case "$command" in
   demo)    exec "$py" -m trainer.demo "$@" ;;
+  faces)   exec "$py" -m trainer.faces_demo "$@" ;;
   test)    exec "$py" -m pytest "$@" ;;  # pytest.ini: testpaths = tests
   prepare) exec "$py" -m input_fns.prepare "$@" ;;
   trainer) exec "$py" -m trainer.main "$@" ;;
   python)  exec "$py" "$@" ;;
-  *) echo "run.sh: unknown command '$command' (use: demo, test, prepare, trainer, python)" >&2; exit 2 ;;
+  *) echo "run.sh: unknown command '$command' (use: demo, faces, test, prepare, trainer, python)" >&2; exit 2 ;;
 esac

@@ -3,6 +3,10 @@
   python -m input_fns.prepare mnist --source_dir=DIR_OR_NPZ --output_dir=OUT \
       [--num_shards=10] [--validation_size=10000]
   python -m input_fns.prepare digits --output_dir=OUT     # offline: sklearn's bundled digits
+  python -m input_fns.prepare faces --source_dir=LFW_ROOT --output_dir=OUT \
+      [--train_people_file=peopleDevTrain.txt | --validation_fraction=0.2] [--num_pairs=300]
+  python -m input_fns.prepare face_pairs --source_dir=LFW_ROOT --pairs_file=pairs.txt \
+      --output_dir=OUT
 
 Shards are named SPLIT-00000-of-00010.tfrecord; records are shuffled with --seed
 before writing, so reading the shards in shuffled order is enough.
@@ -13,23 +17,35 @@ from typing import Dict
 import numpy as np
 from absl import app, flags
 
-from input_fns import digit_sources, image_records, shards
+from input_fns import digit_sources, image_records, prepare_faces, shards
 from input_fns.errors import DataError
 
-DATASETS = ('mnist', 'digits')
+DATASETS = ('mnist', 'digits', 'faces', 'face_pairs')
 
 
 def define_flags():
     flags.DEFINE_string('source_dir', None, 'mnist: folder with IDX files (gzipped or not) or '
-                        'mnist.npz, or the path of an .npz file.')
+                        'mnist.npz, or the path of an .npz file. faces, face_pairs: the photo '
+                        'folder ROOT/<Name>/<Name>_0001.jpg (or the folder holding lfw/).')
     flags.DEFINE_string('output_dir', None, 'Folder for the shards and manifest.json.')
     flags.DEFINE_integer('num_shards', 10, 'Shards for the training split.', lower_bound=1)
     flags.DEFINE_integer('num_eval_shards', 2, 'Shards for each held-out split (validation, test).',
                          lower_bound=1)
     flags.DEFINE_integer('validation_size', 0, 'mnist: hold out this many training images as a '
                          '"validation" split.', lower_bound=0)
-    flags.DEFINE_float('validation_fraction', 0.2, 'digits: fraction of images held out as the '
-                       '"validation" split.', lower_bound=0.0, upper_bound=0.9)
+    flags.DEFINE_float('validation_fraction', 0.2, 'digits: fraction of images, faces: fraction '
+                       'of people, held out as the "validation" split.', lower_bound=0.0,
+                       upper_bound=0.9)
+    flags.DEFINE_string('train_people_file', None, 'faces: people file (peopleDevTrain.txt '
+                        'format) naming the training people; everyone else is validation.')
+    flags.DEFINE_integer('num_pairs', 300, 'faces: fixed same-person pairs (and as many '
+                         'different-person pairs) drawn for each split.', lower_bound=0)
+    flags.DEFINE_string('pairs_file', None, 'face_pairs: an LFW pair list (pairsDevTrain.txt, '
+                        'pairsDevTest.txt or the 10-fold pairs.txt).')
+    flags.DEFINE_string('split', None, 'face_pairs: split name for the shards; default: the '
+                        'pairs file\'s name.')
+    flags.DEFINE_bool('strict', False, 'faces, face_pairs: stop at an undecodable or missing '
+                      'photo instead of skipping it (skips are counted in manifest.json).')
     flags.DEFINE_integer('seed', 0, 'Seed for the hold-out split and the record order.')
     flags.mark_flag_as_required('output_dir')
 
@@ -90,7 +106,10 @@ def main(argv):
               file=sys.stderr)
         return 2
     try:
-        entries = {'mnist': prepare_mnist, 'digits': prepare_digits}[argv[1]](flags.FLAGS)
+        prepare_fn = {'mnist': prepare_mnist, 'digits': prepare_digits,
+                   'faces': prepare_faces.prepare_faces,
+                   'face_pairs': prepare_faces.prepare_face_pairs}[argv[1]]
+        entries = prepare_fn(flags.FLAGS)
     except DataError as e:
         print(f'error: {e}', file=sys.stderr)
         return 2

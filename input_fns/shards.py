@@ -23,14 +23,18 @@ def shard_name(split: str, index: int, num_shards: int) -> str:
     return f'{split}-{index:05d}-of-{num_shards:05d}{SHARD_SUFFIX}'
 
 
-def write_text_atomic(path: str, text: str) -> None:
+def write_bytes_atomic(path: str, data: bytes) -> None:
     """Writes to a temporary name, then renames: readers never see half a file."""
     temp_path = f'{path}.tmp-{os.getpid()}'
-    with open(temp_path, 'w') as f:
-        f.write(text)
+    with open(temp_path, 'wb') as f:
+        f.write(data)
         f.flush()
         os.fsync(f.fileno())
     os.replace(temp_path, path)
+
+
+def write_text_atomic(path: str, text: str) -> None:
+    write_bytes_atomic(path, text.encode('utf-8'))
 
 
 def write_json_atomic(path: str, obj) -> None:
@@ -54,6 +58,18 @@ def _set_manifest_split(output_dir: str, split: str, entry: Optional[Dict],
         manifest['splits'].pop(split, None)
     else:
         manifest['splits'][split] = entry
+    write_json_atomic(os.path.join(output_dir, MANIFEST_NAME), manifest)
+
+
+def update_split(output_dir: str, split: str, entry: Dict) -> None:
+    """Replaces a written split's manifest entry (e.g. to add what was skipped)."""
+    _set_manifest_split(output_dir, split, entry, read_manifest(output_dir).get('dataset'))
+
+
+def set_source_root(output_dir: str, root: str) -> None:
+    """Records the folder the records came from (the generator pair sampler reads it)."""
+    manifest = read_manifest(output_dir)
+    manifest['source_root'] = os.path.abspath(root)
     write_json_atomic(os.path.join(output_dir, MANIFEST_NAME), manifest)
 
 

@@ -1,7 +1,7 @@
 """The MNIST CNN: conv 5x5x32, max-pool, conv 5x5x64, max-pool, dense 1024, dropout 0.4, 10 logits."""
 import tensorflow as tf
 
-from models import registry
+from models import registry, training
 
 NUM_CLASSES = 10
 IMAGE_SHAPE = (28, 28, 1)
@@ -11,11 +11,6 @@ DEFAULT_PARAMS = {
     'dropout_rate': 0.4,
     'learning_rate_decay_steps': 0,  # 0: constant learning rate
     'learning_rate_decay_rate': 0.1,
-}
-OPTIMIZERS = {
-    'adam': lambda rate: tf.compat.v1.train.AdamOptimizer(rate),
-    'sgd': lambda rate: tf.compat.v1.train.GradientDescentOptimizer(rate),
-    'momentum': lambda rate: tf.compat.v1.train.MomentumOptimizer(rate, momentum=0.9),
 }
 
 
@@ -33,21 +28,12 @@ def build_network(dropout_rate: float) -> tf.keras.Sequential:
     ], name='mnist_cnn')
 
 
-def learning_rate(params):
-    rate = params['learning_rate']
-    if params.get('learning_rate_decay_steps'):
-        rate = tf.compat.v1.train.exponential_decay(
-            rate, tf.compat.v1.train.get_or_create_global_step(),
-            params['learning_rate_decay_steps'], params['learning_rate_decay_rate'])
-    return tf.identity(rate, name='learning_rate')
-
-
 def model_fn(features, labels, mode, params):
     """Estimator model_fn; depends only on features, labels, mode and params."""
     params = {**DEFAULT_PARAMS, **(params or {})}
     images = features['image'] if isinstance(features, dict) else features
-    training = mode == tf.estimator.ModeKeys.TRAIN
-    logits = build_network(params['dropout_rate'])(images, training=training)
+    logits = build_network(params['dropout_rate'])(
+        images, training=mode == tf.estimator.ModeKeys.TRAIN)
     logits = tf.identity(logits, name='logits')
     probabilities = tf.nn.softmax(logits, name='probabilities')
     classes = tf.argmax(logits, axis=1, name='classes')
@@ -67,14 +53,11 @@ def model_fn(features, labels, mode, params):
 
     batch_accuracy = tf.reduce_mean(
         tf.cast(tf.equal(tf.cast(labels, tf.int64), classes), tf.float32), name='train_accuracy')
-    rate = learning_rate(params)
-    tf.compat.v1.summary.scalar('train_accuracy', batch_accuracy)
-    tf.compat.v1.summary.scalar('learning_rate', rate)
-    optimizer = OPTIMIZERS[params['optimizer']](rate)
-    train_op = optimizer.minimize(loss, global_step=tf.compat.v1.train.get_or_create_global_step())
-    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+    return tf.estimator.EstimatorSpec(
+        mode, loss=loss, train_op=training.train_op(loss, params, batch_accuracy))
 
 
 SPEC = registry.register(registry.ModelSpec(
     name='mnist_cnn', model_fn=model_fn, default_params=DEFAULT_PARAMS,
-    input_kind='image_classification', image_shape=IMAGE_SHAPE))
+    input_kind='image_classification', image_shape=IMAGE_SHAPE,
+    signature_renames={'pixels:serving_default': 'predict_pixels'}))

@@ -32,7 +32,8 @@ def write_idx(path, array, magic):
 def prepare_flags(**overrides):
     """The flag values input_fns.prepare reads, as a plain object."""
     values = dict(source_dir=None, output_dir=None, num_shards=4, num_eval_shards=2,
-                  validation_size=0, validation_fraction=0.2, seed=0)
+                  validation_size=0, validation_fraction=0.2, seed=0, train_people_file=None,
+                  num_pairs=300, pairs_file=None, split=None, strict=False)
     values.update(overrides)
     return types.SimpleNamespace(**values)
 

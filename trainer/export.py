@@ -9,26 +9,29 @@ from tensorflow.core.protobuf import saved_model_pb2
 
 from input_fns.errors import DataError
 
-# Estimator names alternative-input signatures '<receiver>:<output>'; we rename them.
-SIGNATURE_RENAMES = {'pixels:serving_default': 'predict_pixels'}
-
-
-def _rename_signatures(saved_model_dir: str) -> None:
+def _rename_signatures(saved_model_dir: str, renames) -> None:
+    """Estimator names alternative-input signatures '<receiver>:<output>'; give them plain names."""
     path = os.path.join(saved_model_dir, 'saved_model.pb')
     saved_model = saved_model_pb2.SavedModel()
     with open(path, 'rb') as f:
         saved_model.ParseFromString(f.read())
     for meta_graph in saved_model.meta_graphs:
         signatures = meta_graph.signature_def
-        for old, new in SIGNATURE_RENAMES.items():
+        taken = {}  # remove every renamed or dropped signature first, then add the new names
+        for old in renames:
             if old in signatures:
-                signatures[new].CopyFrom(signatures[old])
+                taken[old] = type(signatures[old])()
+                taken[old].CopyFrom(signatures[old])
                 del signatures[old]
+        for old, new in renames.items():
+            if old in taken and new:
+                signatures[new].CopyFrom(taken[old])
     with open(path, 'wb') as f:
         f.write(saved_model.SerializeToString())
 
 
-def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path: str) -> str:
+def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path: str,
+                       signature_renames=None) -> str:
     """Exports a checkpoint to EXPORT_DIR/<its global step>/."""
     step = int(tf.train.load_variable(checkpoint_path, 'global_step'))
     final_dir = os.path.join(export_dir, str(step))
@@ -37,7 +40,7 @@ def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path:
         staged = estimator.export_saved_model(staging_base, receiver_fn,
                                               checkpoint_path=checkpoint_path)
         staged = staged.decode() if isinstance(staged, bytes) else staged
-        _rename_signatures(staged)
+        _rename_signatures(staged, signature_renames or {})
         if os.path.exists(final_dir):  # re-export of the same step: swap it in
             old_dir = f'{final_dir}.old-{os.getpid()}'
             os.rename(final_dir, old_dir)
@@ -69,10 +72,19 @@ def predict_files(saved_model_dir: str, image_paths: List[str]) -> List[dict]:
             raise DataError(f'{path}: not a PNG, JPEG, GIF or BMP image')
         encoded.append(data)
     serve = tf.saved_model.load(saved_model_dir).signatures['serving_default']
-    outputs = {key: value.numpy() for key, value in
-               serve(image_bytes=tf.constant(encoded)).items()}
-    return [{'image': path, **{key: value[i].tolist() for key, value in sorted(outputs.items())}}
-            for i, path in enumerate(image_paths)]
+    if sorted(serve.structured_input_signature[1]) == ['image_bytes_a', 'image_bytes_b']:
+        if len(encoded) % 2:
+            raise DataError('predict: this model compares two photos: give pairs of image files '
+                            '(a1 b1 a2 b2 ...)')
+        outputs = serve(image_bytes_a=tf.constant(encoded[0::2]),
+                        image_bytes_b=tf.constant(encoded[1::2]))
+        names = [{'image_a': a, 'image_b': b} for a, b in zip(image_paths[0::2], image_paths[1::2])]
+    else:
+        outputs = serve(image_bytes=tf.constant(encoded))
+        names = [{'image': path} for path in image_paths]
+    outputs = {key: value.numpy() for key, value in outputs.items()}
+    return [{**name, **{key: value[i].tolist() for key, value in sorted(outputs.items())}}
+            for i, name in enumerate(names)]
 
 
 def print_json_lines(rows):

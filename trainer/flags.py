@@ -43,6 +43,16 @@ def define_flags():
                          lower_bound=1)
     flags.DEFINE_integer('eval_throttle_secs', 60, 'train_and_evaluate: at least this many seconds '
                          'between evaluations.', lower_bound=0)
+    flags.DEFINE_string('threshold_files', None, 'Face pairs, evaluate: pair shards of training '
+                        'people on which the decision threshold is chosen (LFW protocol); not '
+                        'needed when --eval_files hold the 10 folds of pairs.txt.')
+    flags.DEFINE_enum('pair_sampler', 'graph', ('graph', 'generator'), 'Face pairs, training: '
+                      'draw pairs inside tf.data (graph), or with the naive Python generator.')
+    flags.DEFINE_float('same_fraction', 0.5, 'Face pairs, training: share of same-person pairs.',
+                       lower_bound=0.0, upper_bound=1.0)
+    flags.DEFINE_float('face_crop_fraction', 0.5, 'Face pairs: side of the central square crop, '
+                       'as a fraction of the photo\'s shorter side.', lower_bound=0.05,
+                       upper_bound=1.0)
     flags.DEFINE_string('checkpoint', None, 'evaluate/export: checkpoint path; default: latest.')
     flags.DEFINE_string('export_dir', None, 'export: SavedModels go to EXPORT_DIR/<global step>/.')
     flags.DEFINE_string('saved_model', None, 'predict: the SavedModel folder to load.')
@@ -71,6 +81,12 @@ def _required_for_mode(values):
         raise flags.ValidationError(
             f'--mode={values["mode"]} needs ' + ', '.join(f'--{name}' for name in missing))
     return True
+
+
+def input_options(FLAGS):
+    """The flags input_fns read, for trainer.inputs."""
+    return {name: getattr(FLAGS, name) for name in
+            ('shuffle_buffer', 'pair_sampler', 'same_fraction', 'face_crop_fraction')}
 
 
 def model_params(FLAGS, spec):

@@ -1,32 +1,58 @@
 """Which input_fn and which serving input feed each kind of model."""
 import tensorflow as tf
 
-from input_fns import image_records
+from input_fns import face_records, image_records
 
 
-def make_input_fn(spec, file_pattern, flag_name, training, batch_size, seed=None,
-                  shuffle_buffer=10_000):
+def face_geometry(spec, crop_fraction):
+    height, _, channels = spec.image_shape
+    return face_records.FaceGeometry(image_size=height, channels=channels,
+                                     crop_fraction=crop_fraction)
+
+
+def make_input_fn(spec, file_pattern, flag_name, training, batch_size, seed=0, options=None):
+    """options: the input flags (shuffle_buffer, pair_sampler, same_fraction, face_crop_fraction)."""
+    options = options or {}
     if spec.input_kind == 'image_classification':
         return image_records.make_input_fn(
-            file_pattern, spec.image_shape, batch_size, training, seed=seed,
-            flag_name=flag_name, shuffle_buffer=shuffle_buffer)
+            file_pattern, spec.image_shape, batch_size, training, seed=seed, flag_name=flag_name,
+            shuffle_buffer=options.get('shuffle_buffer', 10_000))
+    if spec.input_kind == 'face_pairs':
+        geometry = face_geometry(spec, options.get('face_crop_fraction', 0.5))
+        if training:
+            return face_records.make_train_input_fn(
+                file_pattern, geometry, batch_size, seed=seed,
+                same_fraction=options.get('same_fraction', 0.5),
+                sampler=options.get('pair_sampler', 'graph'), flag_name=flag_name)
+        return face_records.make_eval_input_fn(file_pattern, geometry, batch_size, flag_name)
     raise ValueError(f'model {spec.name}: no input_fn for input kind {spec.input_kind!r}')
 
 
-def serving_input_receiver_fn(spec):
+def _decode_batch(encoded, decode_one, shape):
+    decoded = tf.map_fn(decode_one, encoded, fn_output_signature=tf.float32)
+    return tf.reshape(decoded, [-1] + list(shape))
+
+
+def serving_input_receiver_fn(spec, options=None):
+    options = options or {}
+    if spec.input_kind == 'image_classification':
+        return _image_receiver_fn(spec)
+    if spec.input_kind == 'face_pairs':
+        return _face_pair_receiver_fn(spec, face_geometry(spec, options.get('face_crop_fraction', 0.5)))
+    raise ValueError(f'model {spec.name}: no serving input for input kind {spec.input_kind!r}')
+
+
+def _image_receiver_fn(spec):
     """serving_default takes encoded PNG/JPEG bytes; the 'pixels' alternative takes float pixels."""
-    if spec.input_kind != 'image_classification':
-        raise ValueError(f'model {spec.name}: no serving input for input kind {spec.input_kind!r}')
     height, width, channels = spec.image_shape
 
     def decode(encoded):
         image = tf.io.decode_image(encoded, channels=channels, expand_animations=False)
-        return tf.image.resize(image, [height, width])  # float32, still 0..255
+        return tf.image.resize(image, [height, width]) * (1.0 / 255.0)
 
     def receiver_fn():
         image_bytes = tf.compat.v1.placeholder(tf.string, [None], name='image_bytes')
-        decoded = tf.map_fn(decode, image_bytes, fn_output_signature=tf.float32)
-        decoded = tf.reshape(decoded, [-1, height, width, channels]) * (1.0 / 255.0)
+        decoded = _decode_batch(image_bytes, decode, spec.image_shape)
         # Feeding this tensor skips decoding: the float-pixels signature.
         pixels = tf.compat.v1.placeholder_with_default(
             decoded, [None, height, width, channels], name='pixels')
@@ -34,5 +60,21 @@ def serving_input_receiver_fn(spec):
             features={'image': pixels},
             receiver_tensors={'image_bytes': image_bytes},
             receiver_tensors_alternatives={'pixels': {'pixels': pixels}})
+
+    return receiver_fn
+
+
+def _face_pair_receiver_fn(spec, geometry):
+    """serving_default takes two batches of encoded photos; the 'single' alternative takes one."""
+    def receiver_fn():
+        bytes_a = tf.compat.v1.placeholder(tf.string, [None], name='image_bytes_a')
+        bytes_b = tf.compat.v1.placeholder(tf.string, [None], name='image_bytes_b')
+        decode = lambda encoded: face_records.decode_any_face(encoded, geometry)  # noqa: E731
+        features = {'image_a': _decode_batch(bytes_a, decode, spec.image_shape),
+                    'image_b': _decode_batch(bytes_b, decode, spec.image_shape)}
+        return tf.estimator.export.ServingInputReceiver(
+            features=features,
+            receiver_tensors={'image_bytes_a': bytes_a, 'image_bytes_b': bytes_b},
+            receiver_tensors_alternatives={'single': {'image_bytes': bytes_a}})
 
     return receiver_fn

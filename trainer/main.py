@@ -18,7 +18,7 @@ from absl import app, flags, logging  # noqa: E402
 
 from input_fns.errors import DataError  # noqa: E402
 from models import registry  # noqa: E402
-from trainer import export, hooks, inputs, run_files  # noqa: E402
+from trainer import evaluation, export, hooks, inputs, run_files  # noqa: E402
 from trainer import flags as trainer_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -46,11 +46,12 @@ def train_input_fn(spec):
     # A resumed run reshuffles differently instead of replaying the first epoch's order.
     seed = FLAGS.random_seed + run_files.latest_step(FLAGS.model_dir)
     return inputs.make_input_fn(spec, FLAGS.train_files, '--train_files', True, FLAGS.batch_size,
-                                seed=seed, shuffle_buffer=FLAGS.shuffle_buffer)
+                                seed=seed, options=trainer_flags.input_options(FLAGS))
 
 
-def eval_input_fn(spec):
-    return inputs.make_input_fn(spec, FLAGS.eval_files, '--eval_files', False, FLAGS.batch_size)
+def eval_input_fn(spec, file_pattern=None, flag_name='--eval_files'):
+    return inputs.make_input_fn(spec, file_pattern or FLAGS.eval_files, flag_name, False,
+                                FLAGS.batch_size, options=trainer_flags.input_options(FLAGS))
 
 
 def checkpoint_to_use(estimator):
@@ -65,31 +66,45 @@ def progress_hooks():
     return [hooks.ProgressHook(FLAGS.log_every_n_steps, FLAGS.batch_size, FLAGS.model_dir)]
 
 
+def run_train(spec, estimator):
+    estimator.train(train_input_fn(spec), max_steps=FLAGS.train_steps, hooks=progress_hooks())
+
+
+def run_train_and_evaluate(spec, estimator):
+    tf.estimator.train_and_evaluate(
+        estimator,
+        tf.estimator.TrainSpec(train_input_fn(spec), max_steps=FLAGS.train_steps,
+                               hooks=progress_hooks()),
+        tf.estimator.EvalSpec(eval_input_fn(spec), steps=None, start_delay_secs=0,
+                              throttle_secs=FLAGS.eval_throttle_secs))
+
+
+def run_evaluate(spec, estimator):
+    threshold_input_fn = FLAGS.threshold_files and eval_input_fn(
+        spec, FLAGS.threshold_files, '--threshold_files')
+    metrics = evaluation.evaluate(estimator, spec, checkpoint_to_use(estimator),
+                                  eval_input_fn(spec), FLAGS.eval_files,
+                                  threshold_input_fn, FLAGS.threshold_files)
+    print(json.dumps(metrics), flush=True)
+
+
+def run_export(spec, estimator):
+    receiver_fn = inputs.serving_input_receiver_fn(spec, trainer_flags.input_options(FLAGS))
+    path = export.export_saved_model(estimator, receiver_fn, FLAGS.export_dir,
+                                     checkpoint_to_use(estimator), spec.signature_renames)
+    print(json.dumps({'saved_model': path}), flush=True)
+
+
+MODES = {'train': run_train, 'train_and_evaluate': run_train_and_evaluate,
+         'evaluate': run_evaluate, 'export': run_export}
+
+
 def run(spec, image_paths):
-    mode = FLAGS.mode
-    if mode == 'predict':
+    if FLAGS.mode == 'predict':  # needs only the SavedModel
         return export.print_json_lines(export.predict_files(FLAGS.saved_model, image_paths))
-    estimator = build_estimator(spec)
-    if mode in ('train', 'train_and_evaluate'):
+    if FLAGS.mode in ('train', 'train_and_evaluate'):
         run_files.record_flags(FLAGS, spec.name)
-    if mode == 'train':
-        estimator.train(train_input_fn(spec), max_steps=FLAGS.train_steps, hooks=progress_hooks())
-    elif mode == 'train_and_evaluate':
-        tf.estimator.train_and_evaluate(
-            estimator,
-            tf.estimator.TrainSpec(train_input_fn(spec), max_steps=FLAGS.train_steps,
-                                   hooks=progress_hooks()),
-            tf.estimator.EvalSpec(eval_input_fn(spec), steps=None, start_delay_secs=0,
-                                  throttle_secs=FLAGS.eval_throttle_secs))
-    elif mode == 'evaluate':
-        metrics = estimator.evaluate(eval_input_fn(spec),
-                                     checkpoint_path=checkpoint_to_use(estimator))
-        print(json.dumps({key: run_files.json_value(value) for key, value in metrics.items()}),
-              flush=True)
-    elif mode == 'export':
-        path = export.export_saved_model(estimator, inputs.serving_input_receiver_fn(spec),
-                                         FLAGS.export_dir, checkpoint_to_use(estimator))
-        print(json.dumps({'saved_model': path}), flush=True)
+    MODES[FLAGS.mode](spec, build_estimator(spec))
 
 
 def main(argv):

@@ -1,0 +1,121 @@
+"""LFW's folder layout and its text files: people lists and pair lists.
+
+Folder: ROOT/<Name>/<Name>_0001.jpg (ROOT may also be the folder that holds lfw/).
+People files (peopleDevTrain.txt): a count line, then `Name  number_of_images` lines.
+Pair files: pairsDevTrain.txt / pairsDevTest.txt have a count line N, then N
+same-person lines `name i j` and N different-person lines `name1 i name2 j`;
+the 10-fold pairs.txt has a header `10 300`, then per fold 300 same and 300
+different lines.
+"""
+import dataclasses
+import os
+import re
+from typing import Dict, List
+
+from input_fns.errors import DataError
+
+PHOTO_NAME = re.compile(r'^(?P<name>.+)_(?P<number>\d{4})\.jpe?g$', re.IGNORECASE)
+
+
+@dataclasses.dataclass(frozen=True)
+class Pair:
+    name_a: str
+    number_a: int
+    name_b: str
+    number_b: int
+    fold: int  # 0 for single-set files
+    line: int  # where it came from, for messages
+
+    @property
+    def same(self) -> bool:
+        return self.name_a == self.name_b
+
+
+def resolve_root(source_dir: str) -> str:
+    if not os.path.isdir(source_dir):
+        raise DataError(f'--source_dir={source_dir}: no such folder')
+    nested = os.path.join(source_dir, 'lfw')
+    return nested if os.path.isdir(nested) else source_dir
+
+
+def photo_relpath(name: str, number: int) -> str:
+    return os.path.join(name, f'{name}_{number:04d}.jpg')
+
+
+def scan_people(root: str) -> Dict[str, List[str]]:
+    """{name: sorted photo file names} for every ROOT/<Name>/<Name>_NNNN.jpg."""
+    people = {}
+    for name in sorted(os.listdir(root)):
+        folder = os.path.join(root, name)
+        if not os.path.isdir(folder):
+            continue
+        photos = sorted(f for f in os.listdir(folder) if PHOTO_NAME.match(f))
+        if photos:
+            people[name] = photos
+    if not people:
+        raise DataError(f'{root}: no photos in the LFW layout <Name>/<Name>_0001.jpg')
+    return people
+
+
+def _lines(path: str) -> List[List[str]]:
+    try:
+        with open(path) as f:
+            return [line.split() for line in f]
+    except OSError as e:
+        raise DataError(f'{path}: cannot read it ({e.strerror})')
+
+
+def read_people_file(path: str) -> List[str]:
+    """Names from a people file (peopleDevTrain.txt, or the 10-set people.txt)."""
+    rows = _lines(path)
+    names = []
+    for number, fields in enumerate(rows[1:], start=2):
+        if len(fields) == 2 and fields[1].isdigit():
+            names.append(fields[0])
+        elif not (len(fields) == 1 and fields[0].isdigit()) and fields:  # per-set count lines
+            raise DataError(f'{path}:{number}: expected "Name count", got {" ".join(fields)!r}')
+    if not names:
+        raise DataError(f'{path}: no people listed')
+    return names
+
+
+def read_pairs_file(path: str) -> List[Pair]:
+    """Pairs from pairsDevTrain.txt / pairsDevTest.txt (fold 0) or the 10-fold pairs.txt."""
+    rows = _lines(path)
+    if not rows or not rows[0] or not all(field.isdigit() for field in rows[0]):
+        raise DataError(f'{path}:1: expected a header "N" or "FOLDS N", got {rows[:1]}')
+    if len(rows[0]) == 1:
+        folds, per_kind = 1, int(rows[0][0])
+    else:
+        folds, per_kind = int(rows[0][0]), int(rows[0][1])
+    expected = folds * 2 * per_kind
+    body = [(number, fields) for number, fields in enumerate(rows[1:], start=2) if fields]
+    if len(body) != expected:
+        raise DataError(f'{path}: header says {folds} fold(s) of {per_kind} same and {per_kind} '
+                        f'different pairs ({expected} lines), but {len(body)} lines follow')
+    pairs = []
+    for index, (number, fields) in enumerate(body):
+        fold, same = index // (2 * per_kind), (index % (2 * per_kind)) < per_kind
+        try:
+            if same and len(fields) == 3:
+                pairs.append(Pair(fields[0], int(fields[1]), fields[0], int(fields[2]), fold, number))
+                continue
+            if not same and len(fields) == 4:
+                pairs.append(Pair(fields[0], int(fields[1]), fields[2], int(fields[3]), fold, number))
+                continue
+        except ValueError:
+            pass
+        shape = '"name i j"' if same else '"name1 i name2 j"'
+        raise DataError(f'{path}:{number}: expected a {"same" if same else "different"}-person '
+                        f'pair {shape}, got {" ".join(fields)!r}')
+    return pairs
+
+
+def write_pairs_file(path: str, same: List[Pair], different: List[Pair]) -> str:
+    """LFW's single-set format (pairsDevTest.txt): N, then N same and N different lines."""
+    if len(same) != len(different):
+        raise ValueError('a pairs file holds as many same as different pairs')
+    lines = [f'{len(same)}']
+    lines += [f'{p.name_a}\t{p.number_a}\t{p.number_b}' for p in same]
+    lines += [f'{p.name_a}\t{p.number_a}\t{p.name_b}\t{p.number_b}' for p in different]
+    return '\n'.join(lines) + '\n'

@@ -1,0 +1,181 @@
+"""Face photo folders and LFW pair lists -> TFRecord shards (see input_fns.prepare).
+
+`faces`: one record per photo, people split into train and validation (from a
+people file or a seeded fraction), plus fixed pair sets drawn from each split:
+`train_pairs` (for choosing a decision threshold) and `validation_pairs` (people
+never seen in training). `face_pairs`: an LFW pair list (pairsDevTrain.txt,
+pairsDevTest.txt or the 10-fold pairs.txt) as pair shards, fold numbers kept.
+"""
+import os
+import random
+from typing import Dict, List, Tuple
+
+import tensorflow as tf
+from absl import logging
+
+from input_fns import face_records, lfw_files, shards
+from input_fns.errors import DataError
+from input_fns.lfw_files import Pair
+
+
+class PhotoReader:
+    """Reads photos once each, checking that they decode; bad ones are counted, or fatal if strict."""
+
+    def __init__(self, root: str, strict: bool):
+        self.root, self.strict = root, strict
+        self.bad: Dict[str, str] = {}
+        self._cache: Dict[str, bytes] = {}
+
+    def read(self, relative_path: str):
+        if relative_path in self._cache:
+            return self._cache[relative_path]
+        if relative_path in self.bad:
+            return None
+        path = os.path.join(self.root, relative_path)
+        try:
+            with open(path, 'rb') as f:
+                data = f.read()
+            tf.io.decode_jpeg(data)
+        except (OSError, tf.errors.InvalidArgumentError) as e:
+            reason = getattr(e, 'strerror', None) or 'not a decodable JPEG'
+            if self.strict:
+                raise DataError(f'{path}: {reason} (without --strict it would be skipped)')
+            logging.warning('skipping %s: %s', path, reason)
+            self.bad[relative_path] = reason
+            return None
+        self._cache[relative_path] = data
+        return data
+
+
+def split_people(people: Dict[str, List[str]], people_file: str, fraction: float,
+                 seed: int) -> Tuple[List[str], List[str]]:
+    """(train names, validation names): never the same person in both."""
+    names = sorted(people)
+    if people_file:
+        listed = set(lfw_files.read_people_file(people_file))
+        missing = sorted(listed - set(names))
+        if missing:
+            logging.warning('%d people in %s have no photos here (first: %s)', len(missing),
+                            people_file, missing[0])
+        train = [n for n in names if n in listed]
+        validation = [n for n in names if n not in listed]
+    else:
+        shuffled = list(names)
+        random.Random(seed).shuffle(shuffled)
+        count = int(round(len(names) * fraction))
+        validation, train = sorted(shuffled[:count]), sorted(shuffled[count:])
+    if not train:
+        raise DataError('no training people: check --train_people_file or --validation_fraction')
+    return train, validation
+
+
+def draw_pairs(people: Dict[str, List[str]], names: List[str], count: int,
+               seed: int) -> Tuple[List[Pair], List[Pair]]:
+    """Up to `count` same and as many different pairs among `names`, with a fixed seed."""
+    rng = random.Random(seed)
+    repeat = [n for n in names if len(people[n]) >= 2]
+    if not repeat or len(names) < 2:
+        return [], []
+    same, different = [], []
+    for _ in range(count):
+        name = rng.choice(repeat)
+        a, b = rng.sample(range(1, len(people[name]) + 1), 2)
+        same.append(Pair(name, a, name, b, 0, 0))
+        name_a, name_b = rng.sample(names, 2)
+        different.append(Pair(name_a, rng.randint(1, len(people[name_a])), name_b,
+                              rng.randint(1, len(people[name_b])), 0, 0))
+    return same, different
+
+
+def write_pair_split(output_dir: str, split: str, pairs: List[Pair], reader: PhotoReader,
+                     num_shards: int, seed: int, sources: List[str]) -> Dict:
+    """Pair shards; a pair naming a missing or bad photo is reported and counted, or fatal if strict."""
+    missing = []
+
+    def make_record(i):
+        pair = pairs[i]
+        jpegs = []
+        for name, number in ((pair.name_a, pair.number_a), (pair.name_b, pair.number_b)):
+            path = lfw_files.photo_relpath(name, number)
+            exists = os.path.exists(os.path.join(reader.root, path))
+            if not exists and reader.strict:
+                raise DataError(f'{sources[0]}:{pair.line}: {os.path.join(reader.root, path)} '
+                                'does not exist')
+            jpegs.append(reader.read(path) if exists else None)
+        if None in jpegs:
+            logging.warning('%s:%d: pair %s %d / %s %d names a missing or unreadable photo; '
+                            'not written', sources[0], pair.line, pair.name_a, pair.number_a,
+                            pair.name_b, pair.number_b)
+            missing.append(f'{pair.name_a} {pair.number_a} {pair.name_b} {pair.number_b}')
+            return None
+        return face_records.encode_pair(jpegs[0], jpegs[1], pair.same, pair.fold)
+
+    num_same = sum(p.same for p in pairs)
+    entry = shards.write_split(
+        output_dir, split, len(pairs), make_record, num_shards, seed, dataset='face_pairs',
+        features=face_records.PAIR_MANIFEST_FEATURES, sources=sources,
+        extra={'kind': 'pairs', 'num_same': num_same, 'num_different': len(pairs) - num_same,
+               'num_folds': len({p.fold for p in pairs})})
+    if missing:
+        entry['missing_pairs'] = missing
+        logging.warning('%s: %d of %d pairs name missing or unreadable photos and were not '
+                        'written (listed in manifest.json)', split, len(missing), len(pairs))
+        shards.update_split(output_dir, split, entry)
+    return entry
+
+
+def prepare_faces(FLAGS) -> Dict:
+    if not FLAGS.source_dir:
+        raise DataError('--source_dir is required for faces: ROOT/<Name>/<Name>_0001.jpg')
+    root = lfw_files.resolve_root(FLAGS.source_dir)
+    people = lfw_files.scan_people(root)
+    identity = {name: i for i, name in enumerate(sorted(people))}
+    train, validation = split_people(people, FLAGS.train_people_file, FLAGS.validation_fraction,
+                                     FLAGS.seed)
+    reader = PhotoReader(root, FLAGS.strict)
+    entries = {}
+    for split, names in (('train', train), ('validation', validation)):
+        if not names:
+            continue
+        photos = [(name, photo) for name in names for photo in people[name]]
+
+        def make_record(i, photos=photos):
+            name, photo = photos[i]
+            jpeg = reader.read(os.path.join(name, photo))
+            return None if jpeg is None else face_records.encode_photo(
+                jpeg, identity[name], name, f'{name}/{photo}')
+
+        entries[split] = shards.write_split(
+            FLAGS.output_dir, split, len(photos), make_record,
+            FLAGS.num_shards if split == 'train' else FLAGS.num_eval_shards, FLAGS.seed,
+            dataset='faces', features=face_records.PHOTO_MANIFEST_FEATURES, sources=[root],
+            extra={'kind': 'photos', 'num_people': len(names),
+                   'num_people_with_2_or_more': sum(len(people[n]) >= 2 for n in names),
+                   'people_file': FLAGS.train_people_file or None})
+        if reader.bad:
+            entries[split]['skipped_files'] = {p: r for p, r in reader.bad.items()
+                                               if p.split('/')[0] in set(names)}
+            shards.update_split(FLAGS.output_dir, split, entries[split])
+
+        same, different = draw_pairs(people, names, FLAGS.num_pairs, FLAGS.seed + 1)
+        if same:
+            pairs_txt = os.path.join(FLAGS.output_dir, f'{split}_pairs.txt')
+            shards.write_text_atomic(pairs_txt, lfw_files.write_pairs_file(pairs_txt, same, different))
+            pairs = lfw_files.read_pairs_file(pairs_txt)  # line numbers for messages
+            entries[f'{split}_pairs'] = write_pair_split(
+                FLAGS.output_dir, f'{split}_pairs', pairs, reader, FLAGS.num_eval_shards,
+                FLAGS.seed, [pairs_txt])
+    shards.set_source_root(FLAGS.output_dir, root)
+    return entries
+
+
+def prepare_face_pairs(FLAGS) -> Dict:
+    if not (FLAGS.source_dir and FLAGS.pairs_file):
+        raise DataError('face_pairs needs --source_dir (the photo folder) and --pairs_file')
+    root = lfw_files.resolve_root(FLAGS.source_dir)
+    pairs = lfw_files.read_pairs_file(FLAGS.pairs_file)
+    split = FLAGS.split or os.path.splitext(os.path.basename(FLAGS.pairs_file))[0]
+    entry = write_pair_split(FLAGS.output_dir, split, pairs, PhotoReader(root, FLAGS.strict),
+                             FLAGS.num_eval_shards, FLAGS.seed, [FLAGS.pairs_file])
+    shards.set_source_root(FLAGS.output_dir, root)
+    return {split: entry}

@@ -1,0 +1,40 @@
+"""The difference net: |image_a - image_b| through a conv/ReLU/max-pool stack to one logit.
+
+The source documents' face-pair model: it sees only where two photos differ,
+pixel by pixel. Simple and fast; the siamese net (face_siamese) does better.
+"""
+import tensorflow as tf
+
+from models import pair_head, registry
+
+IMAGE_SHAPE = (64, 64, 1)
+DEFAULT_PARAMS = {
+    'learning_rate': 1e-3,
+    'optimizer': 'adam',
+    'dropout_rate': 0.3,
+    'learning_rate_decay_steps': 0,
+}
+
+
+def build_network(dropout_rate: float) -> tf.keras.Sequential:
+    layers = tf.keras.layers
+    stack = [layers.InputLayer(input_shape=IMAGE_SHAPE)]
+    for filters in (32, 64, 128, 128):
+        stack += [layers.Conv2D(filters, 3, padding='same', activation='relu'),
+                  layers.MaxPooling2D(2)]
+    stack += [layers.Flatten(), layers.Dense(256, activation='relu'),
+              layers.Dropout(dropout_rate), layers.Dense(1)]
+    return tf.keras.Sequential(stack, name='face_diff')
+
+
+def model_fn(features, labels, mode, params):
+    params = {**DEFAULT_PARAMS, **(params or {})}
+    difference = tf.abs(features['image_a'] - features['image_b'])  # symmetric in a and b
+    logits = build_network(params['dropout_rate'])(
+        difference, training=mode == tf.estimator.ModeKeys.TRAIN)
+    return pair_head.pair_estimator_spec(logits, labels, mode, params)
+
+
+SPEC = registry.register(registry.ModelSpec(
+    name='face_diff', model_fn=model_fn, default_params=DEFAULT_PARAMS, input_kind='face_pairs',
+    image_shape=IMAGE_SHAPE))

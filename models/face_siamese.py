@@ -1,0 +1,58 @@
+"""The siamese face-pair net: one shared conv tower embeds each photo; a head
+classifies the pair from |e1 - e2| and e1 * e2.
+
+Exported with an extra `embed` signature (one photo -> its embedding), so the
+tower can index faces once and compare them later.
+"""
+import tensorflow as tf
+
+from models import pair_head, registry
+
+IMAGE_SHAPE = (64, 64, 1)
+DEFAULT_PARAMS = {
+    'learning_rate': 1e-3,
+    'optimizer': 'adam',
+    'dropout_rate': 0.3,
+    'embedding_size': 128,
+    'learning_rate_decay_steps': 0,
+}
+
+
+def build_tower(embedding_size: int, dropout_rate: float) -> tf.keras.Sequential:
+    layers = tf.keras.layers
+    stack = [layers.InputLayer(input_shape=IMAGE_SHAPE)]
+    for filters in (32, 64, 128):
+        stack += [layers.Conv2D(filters, 3, padding='same', activation='relu'),
+                  layers.Conv2D(filters, 3, padding='same', activation='relu'),
+                  layers.MaxPooling2D(2)]
+    stack += [layers.Conv2D(256, 3, padding='same', activation='relu'),
+              layers.GlobalAveragePooling2D(), layers.Dropout(dropout_rate),
+              layers.Dense(embedding_size),
+              layers.Lambda(lambda e: tf.math.l2_normalize(e, axis=1))]
+    return tf.keras.Sequential(stack, name='tower')
+
+
+def build_head() -> tf.keras.Sequential:
+    layers = tf.keras.layers
+    return tf.keras.Sequential([layers.Dense(64, activation='relu'), layers.Dense(1)], name='head')
+
+
+def model_fn(features, labels, mode, params):
+    params = {**DEFAULT_PARAMS, **(params or {})}
+    training = mode == tf.estimator.ModeKeys.TRAIN
+    tower = build_tower(params['embedding_size'], params['dropout_rate'])
+    embedding_a = tf.identity(tower(features['image_a'], training=training), name='embedding_a')
+    embedding_b = tf.identity(tower(features['image_b'], training=training), name='embedding_b')
+    pair = tf.concat([tf.abs(embedding_a - embedding_b), embedding_a * embedding_b], axis=1)
+    logits = build_head()(pair, training=training)
+    return pair_head.pair_estimator_spec(
+        logits, labels, mode, params,
+        predictions={'embedding_a': embedding_a, 'embedding_b': embedding_b},
+        export_outputs={'embed': tf.estimator.export.PredictOutput({'embedding': embedding_a})})
+
+
+SPEC = registry.register(registry.ModelSpec(
+    name='face_siamese', model_fn=model_fn, default_params=DEFAULT_PARAMS,
+    input_kind='face_pairs', image_shape=IMAGE_SHAPE,
+    # The 'single' receiver feeds image_a alone: its 'embed' output is the embed signature.
+    signature_renames={'single:embed': 'embed', 'embed': None}))

@@ -1,0 +1,36 @@
+"""What every face-pair model shares: logistic loss, metrics and the EstimatorSpec.
+
+A pair model computes one logit per pair ("same person" when positive);
+labels are 1.0 for the same person and 0.0 for different people.
+"""
+import tensorflow as tf
+
+from models import training
+
+def pair_estimator_spec(logits, labels, mode, params, predictions=None, export_outputs=None):
+    logits = tf.identity(tf.reshape(logits, [-1]), name='logits')
+    probability = tf.sigmoid(logits, name='probability')
+    predictions = {'probability': probability, 'logit': logits, **(predictions or {})}
+    if mode == tf.estimator.ModeKeys.PREDICT:
+        outputs = {'serving_default': tf.estimator.export.PredictOutput(
+            {'probability': probability})}
+        outputs.update(export_outputs or {})
+        return tf.estimator.EstimatorSpec(mode, predictions=predictions, export_outputs=outputs)
+
+    labels = tf.cast(tf.reshape(labels, [-1]), tf.float32)
+    loss = tf.identity(tf.compat.v1.losses.sigmoid_cross_entropy(labels, logits),
+                       name='cross_entropy')
+    decisions = tf.cast(probability > 0.5, tf.float32)
+    if mode == tf.estimator.ModeKeys.EVAL:
+        return tf.estimator.EstimatorSpec(mode, loss=loss, eval_metric_ops={
+            'accuracy': tf.compat.v1.metrics.accuracy(labels, decisions),
+            'auc': tf.compat.v1.metrics.auc(labels, probability, num_thresholds=1000,
+                                            summation_method='careful_interpolation'),
+            'precision': tf.compat.v1.metrics.precision(labels, decisions),
+            'recall': tf.compat.v1.metrics.recall(labels, decisions),
+        })
+
+    batch_accuracy = tf.reduce_mean(tf.cast(tf.equal(decisions, labels), tf.float32),
+                                    name='train_accuracy')
+    return tf.estimator.EstimatorSpec(
+        mode, loss=loss, train_op=training.train_op(loss, params, batch_accuracy))

@@ -1,0 +1,27 @@
+"""The training step every model shares: optimizer and learning-rate schedule from params."""
+import tensorflow as tf
+
+OPTIMIZERS = {
+    'adam': lambda rate: tf.compat.v1.train.AdamOptimizer(rate),
+    'sgd': lambda rate: tf.compat.v1.train.GradientDescentOptimizer(rate),
+    'momentum': lambda rate: tf.compat.v1.train.MomentumOptimizer(rate, momentum=0.9),
+}
+
+
+def learning_rate(params):
+    """params['learning_rate'], decayed 10x every learning_rate_decay_steps when that is set."""
+    rate = params['learning_rate']
+    if params.get('learning_rate_decay_steps'):
+        rate = tf.compat.v1.train.exponential_decay(
+            rate, tf.compat.v1.train.get_or_create_global_step(),
+            params['learning_rate_decay_steps'], params.get('learning_rate_decay_rate', 0.1))
+    return tf.identity(rate, name='learning_rate')
+
+
+def train_op(loss, params, batch_accuracy):
+    """Minimizes loss with params['optimizer']; summarizes the learning rate and batch accuracy."""
+    rate = learning_rate(params)
+    tf.compat.v1.summary.scalar('learning_rate', rate)
+    tf.compat.v1.summary.scalar('train_accuracy', batch_accuracy)
+    optimizer = OPTIMIZERS[params['optimizer']](rate)
+    return optimizer.minimize(loss, global_step=tf.compat.v1.train.get_or_create_global_step())

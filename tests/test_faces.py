@@ -1,0 +1,243 @@
+"""Faces: LFW folders -> shards -> random training pairs -> models -> LFW protocol -> export."""
+import glob
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import prepare_flags, run_module
+from input_fns import face_records, lfw_files, prepare_faces, synthetic_faces
+from input_fns.errors import DataError
+from models import face_diff, face_siamese
+from trainer import pair_protocol
+
+GEOMETRY = face_records.FaceGeometry(image_size=64, channels=1, crop_fraction=0.5)
+
+
+@pytest.fixture(scope='module')
+def faces(tmp_path_factory):
+    """40 synthetic people in LFW's layout, and their shards (30% of people held out)."""
+    root = str(tmp_path_factory.mktemp('faces') / 'lfw')
+    written = synthetic_faces.write_faces(root, num_people=40, size=64, seed=3)
+    out = str(tmp_path_factory.mktemp('face_shards'))
+    entries = prepare_faces.prepare_faces(prepare_flags(
+        source_dir=os.path.dirname(root), output_dir=out, validation_fraction=0.3, num_pairs=20))
+    return root, written, out, entries
+
+
+def read_photos(pattern):
+    records = tf.data.TFRecordDataset(sorted(glob.glob(pattern)))
+    return [tf.io.parse_single_example(r, face_records.PHOTO_SPEC) for r in records]
+
+
+def test_photo_shards_round_trip_split_by_people(faces):
+    root, written, out, entries = faces
+    names = {}
+    for split in ('train', 'validation'):
+        photos = read_photos(os.path.join(out, f'{split}-*'))
+        names[split] = {p['name'].numpy().decode() for p in photos}
+        for photo in photos:  # the JPEG bytes exactly as on disk
+            path = os.path.join(root, photo['filename'].numpy().decode())
+            assert photo['image'].numpy() == open(path, 'rb').read()
+        assert entries[split]['num_records'] == len(photos)
+        assert entries[split]['num_people'] == len(names[split])
+    assert not names['train'] & names['validation']
+    assert names['train'] | names['validation'] == set(written)
+    assert len(names['validation']) == 12
+    manifest = json.load(open(os.path.join(out, 'manifest.json')))
+    assert manifest['source_root'] == os.path.abspath(root)
+    assert set(manifest['splits']) == {'train', 'validation', 'train_pairs', 'validation_pairs'}
+
+
+def test_fixed_pairs_come_from_their_split(faces):
+    _, _, out, entries = faces
+    validation_people = {p['name'].numpy().decode()
+                         for p in read_photos(os.path.join(out, 'validation-*'))}
+    pairs = lfw_files.read_pairs_file(os.path.join(out, 'validation_pairs.txt'))
+    assert {p.name_a for p in pairs} | {p.name_b for p in pairs} <= validation_people
+    entry = entries['validation_pairs']
+    assert (entry['num_same'], entry['num_different'], entry['num_records']) == (20, 20, 40)
+
+
+def test_undecodable_photo_is_skipped_and_counted_or_fatal_when_strict(tmp_path):
+    root = str(tmp_path / 'lfw')
+    synthetic_faces.write_faces(root, num_people=6, min_photos=2, size=48, seed=1)
+    bad = os.path.join(root, 'Synthetic_Person_0002', 'Synthetic_Person_0002_0001.jpg')
+    open(bad, 'wb').write(b'not a jpeg')
+    entries = prepare_faces.prepare_faces(prepare_flags(
+        source_dir=root, output_dir=str(tmp_path / 'out'), validation_fraction=0.0, num_pairs=3))
+    assert entries['train']['num_skipped'] == 1
+    assert entries['train']['skipped_files'] == {
+        'Synthetic_Person_0002/Synthetic_Person_0002_0001.jpg': 'not a decodable JPEG'}
+    with pytest.raises(DataError, match='Synthetic_Person_0002_0001.jpg: not a decodable JPEG'):
+        prepare_faces.prepare_faces(prepare_flags(
+            source_dir=root, output_dir=str(tmp_path / 'out2'), strict=True, num_pairs=3))
+
+
+def test_people_file_splits_by_people(tmp_path):
+    root = str(tmp_path / 'lfw')
+    written = synthetic_faces.write_faces(root, num_people=5, size=48, seed=2)
+    people_file = tmp_path / 'peopleDevTrain.txt'
+    people_file.write_text('2\nSynthetic_Person_0000\t1\nSynthetic_Person_0003\t2\n')
+    train, validation = prepare_faces.split_people(
+        {n: p for n, p in written.items()}, str(people_file), 0.5, 0)
+    assert train == ['Synthetic_Person_0000', 'Synthetic_Person_0003']
+    assert validation == ['Synthetic_Person_0001', 'Synthetic_Person_0002', 'Synthetic_Person_0004']
+
+
+def test_read_dev_pairs_file(tmp_path):
+    path = tmp_path / 'pairsDevTest.txt'
+    path.write_text('2\nAl\t1\t2\nBo\t3\t1\nAl\t1\tBo\t2\nCy\t4\tAl\t2\n')
+    pairs = lfw_files.read_pairs_file(str(path))
+    assert [p.same for p in pairs] == [True, True, False, False]
+    assert pairs[1] == lfw_files.Pair('Bo', 3, 'Bo', 1, 0, 3)
+    assert pairs[3].name_b == 'Al' and pairs[3].number_b == 2
+
+
+def test_read_ten_fold_pairs_file(tmp_path):
+    lines = ['10 1']
+    for fold in range(10):
+        lines += [f'P{fold}\t1\t2', f'P{fold}\t1\tQ{fold}\t1']
+    path = tmp_path / 'pairs.txt'
+    path.write_text('\n'.join(lines) + '\n')
+    pairs = lfw_files.read_pairs_file(str(path))
+    assert [p.fold for p in pairs] == [f for f in range(10) for _ in range(2)]
+    assert [p.same for p in pairs[:2]] == [True, False]
+
+
+@pytest.mark.parametrize('text, message', [
+    ('2\nAl\t1\t2\nBo\t3\nAl\t1\tBo\t2\nCy\t4\tAl\t2\n', r'pairs.txt:3: expected a same-person pair'),
+    ('2\nAl\t1\t2\nBo\t1\t2\nAl\t1\tBo\t2\n', r'header says 1 fold.*\(4 lines\), but 3 lines follow'),
+    ('two\nAl\t1\t2\n', r'pairs.txt:1: expected a header'),
+    ('1\nAl\t1\t2\nAl\tx\tBo\t2\n', r'pairs.txt:3: expected a different-person pair'),
+])
+def test_malformed_pairs_file(tmp_path, text, message):
+    path = tmp_path / 'pairs.txt'
+    path.write_text(text)
+    with pytest.raises(DataError, match=message):
+        lfw_files.read_pairs_file(str(path))
+
+
+def test_pair_naming_a_missing_photo_is_reported(faces, tmp_path):
+    root = faces[0]
+    path = tmp_path / 'pairsDevTest.txt'
+    path.write_text('1\nSynthetic_Person_0001\t1\t99\n'
+                    'Synthetic_Person_0001\t1\tSynthetic_Person_0005\t1\n')
+    entries = prepare_faces.prepare_face_pairs(prepare_flags(
+        source_dir=root, pairs_file=str(path), output_dir=str(tmp_path / 'out')))
+    entry = entries['pairsDevTest']
+    assert entry['num_records'] == 1 and entry['num_skipped'] == 1
+    assert entry['missing_pairs'] == ['Synthetic_Person_0001 1 Synthetic_Person_0001 99']
+    with pytest.raises(DataError, match=r'pairsDevTest.txt:2: .*Synthetic_Person_0001_0099.jpg '
+                                        'does not exist'):
+        prepare_faces.prepare_face_pairs(prepare_flags(
+            source_dir=root, pairs_file=str(path), output_dir=str(tmp_path / 'o2'), strict=True))
+
+
+@pytest.mark.parametrize('same_fraction', [0.5, 0.2])
+def test_sampler_ratio_and_same_pairs_share_identity(same_fraction):
+    # Photos stand in as their person's id, so a pair shows whose photos it drew.
+    identities = np.array([0, 0, 0, 1, 2, 2, 3, 4, 4, 4, 4, 5])
+    index = face_records.PhotoIndex(identities, [''] * len(identities), None)
+    photos = tf.constant([str(i).encode() for i in identities])
+    pairs = face_records._sampled_pairs(photos, index, seed=5, same_fraction=same_fraction)
+    drawn = list(pairs.take(3000).as_numpy_iterator())
+    same = np.array([label for _, _, label, _ in drawn])
+    assert abs(same.mean() - same_fraction) < 0.03
+    for a, b, label, _ in drawn:
+        assert (a == b) == bool(label)  # same-person pairs share an identity; others never do
+    same_people = {int(a) for a, _, label, _ in drawn if label}
+    assert same_people == {0, 2, 4}  # only people with two or more photos
+    pairs_of_photos = {(a, b) for a, b, label, _ in drawn}
+    assert len(pairs_of_photos) > 10  # drawn afresh, not a fixed list
+
+
+def test_training_input_fn_shapes_for_both_samplers(faces):
+    _, _, out, _ = faces
+    for sampler in ('graph', 'generator'):
+        input_fn = face_records.make_train_input_fn(os.path.join(out, 'train-*'), GEOMETRY,
+                                                    batch_size=8, seed=1, sampler=sampler)
+        features, labels = next(iter(input_fn()))
+        assert features['image_a'].shape == (8, 64, 64, 1) == features['image_b'].shape
+        assert features['image_a'].dtype == tf.float32 and labels.shape == (8,)
+        assert 0.0 <= float(tf.reduce_min(features['image_a'])) <= float(
+            tf.reduce_max(features['image_a'])) <= 1.0
+
+
+def test_eval_pairs_one_pass_in_order(faces):
+    _, _, out, _ = faces
+    pattern = os.path.join(out, 'validation_pairs-*')
+    input_fn = face_records.make_eval_input_fn(pattern, GEOMETRY, batch_size=16)
+    labels = np.concatenate([label.numpy() for _, label in input_fn()])
+    np.testing.assert_array_equal(labels, face_records.read_pair_labels(pattern)['label'])
+    assert len(labels) == 40
+
+
+@pytest.mark.parametrize('module', [face_diff, face_siamese])
+def test_face_model_fns_in_all_modes(module):
+    def spec_for(mode):
+        with tf.Graph().as_default():
+            features = {'image_a': tf.random.uniform([4, 64, 64, 1]),
+                        'image_b': tf.random.uniform([4, 64, 64, 1])}
+            labels = None if mode == 'infer' else tf.constant([1., 0., 1., 0.])
+            return module.model_fn(features, labels, mode, {})
+    train = spec_for(tf.estimator.ModeKeys.TRAIN)
+    assert train.train_op is not None and train.loss.shape == ()
+    evaluate = spec_for(tf.estimator.ModeKeys.EVAL)
+    assert set(evaluate.eval_metric_ops) == {'accuracy', 'auc', 'precision', 'recall'}
+    predict = spec_for(tf.estimator.ModeKeys.PREDICT)
+    assert predict.predictions['probability'].shape.as_list() == [4]
+    if module is face_siamese:
+        assert predict.predictions['embedding_a'].shape.as_list() == [4, 128]
+        assert set(predict.export_outputs) == {'serving_default', 'embed'}
+
+
+def test_threshold_and_auc():
+    scores = np.array([0.1, 0.2, 0.3, 0.6, 0.7, 0.9])
+    labels = np.array([0, 0, 0, 1, 1, 1])
+    threshold = pair_protocol.best_threshold(scores, labels)
+    assert 0.3 < threshold <= 0.6
+    assert pair_protocol.accuracy_at(scores, labels, threshold) == 1.0
+    assert pair_protocol.roc_auc(scores, labels) == 1.0
+    rng = np.random.RandomState(0)
+    scores, labels = rng.rand(200), rng.rand(200) < 0.5
+    brute = np.mean([(p > n) + 0.5 * (p == n) for p in scores[labels] for n in scores[~labels]])
+    assert abs(pair_protocol.roc_auc(scores, labels) - brute) < 1e-12
+
+
+def test_ten_fold_thresholds_come_from_the_other_folds():
+    # Fold 0 alone is separable at 0.85; the other nine at 0.45. A fold's own pairs
+    # must not set its threshold, so fold 0 is scored at ~0.45 and gets half wrong.
+    folds = np.repeat(np.arange(10), 4)
+    labels = np.tile([1, 1, 0, 0], 10)
+    scores = np.tile([0.6, 0.7, 0.2, 0.3], 10).astype(float)
+    scores[:4] = [0.95, 0.9, 0.8, 0.7]
+    report = pair_protocol.evaluate(scores, labels, folds)
+    assert report['fold_accuracies'][0] == 0.5
+    assert report['fold_accuracies'][1:] == [1.0] * 9
+    assert abs(report['accuracy_mean'] - 0.95) < 1e-9
+
+
+def test_export_and_predict_two_photos(faces, tmp_path):
+    root, written, out, _ = faces
+    model_dir, export_dir = str(tmp_path / 'model'), str(tmp_path / 'export')
+    run_module('trainer.main', '--model=face_siamese', '--mode=train', f'--model_dir={model_dir}',
+               f'--train_files={out}/train-*', '--train_steps=2', '--batch_size=4')
+    evaluated = json.loads(run_module(
+        'trainer.main', '--model=face_siamese', '--mode=evaluate', f'--model_dir={model_dir}',
+        f'--eval_files={out}/validation_pairs-*', f'--threshold_files={out}/train_pairs-*').stdout)
+    assert set(evaluated['lfw_protocol']) >= {'accuracy', 'auc', 'threshold'}
+    saved_model = json.loads(run_module(
+        'trainer.main', '--model=face_siamese', '--mode=export', f'--model_dir={model_dir}',
+        f'--export_dir={export_dir}').stdout)['saved_model']
+    loaded = tf.saved_model.load(saved_model)
+    assert set(loaded.signatures) == {'serving_default', 'embed'}
+    photos = sorted(p for paths in written.values() for p in paths)[:2]
+    result = run_module('trainer.main', '--mode=predict', f'--saved_model={saved_model}', *photos)
+    row = json.loads(result.stdout)
+    assert row['image_a'] == photos[0] and row['image_b'] == photos[1]
+    assert 0.0 <= row['probability'] <= 1.0
+    embedding = loaded.signatures['embed'](image_bytes=tf.constant([open(photos[0], 'rb').read()]))
+    assert embedding['embedding'].shape == (1, 128)

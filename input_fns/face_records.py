@@ -72,14 +72,24 @@ def encode_pair(jpeg_a: bytes, jpeg_b: bytes, same: bool, fold: int) -> bytes:
         'fold': _int64(fold)})).SerializeToString()
 
 
-def _crop_box(shape, crop_fraction):
-    side = tf.cast(tf.cast(tf.minimum(shape[0], shape[1]), tf.float32) * crop_fraction, tf.int32)
-    return (shape[0] - side) // 2, (shape[1] - side) // 2, side
+def _crop_box(shape, crop_fraction, jitter=None):
+    """(top, left, side) of the centred square; jitter in [0,1)^3 moves and scales it (training)."""
+    height, width = tf.cast(shape[0], tf.float32), tf.cast(shape[1], tf.float32)
+    side = tf.minimum(height, width) * crop_fraction
+    center_y, center_x = height / 2, width / 2
+    if jitter is not None:
+        side = side * (0.9 + 0.2 * jitter[0])
+        center_y += (jitter[1] - 0.5) * 0.12 * side
+        center_x += (jitter[2] - 0.5) * 0.12 * side
+    side = tf.minimum(side, tf.minimum(height, width))
+    top = tf.clip_by_value(center_y - side / 2, 0.0, height - side)
+    left = tf.clip_by_value(center_x - side / 2, 0.0, width - side)
+    return tf.cast(top, tf.int32), tf.cast(left, tf.int32), tf.cast(side, tf.int32)
 
 
-def decode_face(jpeg, geometry: FaceGeometry):
+def decode_face(jpeg, geometry: FaceGeometry, jitter=None):
     """JPEG bytes -> float32 [size, size, channels] in [0, 1]; decodes only the central crop."""
-    top, left, side = _crop_box(tf.io.extract_jpeg_shape(jpeg), geometry.crop_fraction)
+    top, left, side = _crop_box(tf.io.extract_jpeg_shape(jpeg), geometry.crop_fraction, jitter)
     image = tf.io.decode_and_crop_jpeg(jpeg, tf.stack([top, left, side, side]),
                                        channels=geometry.channels)
     return _resize(image, geometry)
@@ -170,10 +180,13 @@ def _sampled_pairs(jpegs, index: PhotoIndex, seed: int, same_fraction: float):
 
 def _decode_training_pair(geometry, augment_images):
     def decode(jpeg_a, jpeg_b, label, step):
-        image_a, image_b = decode_face(jpeg_a, geometry), decode_face(jpeg_b, geometry)
-        if augment_images:
-            seed = tf.stack([step, tf.constant(7, tf.int64)])
-            image_a, image_b = augment(image_a, seed), augment(image_b, seed + 10)
+        if not augment_images:
+            return {'image_a': decode_face(jpeg_a, geometry),
+                    'image_b': decode_face(jpeg_b, geometry)}, label
+        seed = tf.stack([step, tf.constant(7, tf.int64)])
+        jitter = tf.random.stateless_uniform([2, 3], seed=seed)  # crop position and scale
+        image_a = augment(decode_face(jpeg_a, geometry, jitter[0]), seed + 1)
+        image_b = augment(decode_face(jpeg_b, geometry, jitter[1]), seed + 11)
         return {'image_a': image_a, 'image_b': image_b}, label
     return decode
 

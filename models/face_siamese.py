@@ -19,16 +19,15 @@ DEFAULT_PARAMS = {
 
 
 def build_tower(embedding_size: int, dropout_rate: float) -> tf.keras.Sequential:
+    """Per-photo standardization (lighting varies a lot), then conv-BN-ReLU-pool blocks."""
     layers = tf.keras.layers
-    stack = [layers.InputLayer(input_shape=IMAGE_SHAPE)]
-    for filters in (32, 64, 128):
-        stack += [layers.Conv2D(filters, 3, padding='same', activation='relu'),
-                  layers.Conv2D(filters, 3, padding='same', activation='relu'),
-                  layers.MaxPooling2D(2)]
-    stack += [layers.Conv2D(256, 3, padding='same', activation='relu'),
-              layers.GlobalAveragePooling2D(), layers.Dropout(dropout_rate),
-              layers.Dense(embedding_size),
-              layers.Lambda(lambda e: tf.math.l2_normalize(e, axis=1))]
+    # No InputLayer: built on the real inputs, its batch-norm updates are all for them.
+    stack = [layers.Lambda(tf.image.per_image_standardization)]
+    for filters in (32, 64, 128, 128):
+        stack += [layers.Conv2D(filters, 3, padding='same', use_bias=False),
+                  layers.BatchNormalization(), layers.ReLU(), layers.MaxPooling2D(2)]
+    stack += [layers.Flatten(), layers.Dropout(dropout_rate), layers.Dense(256, use_bias=False),
+              layers.BatchNormalization(), layers.ReLU(), layers.Dense(embedding_size)]
     return tf.keras.Sequential(stack, name='tower')
 
 
@@ -44,9 +43,10 @@ def model_fn(features, labels, mode, params):
     embedding_a = tf.identity(tower(features['image_a'], training=training), name='embedding_a')
     embedding_b = tf.identity(tower(features['image_b'], training=training), name='embedding_b')
     pair = tf.concat([tf.abs(embedding_a - embedding_b), embedding_a * embedding_b], axis=1)
-    logits = build_head()(pair, training=training)
+    head = build_head()
+    logits = head(pair, training=training)
     return pair_head.pair_estimator_spec(
-        logits, labels, mode, params,
+        logits, labels, mode, params, update_ops=tower.updates + head.updates,
         predictions={'embedding_a': embedding_a, 'embedding_b': embedding_b},
         export_outputs={'embed': tf.estimator.export.PredictOutput({'embedding': embedding_a})})
 

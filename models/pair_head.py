@@ -7,7 +7,8 @@ import tensorflow as tf
 
 from models import training
 
-def pair_estimator_spec(logits, labels, mode, params, predictions=None, export_outputs=None):
+def pair_estimator_spec(logits, labels, mode, params, predictions=None, export_outputs=None,
+                        update_ops=()):
     logits = tf.identity(tf.reshape(logits, [-1]), name='logits')
     probability = tf.sigmoid(logits, name='probability')
     predictions = {'probability': probability, 'logit': logits, **(predictions or {})}
@@ -33,4 +34,4 @@ def pair_estimator_spec(logits, labels, mode, params, predictions=None, export_o
     batch_accuracy = tf.reduce_mean(tf.cast(tf.equal(decisions, labels), tf.float32),
                                     name='train_accuracy')
     return tf.estimator.EstimatorSpec(
-        mode, loss=loss, train_op=training.train_op(loss, params, batch_accuracy))
+        mode, loss=loss, train_op=training.train_op(loss, params, batch_accuracy, update_ops))

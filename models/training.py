@@ -18,10 +18,14 @@ def learning_rate(params):
     return tf.identity(rate, name='learning_rate')
 
 
-def train_op(loss, params, batch_accuracy):
-    """Minimizes loss with params['optimizer']; summarizes the learning rate and batch accuracy."""
+def train_op(loss, params, batch_accuracy, update_ops=()):
+    """Minimizes loss with params['optimizer']; summarizes the learning rate and batch accuracy.
+
+    update_ops (e.g. a Keras model's batch-norm moving averages) run with each step.
+    """
     rate = learning_rate(params)
     tf.compat.v1.summary.scalar('learning_rate', rate)
     tf.compat.v1.summary.scalar('train_accuracy', batch_accuracy)
     optimizer = OPTIMIZERS[params['optimizer']](rate)
-    return optimizer.minimize(loss, global_step=tf.compat.v1.train.get_or_create_global_step())
+    with tf.control_dependencies(list(update_ops)):
+        return optimizer.minimize(loss, global_step=tf.compat.v1.train.get_or_create_global_step())

@@ -107,6 +107,16 @@ def run(spec, image_paths):
     MODES[FLAGS.mode](spec, build_estimator(spec))
 
 
+def op_error_summary(error) -> str:
+    """The line of a TF error message that says what went wrong, not where."""
+    lines = [line.strip() for line in error.message.splitlines()]
+    after_node = [i + 1 for i, line in enumerate(lines) if line.startswith('Node:')]
+    for line in lines[after_node[-1] if after_node else 0:]:
+        if line and not line.startswith(('Graph execution error', 'Detected at node')):
+            return line
+    return lines[0]
+
+
 def main(argv):
     if argv[1:] and FLAGS.mode != 'predict':
         print(f'error: unexpected arguments {argv[1:]}; only --mode=predict takes file names',
@@ -120,8 +130,8 @@ def main(argv):
         return 2
     except tf.errors.OpError as e:  # data that only failed once read, e.g. a corrupt record
         logging.debug('traceback', exc_info=True)
-        print(f'error: {type(e).__name__}: {e.message.splitlines()[0]} '
-              f'(reading --train_files/--eval_files?)', file=sys.stderr)
+        print(f'error: {type(e).__name__}: {op_error_summary(e)} (run with --verbosity=1 for '
+              'the traceback)', file=sys.stderr)
         return 1
     return 0
 

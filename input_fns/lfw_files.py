@@ -111,11 +111,15 @@ def read_pairs_file(path: str) -> List[Pair]:
     return pairs
 
 
-def write_pairs_file(path: str, same: List[Pair], different: List[Pair]) -> str:
-    """LFW's single-set format (pairsDevTest.txt): N, then N same and N different lines."""
-    if len(same) != len(different):
-        raise ValueError('a pairs file holds as many same as different pairs')
-    lines = [f'{len(same)}']
-    lines += [f'{p.name_a}\t{p.number_a}\t{p.number_b}' for p in same]
-    lines += [f'{p.name_a}\t{p.number_a}\t{p.name_b}\t{p.number_b}' for p in different]
+def write_pairs_file(path: str, same: List[Pair], different: List[Pair], folds: int = 1) -> str:
+    """LFW's format: 'N' then N same and N different lines (pairsDevTest.txt), or for several
+    folds 'FOLDS N' then each fold's N same and N different lines (pairs.txt)."""
+    per_fold = len(same) // folds
+    if len(same) != len(different) or per_fold * folds != len(same):
+        raise ValueError(f'{path}: need as many same as different pairs, a multiple of {folds}')
+    lines = [f'{per_fold}' if folds == 1 else f'{folds} {per_fold}']
+    for fold in range(folds):
+        chunk = slice(fold * per_fold, (fold + 1) * per_fold)
+        lines += [f'{p.name_a}\t{p.number_a}\t{p.number_b}' for p in same[chunk]]
+        lines += [f'{p.name_a}\t{p.number_a}\t{p.name_b}\t{p.number_b}' for p in different[chunk]]
     return '\n'.join(lines) + '\n'

@@ -40,6 +40,9 @@ def define_flags():
                         'format) naming the training people; everyone else is validation.')
     flags.DEFINE_integer('num_pairs', 300, 'faces: fixed same-person pairs (and as many '
                          'different-person pairs) drawn for each split.', lower_bound=0)
+    flags.DEFINE_integer('pair_folds', 1, 'faces: write validation pairs as this many folds, '
+                         'like LFW\'s 10-fold pairs.txt (evaluate then cross-validates the '
+                         'threshold); --num_pairs must be a multiple of it.', lower_bound=1)
     flags.DEFINE_string('pairs_file', None, 'face_pairs: an LFW pair list (pairsDevTrain.txt, '
                         'pairsDevTest.txt or the 10-fold pairs.txt).')
     flags.DEFINE_string('split', None, 'face_pairs: split name for the shards; default: the '

@@ -127,6 +127,9 @@ def write_pair_split(output_dir: str, split: str, pairs: List[Pair], reader: Pho
 def prepare_faces(FLAGS) -> Dict:
     if not FLAGS.source_dir:
         raise DataError('--source_dir is required for faces: ROOT/<Name>/<Name>_0001.jpg')
+    if FLAGS.num_pairs % FLAGS.pair_folds:
+        raise DataError(f'--num_pairs={FLAGS.num_pairs} is not a multiple of '
+                        f'--pair_folds={FLAGS.pair_folds}')
     root = lfw_files.resolve_root(FLAGS.source_dir)
     people = lfw_files.scan_people(root)
     identity = {name: i for i, name in enumerate(sorted(people))}
@@ -158,9 +161,11 @@ def prepare_faces(FLAGS) -> Dict:
             shards.update_split(FLAGS.output_dir, split, entries[split])
 
         same, different = draw_pairs(people, names, FLAGS.num_pairs, FLAGS.seed + 1)
+        folds = FLAGS.pair_folds if split == 'validation' else 1
         if same:
             pairs_txt = os.path.join(FLAGS.output_dir, f'{split}_pairs.txt')
-            shards.write_text_atomic(pairs_txt, lfw_files.write_pairs_file(pairs_txt, same, different))
+            shards.write_text_atomic(pairs_txt, lfw_files.write_pairs_file(
+                pairs_txt, same, different, folds))
             pairs = lfw_files.read_pairs_file(pairs_txt)  # line numbers for messages
             entries[f'{split}_pairs'] = write_pair_split(
                 FLAGS.output_dir, f'{split}_pairs', pairs, reader, FLAGS.num_eval_shards,

@@ -61,6 +61,21 @@ def test_fixed_pairs_come_from_their_split(faces):
     assert (entry['num_same'], entry['num_different'], entry['num_records']) == (20, 20, 40)
 
 
+def test_validation_pairs_in_folds(tmp_path):
+    root = str(tmp_path / 'lfw')
+    synthetic_faces.write_faces(root, num_people=12, min_photos=2, size=48, seed=4)
+    out = str(tmp_path / 'out')
+    entries = prepare_faces.prepare_faces(prepare_flags(
+        source_dir=root, output_dir=out, validation_fraction=0.5, num_pairs=6, pair_folds=3))
+    assert open(os.path.join(out, 'validation_pairs.txt')).readline() == '3 2\n'
+    assert entries['validation_pairs']['num_folds'] == 3
+    folds = face_records.read_pair_labels(os.path.join(out, 'validation_pairs-*'))['fold']
+    assert sorted(set(folds.tolist())) == [0, 1, 2] and len(folds) == 12
+    with pytest.raises(DataError, match='--num_pairs=7 is not a multiple of --pair_folds=3'):
+        prepare_faces.prepare_faces(prepare_flags(source_dir=root, output_dir=out, num_pairs=7,
+                                                  pair_folds=3))
+
+
 def test_undecodable_photo_is_skipped_and_counted_or_fatal_when_strict(tmp_path):
     root = str(tmp_path / 'lfw')
     synthetic_faces.write_faces(root, num_people=6, min_photos=2, size=48, seed=1)

@@ -1,7 +1,9 @@
 """Train, evaluate, export and predict registered models with tf.estimator.
 
   python -m trainer.main --model=mnist_cnn --mode=train --model_dir=DIR \
-      --train_files='shards/train-*' --eval_files='shards/validation-*'
+      --train_files='shards/train-*'
+  python -m trainer.main --mode=continuous_eval --model_dir=DIR \
+      --eval_files='shards/validation-*' --eval_name=validation --export_dir=EXPORTS
   python -m trainer.main --mode=export --model_dir=DIR --export_dir=EXPORTS
   python -m trainer.main --mode=predict --saved_model=EXPORTS/1000 digit.png ...
 
@@ -18,7 +20,7 @@ from absl import app, flags, logging  # noqa: E402
 
 from input_fns.errors import DataError  # noqa: E402
 from models import registry  # noqa: E402
-from trainer import export, hooks, inputs, run_files  # noqa: E402
+from trainer import checkpoints, eval_job, export, inputs, jobs  # noqa: E402
 from trainer import flags as trainer_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -31,65 +33,26 @@ def quiet_tensorflow_logging():
     tf_logger.addFilter(lambda record: 'is deprecated and will be removed' not in record.getMessage())
 
 
-def build_estimator(spec):
-    config = tf.estimator.RunConfig(
-        model_dir=FLAGS.model_dir, tf_random_seed=FLAGS.random_seed,
-        save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-        keep_checkpoint_max=FLAGS.keep_checkpoint_max or None,
-        save_summary_steps=FLAGS.log_every_n_steps,
-        log_step_count_steps=None)  # ProgressHook logs instead
-    return tf.estimator.Estimator(spec.model_fn, config=config,
-                                  params=trainer_flags.model_params(FLAGS, spec))
-
-
-def train_input_fn(spec):
-    # A resumed run reshuffles differently instead of replaying the first epoch's order.
-    seed = FLAGS.random_seed + run_files.latest_step(FLAGS.model_dir)
-    return inputs.make_input_fn(spec, FLAGS.train_files, '--train_files', True, FLAGS.batch_size,
-                                seed=seed, shuffle_buffer=FLAGS.shuffle_buffer)
-
-
-def eval_input_fn(spec):
-    return inputs.make_input_fn(spec, FLAGS.eval_files, '--eval_files', False, FLAGS.batch_size)
-
-
-def checkpoint_to_use(estimator):
-    checkpoint = FLAGS.checkpoint or estimator.latest_checkpoint()
-    if not checkpoint:
-        raise DataError(f'--model_dir={FLAGS.model_dir}: no checkpoint yet; train first '
-                        'or pass --checkpoint')
-    return checkpoint
-
-
-def progress_hooks():
-    return [hooks.ProgressHook(FLAGS.log_every_n_steps, FLAGS.batch_size, FLAGS.model_dir)]
-
-
 def run(spec, image_paths):
     mode = FLAGS.mode
     if mode == 'predict':
         return export.print_json_lines(export.predict_files(FLAGS.saved_model, image_paths))
-    estimator = build_estimator(spec)
-    if mode in ('train', 'train_and_evaluate'):
-        run_files.record_flags(FLAGS, spec.name)
-    if mode == 'train':
-        estimator.train(train_input_fn(spec), max_steps=FLAGS.train_steps, hooks=progress_hooks())
-    elif mode == 'train_and_evaluate':
-        tf.estimator.train_and_evaluate(
-            estimator,
-            tf.estimator.TrainSpec(train_input_fn(spec), max_steps=FLAGS.train_steps,
-                                   hooks=progress_hooks()),
-            tf.estimator.EvalSpec(eval_input_fn(spec), steps=None, start_delay_secs=0,
-                                  throttle_secs=FLAGS.eval_throttle_secs))
+    estimator = jobs.build_estimator(spec)
+    if mode == 'continuous_eval':
+        eval_job.continuous_eval(
+            jobs.make_eval_job(spec, estimator), FLAGS.model_dir,
+            FLAGS.train_steps if FLAGS['train_steps'].present else None, FLAGS.eval_timeout_secs)
+    elif mode in ('train', 'train_and_evaluate'):
+        jobs.train(spec, estimator)
     elif mode == 'evaluate':
-        metrics = estimator.evaluate(eval_input_fn(spec),
-                                     checkpoint_path=checkpoint_to_use(estimator))
-        print(json.dumps({key: run_files.json_value(value) for key, value in metrics.items()}),
-              flush=True)
+        chosen = checkpoints.resolve(FLAGS.model_dir, FLAGS.checkpoint or 'latest')
+        entries = eval_job.evaluate_once(jobs.make_eval_job(spec, estimator), chosen)
+        export.print_json_lines(entry.get('metrics', entry) for entry in entries)
     elif mode == 'export':
-        path = export.export_saved_model(estimator, inputs.serving_input_receiver_fn(spec),
-                                         FLAGS.export_dir, checkpoint_to_use(estimator))
-        print(json.dumps({'saved_model': path}), flush=True)
+        [(_, path)] = checkpoints.resolve(FLAGS.model_dir, FLAGS.checkpoint or 'latest')
+        saved_model = export.export_saved_model(
+            estimator, inputs.serving_input_receiver_fn(spec), FLAGS.export_dir, path)
+        print(json.dumps({'saved_model': saved_model}), flush=True)
 
 
 def main(argv):

@@ -1,0 +1,64 @@
+"""What each mode runs, built from the trainer's flags: the Estimator, input_fns, hooks, jobs."""
+import tensorflow as tf
+from absl import flags
+
+from trainer import eval_job, export, hooks, inputs, ledger, run_files
+from trainer import flags as trainer_flags
+from trainer.export_policy import LedgerExports
+
+FLAGS = flags.FLAGS
+
+
+def build_estimator(spec):
+    config = tf.estimator.RunConfig(
+        model_dir=FLAGS.model_dir, tf_random_seed=FLAGS.random_seed,
+        save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+        keep_checkpoint_max=FLAGS.keep_checkpoint_max or None,
+        save_summary_steps=FLAGS.log_every_n_steps,
+        log_step_count_steps=None)  # ProgressHook logs instead
+    return tf.estimator.Estimator(spec.model_fn, config=config,
+                                  params=trainer_flags.model_params(FLAGS, spec))
+
+
+def train_input_fn(spec):
+    # A resumed run reshuffles differently instead of replaying the first epoch's order.
+    seed = FLAGS.random_seed + run_files.latest_step(FLAGS.model_dir)
+    return inputs.make_input_fn(spec, FLAGS.train_files, '--train_files', True, FLAGS.batch_size,
+                                seed=seed, shuffle_buffer=FLAGS.shuffle_buffer)
+
+
+def eval_input_fn(spec):
+    return inputs.make_input_fn(spec, FLAGS.eval_files, '--eval_files', False, FLAGS.batch_size)
+
+
+def progress_hooks():
+    return [hooks.ProgressHook(FLAGS.log_every_n_steps, FLAGS.batch_size, FLAGS.model_dir)]
+
+
+def train(spec, estimator):
+    is_chief = estimator.config.is_chief
+    if is_chief:
+        run_files.record_flags(FLAGS, spec.name)
+        run_files.clear_train_finished(FLAGS.model_dir)
+    train_spec = tf.estimator.TrainSpec(train_input_fn(spec), max_steps=FLAGS.train_steps,
+                                        hooks=progress_hooks())
+    if FLAGS.mode == 'train':
+        estimator.train(train_spec.input_fn, max_steps=train_spec.max_steps, hooks=train_spec.hooks)
+    else:
+        tf.estimator.train_and_evaluate(estimator, train_spec, tf.estimator.EvalSpec(
+            eval_input_fn(spec), steps=None, start_delay_secs=0,
+            throttle_secs=FLAGS.eval_throttle_secs))
+    if is_chief:
+        run_files.write_train_finished(FLAGS.model_dir, FLAGS.train_steps)
+
+
+def make_eval_job(spec, estimator):
+    exports = None
+    if FLAGS.export_dir:
+        exports = LedgerExports(
+            FLAGS.export_dir, FLAGS.export_policy, FLAGS.export_metric,
+            trainer_flags.metric_mode(FLAGS.export_metric, FLAGS.export_mode), FLAGS.exports_to_keep,
+            lambda path: export.export_saved_model(
+                estimator, inputs.serving_input_receiver_fn(spec), FLAGS.export_dir, path))
+    return eval_job.EvalJob(estimator, eval_input_fn(spec), FLAGS.eval_files,
+                            ledger.Ledger(FLAGS.model_dir, FLAGS.eval_name), exports)

@@ -1,5 +1,5 @@
-"""Eval jobs in their own processes beside a trainer: the ledger, one-shot evaluation, and exports
-chosen from the ledger across a restart."""
+"""Eval jobs in their own processes beside a trainer: the ledger, one-shot evaluation, exports
+chosen from the ledger across a restart, and early stopping that reads the ledger."""
 import json
 import os
 import shutil
@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from conftest import run_module, run_together
-from trainer import checkpoints
+from trainer import checkpoints, hooks
 from trainer.ledger import Ledger
 
 
@@ -121,3 +121,26 @@ def test_restarted_eval_job_never_exports_a_worse_model(digit_shards, tmp_path):
     assert sorted(os.listdir(export_dir)) == sorted([str(best['step']), 'best'])
     assert os.readlink(export_dir / 'best') == str(best['step'])
 
+
+def test_trainer_stops_early_on_the_eval_jobs_ledger(digit_shards, tmp_path):
+    """A learning rate so small that accuracy cannot change: no improvement after the first evaluation."""
+    model_dir = tmp_path / 'model'
+    jobs = {
+        'eval': eval_args(model_dir, digit_shards.validation_pattern, 'val'),
+        'trainer': train_args(model_dir, digit_shards, 1000, '--learning_rate=1e-9',
+                              '--save_checkpoints_steps=5', '--keep_checkpoint_max=5',
+                              '--early_stopping_eval_name=val', '--early_stopping_metric=accuracy',
+                              '--early_stopping_patience=2', '--early_stopping_check_secs=0'),
+    }
+    logs = run_together(tmp_path, jobs)
+    trainer_log, eval_log = logs['trainer'], logs['eval']
+
+    finished = json.loads((model_dir / 'train_finished.json').read_text())
+    final_step = checkpoints.list_checkpoints(str(model_dir))[-1][0]
+    assert finished['early_stopped'] and finished['step'] == final_step < 1000
+    assert 'early stopping at step' in trainer_log and 'accuracy has not improved' in trainer_log
+    entries = Ledger(str(model_dir), 'val').entries()
+    assert entries[-1]['step'] == final_step and entries[-1]['status'] == 'evaluated'
+    assert f'evaluated the final checkpoint (step {final_step})' in eval_log
+    before_stop = [e for e in entries if e['step'] < final_step]
+    assert hooks.no_improvement_reason(before_stop, 'accuracy', 'max', 2, 'ledger')

@@ -5,7 +5,7 @@ import os
 import pytest
 
 from input_fns.errors import DataError
-from trainer import checkpoints, flags
+from trainer import checkpoints, flags, hooks
 from trainer.eval_job import EvalJob
 from trainer.export_policy import LedgerExports
 from trainer.ledger import Ledger, best_entry, better
@@ -62,6 +62,15 @@ def test_better_and_best():
         best_entry(entries, 'auc', 'min', '--export_metric')
     assert flags.metric_mode('loss', None) == 'min' and flags.metric_mode('accuracy', None) == 'max'
     assert flags.metric_mode('loss', 'max') == 'max'
+
+
+def test_no_improvement_counts_evaluations_after_the_best():
+    entries = [evaluated(0, accuracy=0.5), evaluated(2, accuracy=0.8), evaluated(4, accuracy=0.8),
+               {'step': 6, 'status': 'skipped'}]
+    assert hooks.no_improvement_reason(entries, 'accuracy', 'max', 2, 'L') is None
+    entries.append(evaluated(8, accuracy=0.7))
+    assert hooks.no_improvement_reason(entries, 'accuracy', 'max', 2, 'L') == (
+        'accuracy has not improved on 0.8 (step 2) in 2 evaluations (L)')
 
 
 def write_fake_checkpoints(model_dir, steps, newest_saved):

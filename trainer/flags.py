@@ -60,6 +60,15 @@ def define_flags():
                       'better; default: min for metrics named *loss* or *error*, else max.')
     flags.DEFINE_integer('exports_to_keep', 5, 'Keep only the newest N exports (0 keeps all).',
                          lower_bound=0)
+    flags.DEFINE_string('early_stopping_eval_name', None, 'train: stop when the ledger of this '
+                        'eval job shows no improvement for --early_stopping_patience evaluations.')
+    flags.DEFINE_string('early_stopping_metric', 'loss', 'The metric early stopping watches.')
+    flags.DEFINE_enum('early_stopping_mode', None, ('max', 'min'), 'Like --export_mode, for '
+                      '--early_stopping_metric.')
+    flags.DEFINE_integer('early_stopping_patience', 5, 'Evaluations without improvement before '
+                         'training stops.', lower_bound=1)
+    flags.DEFINE_float('early_stopping_check_secs', 10, 'How often training reads the ledger.',
+                       lower_bound=0)
     flags.DEFINE_string('saved_model', None, 'predict: the SavedModel folder to load.')
 
     flags.register_validator('model', lambda name: name in registry.names(),
@@ -74,8 +83,9 @@ def define_flags():
     flags.register_multi_flags_validator(
         ['mode', 'checkpoint'], lambda v: v['checkpoint'] != 'all' or v['mode'] == 'evaluate',
         message='--checkpoint=all is only for --mode=evaluate')
-    flags.register_validator('eval_name', lambda value: value is None or EVAL_NAME.fullmatch(value),
-                             message='--eval_name may use only letters, digits, _, . and -')
+    for name in ('eval_name', 'early_stopping_eval_name'):
+        flags.register_validator(name, lambda value: value is None or EVAL_NAME.fullmatch(value),
+                                 message=f'--{name} may use only letters, digits, _, . and -')
     flags.register_multi_flags_validator(
         ['mode'] + sorted({f for names in REQUIRED_BY_MODE.values() for f in names}),
         _required_for_mode, message='a flag this mode needs is missing')
@@ -97,7 +107,7 @@ def _required_for_mode(values):
 
 
 def metric_mode(metric, mode):
-    """--export_mode, or the usual direction of the metric."""
+    """--export_mode/--early_stopping_mode, or the usual direction of the metric."""
     if mode:
         return mode
     return 'min' if 'loss' in metric or 'error' in metric else 'max'
@@ -110,3 +120,4 @@ def model_params(FLAGS, spec):
         if getattr(FLAGS, name) is not None:
             params[name] = getattr(FLAGS, name)
     return params
+

@@ -35,13 +35,23 @@ def progress_hooks():
     return [hooks.ProgressHook(FLAGS.log_every_n_steps, FLAGS.batch_size, FLAGS.model_dir)]
 
 
+def early_stopping_hooks():
+    if not FLAGS.early_stopping_eval_name:
+        return []
+    return [hooks.EarlyStoppingHook(
+        ledger.Ledger(FLAGS.model_dir, FLAGS.early_stopping_eval_name), FLAGS.early_stopping_metric,
+        trainer_flags.metric_mode(FLAGS.early_stopping_metric, FLAGS.early_stopping_mode),
+        FLAGS.early_stopping_patience, FLAGS.early_stopping_check_secs)]
+
+
 def train(spec, estimator):
     is_chief = estimator.config.is_chief
     if is_chief:
         run_files.record_flags(FLAGS, spec.name)
         run_files.clear_train_finished(FLAGS.model_dir)
+    stoppers = early_stopping_hooks()
     train_spec = tf.estimator.TrainSpec(train_input_fn(spec), max_steps=FLAGS.train_steps,
-                                        hooks=progress_hooks())
+                                        hooks=progress_hooks() + stoppers)
     if FLAGS.mode == 'train':
         estimator.train(train_spec.input_fn, max_steps=train_spec.max_steps, hooks=train_spec.hooks)
     else:
@@ -49,7 +59,8 @@ def train(spec, estimator):
             eval_input_fn(spec), steps=None, start_delay_secs=0,
             throttle_secs=FLAGS.eval_throttle_secs))
     if is_chief:
-        run_files.write_train_finished(FLAGS.model_dir, FLAGS.train_steps)
+        run_files.write_train_finished(FLAGS.model_dir, FLAGS.train_steps,
+                                       next((hook.reason for hook in stoppers), None))
 
 
 def make_eval_job(spec, estimator):

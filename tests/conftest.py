@@ -71,6 +71,21 @@ def start_module(module, *args, log_path):
                                 stderr=subprocess.STDOUT, text=True)
 
 
+def wait_for_log(log_path, pattern, process, timeout=120):
+    """Waits for a line matching the regex in log_path; fails if the process ends first."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        with open(log_path) as f:
+            match = re.search(pattern, f.read(), re.MULTILINE)
+        if match:
+            return match
+        if process.poll() is not None:
+            raise AssertionError(f'exited {process.returncode} before logging {pattern!r}:\n'
+                                 + open(log_path).read()[-3000:])
+        time.sleep(0.02)
+    raise AssertionError(f'no {pattern!r} in {log_path} after {timeout}s')
+
+
 def run_together(log_dir, jobs, timeout=240):
     """Runs `python -m trainer.main ARGS` for each {name: ARGS} at once; returns their logs by name."""
     return finish({name: (start_module('trainer.main', *args, log_path=log_dir / f'{name}.log'),

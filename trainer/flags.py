@@ -121,3 +121,10 @@ def model_params(FLAGS, spec):
             params[name] = getattr(FLAGS, name)
     return params
 
+
+def define_cluster_flags():
+    """trainer.local_cluster's own flags; all the others go on to every task."""
+    flags.DEFINE_integer('cluster_workers', 2, 'Workers besides the chief.', lower_bound=0)
+    flags.DEFINE_integer('cluster_ps', 1, 'Parameter servers.', lower_bound=0)
+    flags.DEFINE_boolean('cluster_evaluator', True, 'Run an evaluator task: the eval job '
+                         '(--eval_name, --export_dir...) of --mode=continuous_eval.')

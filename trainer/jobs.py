@@ -54,7 +54,7 @@ def train(spec, estimator):
                                         hooks=progress_hooks() + stoppers)
     if FLAGS.mode == 'train':
         estimator.train(train_spec.input_fn, max_steps=train_spec.max_steps, hooks=train_spec.hooks)
-    else:
+    else:  # on a cluster (TF_CONFIG) this runs the chief, a worker or a parameter server
         tf.estimator.train_and_evaluate(estimator, train_spec, tf.estimator.EvalSpec(
             eval_input_fn(spec), steps=None, start_delay_secs=0,
             throttle_secs=FLAGS.eval_throttle_secs))

@@ -38,7 +38,9 @@ def run(spec, image_paths):
     if mode == 'predict':
         return export.print_json_lines(export.predict_files(FLAGS.saved_model, image_paths))
     estimator = jobs.build_estimator(spec)
-    if mode == 'continuous_eval':
+    # A cluster's evaluator runs the eval job: tf.estimator's own evaluator skips checkpoints.
+    if mode == 'continuous_eval' or (mode == 'train_and_evaluate'
+                                     and estimator.config.task_type == 'evaluator'):
         eval_job.continuous_eval(
             jobs.make_eval_job(spec, estimator), FLAGS.model_dir,
             FLAGS.train_steps if FLAGS['train_steps'].present else None, FLAGS.eval_timeout_secs)

@@ -11,7 +11,8 @@ from input_fns.shards import write_json_atomic, write_text_atomic
 # The flags of the last training run, in --flagfile format: rerun with --flagfile=MODEL_DIR/flags.txt.
 FLAGS_FILE = 'flags.txt'
 TRAINER_FLAGS_MODULE = 'trainer.flags'
-# Written by the chief when training ends, so eval jobs know which checkpoint is the final one.
+# Written by the chief when training ends, so eval jobs know which checkpoint is the final one
+# (on a cluster the last is past --train_steps; after early stopping, short of it).
 TRAIN_FINISHED_FILE = 'train_finished.json'
 
 

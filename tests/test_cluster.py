@@ -38,9 +38,12 @@ def test_cluster_trains_to_its_step_count_evaluates_and_exports(digit_shards, tm
     assert steps == sorted(set(steps)) and steps[0] == 0 and steps[-1] == final_step
     assert all(e['status'] == 'evaluated' for e in entries)
     assert 'evaluated the final checkpoint' in result.stdout
+    # Exports are named by the global step inside the checkpoint, past the name's on a cluster.
     best = min(entries, key=lambda e: e['metrics']['loss'])
-    assert os.readlink(export_dir / 'best') == str(best['step'])
+    assert os.readlink(export_dir / 'best') == str(best['metrics']['global_step'])
     assert os.path.exists(export_dir / 'best' / 'saved_model.pb')
+    exports = [name for name in os.listdir(export_dir) if name.isdigit()]
+    assert result.stdout.count('] exported ') == len(exports)  # each once
     assert 'chief, workers and evaluator finished' in result.stderr
 
 

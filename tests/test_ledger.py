@@ -97,34 +97,40 @@ def test_a_deleted_checkpoint_is_logged_as_skipped(tmp_path):
     assert ledger.entries() == [entry]
 
 
-def fake_exports(tmp_path, policy, keep):
-    """A policy whose export function records the call and writes the folder as the real one would."""
+def fake_exports(tmp_path, policy, keep, saved_past_name=0):
+    """A policy whose export function records the call and writes the folder as the real one does:
+    named by the global step inside the checkpoint, which on a cluster is past the one in its name."""
     export_dir = tmp_path / 'exports'
     made = []
 
     def export(checkpoint):
-        step = checkpoint.rsplit('-', 1)[1]
-        (export_dir / step).mkdir(parents=True)
-        made.append(int(step))
-        return str(export_dir / step)
+        step = int(checkpoint.rsplit('-', 1)[1]) + saved_past_name
+        (export_dir / str(step)).mkdir(parents=True)
+        made.append(step)
+        return str(export_dir / str(step))
 
     return LedgerExports(str(export_dir), policy, 'loss', 'min', keep, export), export_dir, made
 
 
+def ledger_entry(tmp_path, step, loss, saved_past_name=0):
+    entry = evaluated(step, loss=loss, global_step=step + saved_past_name)
+    entry['checkpoint'] = str(tmp_path / f'model.ckpt-{step}')
+    return entry
+
+
 def test_best_policy_exports_only_improvements_and_keeps_the_newest(tmp_path):
+    # As on a cluster: model.ckpt-N holds global step N+2, and Estimator.evaluate reports N+2.
     write_fake_checkpoints(tmp_path, [0, 1, 2, 3, 4], newest_saved=4)
-    exports, export_dir, made = fake_exports(tmp_path, 'best', keep=2)
+    exports, export_dir, made = fake_exports(tmp_path, 'best', keep=2, saved_past_name=2)
     entries = []
     for step, loss in [(0, 2.0), (1, 1.0), (2, 1.5), (3, 0.5), (4, 0.7)]:
-        entry = evaluated(step, loss=loss)
-        entry['checkpoint'] = str(tmp_path / f'model.ckpt-{step}')
-        entries.append(entry)
+        entries.append(ledger_entry(tmp_path, step, loss, saved_past_name=2))
         exports.update(entries)
-    assert made == [0, 1, 3]
-    assert sorted(os.listdir(export_dir)) == ['1', '3', 'best']
-    assert os.readlink(export_dir / 'best') == '3'
+    assert made == [2, 3, 5]
+    assert sorted(os.listdir(export_dir)) == ['3', '5', 'best']
+    assert os.readlink(export_dir / 'best') == '5'
     # A new process (restart) with the same ledger exports nothing more.
-    again, _, made_again = fake_exports(tmp_path, 'best', keep=2)
+    again, _, made_again = fake_exports(tmp_path, 'best', keep=2, saved_past_name=2)
     again.update(entries)
     assert made_again == []
 
@@ -132,17 +138,5 @@ def test_best_policy_exports_only_improvements_and_keeps_the_newest(tmp_path):
 def test_latest_policy_follows_the_newest_evaluation(tmp_path):
     write_fake_checkpoints(tmp_path, [0, 1], newest_saved=1)
     exports, export_dir, made = fake_exports(tmp_path, 'latest', keep=0)
-    entries = [evaluated(0, loss=1.0), evaluated(1, loss=9.0)]
-    for entry in entries:
-        entry['checkpoint'] = str(tmp_path / f'model.ckpt-{entry["step"]}')
-    exports.update(entries)
+    exports.update([ledger_entry(tmp_path, 0, 1.0), ledger_entry(tmp_path, 1, 9.0)])
     assert made == [1] and os.readlink(export_dir / 'latest') == '1'
-
-
-def test_a_ledger_serves_one_eval_data(tmp_path):
-    ledger = Ledger(str(tmp_path), 'val')
-    EvalJob(None, None, 'data/val-*', ledger).evaluate(7, str(tmp_path / 'model.ckpt-7'))
-    EvalJob(None, None, 'data/val-*', ledger).start()
-    with pytest.raises(DataError, match=r'--eval_name=val: .* holds results on '
-                       r'--eval_files=data/val-\*; give data/test-\* its own --eval_name'):
-        EvalJob(None, None, 'data/test-*', ledger).start()

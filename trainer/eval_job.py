@@ -53,7 +53,7 @@ class EvalJob:
         entry = self.ledger.append(
             step, path, ledger.EVALUATED, eval_files=self.eval_files,
             eval_secs=round(time.time() - started, 2),
-            metrics={key: run_files.json_value(value) for key, value in metrics.items()})
+            metrics={key: run_files.json_value(value) for key, value in sorted(metrics.items())})
         logging.info('eval_%s: step %d: %s', self.ledger.eval_name, step, ', '.join(
             f'{key} {value:.4g}' for key, value in sorted(entry['metrics'].items())))
         self.update_exports()

@@ -18,6 +18,15 @@ from trainer import checkpoints, ledger
 POLICIES = ('best', 'latest')
 
 
+def export_step(entry: Dict) -> int:
+    """The global step inside the checkpoint, which names its export folder.
+
+    On a cluster it can be past the step in the checkpoint's name: the other workers
+    go on training while the chief saves.
+    """
+    return int(entry['metrics'].get('global_step', entry['step']))
+
+
 class LedgerExports:
     def __init__(self, export_dir: str, policy: str, metric: str, mode: str, keep: int,
                  export_fn: Callable[[str], str]):
@@ -44,16 +53,17 @@ class LedgerExports:
         entry = self.chosen(entries)
         if entry is None:
             return None
-        target = os.path.join(self.export_dir, str(entry['step']))
+        name = str(export_step(entry))
+        target = os.path.join(self.export_dir, name)
         if not os.path.exists(target):
             if not checkpoints.exists(entry['checkpoint']):
                 logging.warning('cannot export step %d: its checkpoint %s was deleted',
                                 entry['step'], entry['checkpoint'])
                 return None
             self._export_fn(entry['checkpoint'])
-            logging.info('exported step %d (%s) to %s', entry['step'], self._why(entry), target)
-        self._point_to(str(entry['step']))
-        self._remove_old_exports(keep_name=str(entry['step']))
+            logging.info('exported %s (%s) to %s', entry['checkpoint'], self._why(entry), target)
+        self._point_to(name)
+        self._remove_old_exports(keep_name=name)
         return target
 
     def _why(self, entry: Dict) -> str:

@@ -9,6 +9,7 @@ import os
 from typing import Callable, Dict, List, Optional, Tuple
 
 import tensorflow as tf
+from absl import logging
 
 from input_fns import shards
 from input_fns.errors import DataError
@@ -96,6 +97,19 @@ def worker_share_from_tf_config(tf_config: Optional[str] = None) -> Tuple[int, i
     return num_workers, (0 if task_type == 'chief' else num_chief + task_index)
 
 
+def worker_share(files: List[str], num_workers: int, worker_index: int) -> List[str]:
+    """This training worker's files: every num_workers-th of the sorted list, disjoint from the others'."""
+    if num_workers <= 1:
+        return files
+    if len(files) < num_workers:
+        raise DataError(f'{len(files)} files cannot be shared among {num_workers} workers: '
+                        f'write at least {num_workers} shards (prepare --num_shards)')
+    share = files[worker_index::num_workers]
+    logging.info('training worker %d of %d reads its share: %s', worker_index, num_workers,
+                 ' '.join(os.path.basename(f) for f in share))
+    return share
+
+
 def process_record_dataset(files: List[str],
                            parse_batch: Callable,
                            batch_size: int,
@@ -111,12 +125,7 @@ def process_record_dataset(files: List[str],
         dataset = dataset.map(parse_batch, num_parallel_calls=AUTOTUNE, deterministic=True)
         return dataset.prefetch(AUTOTUNE)
 
-    if num_workers > 1:
-        if len(files) < num_workers:
-            raise DataError(f'{len(files)} files cannot be shared among {num_workers} workers: '
-                            f'write at least {num_workers} shards (prepare --num_shards)')
-        # Shard the sorted list before shuffling so the shares are disjoint.
-        files = files[worker_index::num_workers]
+    files = worker_share(files, num_workers, worker_index)
     file_dataset = tf.data.Dataset.from_tensor_slices(files)
     file_dataset = file_dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
     dataset = file_dataset.interleave(

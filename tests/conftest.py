@@ -1,8 +1,10 @@
 """Shared fixtures: tiny datasets the tests make themselves."""
 import gzip
 import os
+import re
 import subprocess
 import sys
+import time
 import types
 
 import numpy as np
@@ -61,3 +63,57 @@ def run_module(module, *args, check=True, timeout=300):
     if check and result.returncode != 0:
         raise AssertionError(f'{module} {args} exited {result.returncode}:\n{result.stderr[-3000:]}')
     return result
+
+
+def start_module(module, *args, log_path):
+    """Starts `python -m module args` in the background, its output (stdout and stderr) to log_path."""
+    with open(log_path, 'w') as log:
+        return subprocess.Popen([sys.executable, '-m', module, *args], cwd=REPO, stdout=log,
+                                stderr=subprocess.STDOUT, text=True)
+
+
+def wait_for_log(log_path, pattern, process, timeout=120):
+    """Waits for a line matching the regex in log_path; fails if the process ends first."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        with open(log_path) as f:
+            match = re.search(pattern, f.read(), re.MULTILINE)
+        if match:
+            return match
+        if process.poll() is not None:
+            raise AssertionError(f'exited {process.returncode} before logging {pattern!r}:\n'
+                                 + open(log_path).read()[-3000:])
+        time.sleep(0.02)
+    raise AssertionError(f'no {pattern!r} in {log_path} after {timeout}s')
+
+
+def run_together(log_dir, jobs, timeout=240):
+    """Runs `python -m trainer.main ARGS` for each {name: ARGS} at once; returns their logs by name."""
+    return finish({name: (start_module('trainer.main', *args, log_path=log_dir / f'{name}.log'),
+                          log_dir / f'{name}.log') for name, args in jobs.items()}, timeout)
+
+
+def finish(jobs, timeout=240):
+    """Waits for background jobs {name: (process, log_path)}; returns their logs by name.
+
+    Fails, and kills the others, as soon as one exits non-zero or time runs out.
+    """
+    deadline = time.time() + timeout
+    try:
+        while time.time() < deadline:
+            codes = {name: process.poll() for name, (process, _) in jobs.items()}
+            failed = [name for name, code in codes.items() if code not in (None, 0)]
+            if failed:
+                name = failed[0]
+                raise AssertionError(f'{name} exited {codes[name]}:\n'
+                                     + open(jobs[name][1]).read()[-3000:])
+            if all(code == 0 for code in codes.values()):
+                return {name: open(log_path).read() for name, (_, log_path) in jobs.items()}
+            time.sleep(0.2)
+        raise AssertionError(f'still running after {timeout}s: '
+                             + ', '.join(name for name, code in codes.items() if code is None))
+    finally:
+        for process, _ in jobs.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait()

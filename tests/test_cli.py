@@ -80,6 +80,10 @@ def test_evaluate_export_predict(trained, digit_shards):
     (['--mode=dance'], 'value should be one of'),
     (['--mode=evaluate', '--model_dir=/tmp/x', '--eval_files=x', '--checkpoint=/nope/model.ckpt-1'],
      '--checkpoint: no such checkpoint'),
+    (['--mode=export', '--model_dir=/tmp/x', '--export_dir=/tmp/y', '--checkpoint=all'],
+     '--checkpoint=all is only for --mode=evaluate'),
+    (['--mode=continuous_eval', '--model_dir=/tmp/x', '--eval_files=x', '--eval_name=a/b'],
+     '--eval_name may use only letters, digits, _, . and -'),
 ])
 def test_bad_flag_values_are_one_line_errors(args, message):
     result = run_module('trainer.main', *args, check=False)
@@ -134,7 +138,7 @@ def test_corrupt_record_mid_file_is_one_line_error(trained, digit_shards, tmp_pa
     good = open(os.path.join(digit_shards.dir, 'validation-00000-of-00002.tfrecord'), 'rb').read()
     (data / 'bad.tfrecord').write_bytes(good[:len(good) // 2] + b'\x00' * 100)
     result = run_module('trainer.main', '--mode=evaluate', f'--model_dir={trained[1]}',
-                        f'--eval_files={data}/bad.tfrecord', check=False)
+                        f'--eval_files={data}/bad.tfrecord', '--eval_name=corrupt', check=False)
     last_line = result.stderr.strip().splitlines()[-1]
     assert result.returncode == 1 and last_line.startswith('error: DataLossError: ')
     assert 'Traceback' not in result.stderr

@@ -1,20 +1,8 @@
-"""Evaluation: Estimator's metrics, and LFW's protocol for face pairs."""
+"""LFW's protocol for face pairs, on a checkpoint's scores."""
 import numpy as np
 
 from input_fns import face_records
-from trainer import pair_protocol, run_files
-
-
-def evaluate(estimator, spec, checkpoint, eval_input_fn, eval_pattern,
-             threshold_input_fn=None, threshold_pattern=None) -> dict:
-    """One pass over the eval data; JSON-ready metrics (plus 'lfw_protocol' for face pairs)."""
-    metrics = estimator.evaluate(eval_input_fn, checkpoint_path=checkpoint)
-    metrics = {key: run_files.json_value(value) for key, value in metrics.items()}
-    if spec.input_kind == 'face_pairs':
-        metrics['lfw_protocol'] = pair_protocol_report(
-            estimator, checkpoint, eval_input_fn, eval_pattern, threshold_input_fn,
-            threshold_pattern)
-    return metrics
+from trainer import pair_protocol
 
 
 def pair_scores(estimator, checkpoint, input_fn) -> np.ndarray:

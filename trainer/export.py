@@ -1,6 +1,7 @@
 """SavedModel export into EXPORT_DIR/<global step>/, atomically, and loading one to predict."""
 import json
 import os
+import re
 import shutil
 from typing import List
 
@@ -30,10 +31,31 @@ def _rename_signatures(saved_model_dir: str, renames) -> None:
         f.write(saved_model.SerializeToString())
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+def _remove_leftovers(export_dir: str) -> None:
+    """Staging folders of exports killed midway (kill -9 skips the cleanup below)."""
+    if not os.path.isdir(export_dir):
+        return
+    for name in os.listdir(export_dir):
+        match = re.fullmatch(r'(?:\.staging|\d+\.old)-(\d+)', name)
+        if match and not _pid_alive(int(match.group(1))):
+            shutil.rmtree(os.path.join(export_dir, name), ignore_errors=True)
+
+
 def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path: str,
                        signature_renames=None) -> str:
     """Exports a checkpoint to EXPORT_DIR/<its global step>/."""
     step = int(tf.train.load_variable(checkpoint_path, 'global_step'))
+    _remove_leftovers(export_dir)
     final_dir = os.path.join(export_dir, str(step))
     staging_base = os.path.join(export_dir, f'.staging-{os.getpid()}')
     try:

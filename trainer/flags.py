@@ -1,15 +1,17 @@
 """The trainer's flags, defined in a function so that modules import cleanly."""
 import os
+import re
 
 from absl import flags
 
 from models import registry
 
-MODES = ('train', 'evaluate', 'train_and_evaluate', 'export', 'predict')
+MODES = ('train', 'evaluate', 'continuous_eval', 'train_and_evaluate', 'export', 'predict')
 # The flags each mode cannot run without.
 REQUIRED_BY_MODE = {
     'train': ('model_dir', 'train_files'),
     'evaluate': ('model_dir', 'eval_files'),
+    'continuous_eval': ('model_dir', 'eval_files'),
     'train_and_evaluate': ('model_dir', 'train_files', 'eval_files'),
     'export': ('model_dir', 'export_dir'),
     'predict': ('saved_model',),
@@ -53,8 +55,30 @@ def define_flags():
     flags.DEFINE_float('face_crop_fraction', 0.5, 'Face pairs: side of the central square crop, '
                        'as a fraction of the photo\'s shorter side.', lower_bound=0.05,
                        upper_bound=1.0)
-    flags.DEFINE_string('checkpoint', None, 'evaluate/export: checkpoint path; default: latest.')
-    flags.DEFINE_string('export_dir', None, 'export: SavedModels go to EXPORT_DIR/<global step>/.')
+    flags.DEFINE_string('checkpoint', None, 'evaluate: latest, all, a global step or a checkpoint '
+                        'path; export: latest, a step or a path. Default: latest.')
+    flags.DEFINE_string('eval_name', 'default', 'evaluate/continuous_eval: results go to '
+                        'MODEL_DIR/eval_NAME/ (TensorBoard) and its results.jsonl ledger.')
+    flags.DEFINE_integer('eval_timeout_secs', 3600, 'continuous_eval: stop after this many seconds '
+                         'without a new checkpoint.', lower_bound=1)
+    flags.DEFINE_string('export_dir', None, 'export: SavedModels go to EXPORT_DIR/<global step>/; '
+                        'evaluate/continuous_eval: also export there as --export_policy says.')
+    flags.DEFINE_enum('export_policy', 'best', ('best', 'latest'), 'evaluate/continuous_eval with '
+                      '--export_dir: export the best checkpoint in the ledger, or the latest.')
+    flags.DEFINE_string('export_metric', 'loss', 'The metric that picks the best export.')
+    flags.DEFINE_enum('export_mode', None, ('max', 'min'), 'Whether a larger --export_metric is '
+                      'better; default: min for metrics named *loss* or *error*, else max.')
+    flags.DEFINE_integer('exports_to_keep', 5, 'Keep only the newest N exports (0 keeps all).',
+                         lower_bound=0)
+    flags.DEFINE_string('early_stopping_eval_name', None, 'train: stop when the ledger of this '
+                        'eval job shows no improvement for --early_stopping_patience evaluations.')
+    flags.DEFINE_string('early_stopping_metric', 'loss', 'The metric early stopping watches.')
+    flags.DEFINE_enum('early_stopping_mode', None, ('max', 'min'), 'Like --export_mode, for '
+                      '--early_stopping_metric.')
+    flags.DEFINE_integer('early_stopping_patience', 5, 'Evaluations without improvement before '
+                         'training stops.', lower_bound=1)
+    flags.DEFINE_float('early_stopping_check_secs', 10, 'How often training reads the ledger.',
+                       lower_bound=0)
     flags.DEFINE_string('saved_model', None, 'predict: the SavedModel folder to load.')
 
     flags.register_validator('model', lambda name: name in registry.names(),
@@ -64,15 +88,24 @@ def define_flags():
     flags.register_validator('learning_rate', lambda rate: rate is None or rate > 0,
                              message='--learning_rate must be positive')
     flags.register_validator('checkpoint', _checkpoint_exists,
-                             message='--checkpoint: no such checkpoint (give the path without '
-                             '.index, e.g. MODEL_DIR/model.ckpt-1000)')
+                             message='--checkpoint: no such checkpoint (give latest, all, a step, '
+                             'or the path without .index, e.g. MODEL_DIR/model.ckpt-1000)')
+    flags.register_multi_flags_validator(
+        ['mode', 'checkpoint'], lambda v: v['checkpoint'] != 'all' or v['mode'] == 'evaluate',
+        message='--checkpoint=all is only for --mode=evaluate')
+    for name in ('eval_name', 'early_stopping_eval_name'):
+        flags.register_validator(name, lambda value: value is None or EVAL_NAME.fullmatch(value),
+                                 message=f'--{name} may use only letters, digits, _, . and -')
     flags.register_multi_flags_validator(
         ['mode'] + sorted({f for names in REQUIRED_BY_MODE.values() for f in names}),
         _required_for_mode, message='a flag this mode needs is missing')
 
 
-def _checkpoint_exists(path):
-    return path is None or os.path.exists(path + '.index')
+EVAL_NAME = re.compile(r'[A-Za-z0-9_.-]+')
+
+
+def _checkpoint_exists(value):
+    return value in (None, 'latest', 'all') or value.isdigit() or os.path.exists(value + '.index')
 
 
 def _required_for_mode(values):
@@ -89,6 +122,13 @@ def input_options(FLAGS):
             ('shuffle_buffer', 'pair_sampler', 'same_fraction', 'face_crop_fraction')}
 
 
+def metric_mode(metric, mode):
+    """--export_mode/--early_stopping_mode, or the usual direction of the metric."""
+    if mode:
+        return mode
+    return 'min' if 'loss' in metric or 'error' in metric else 'max'
+
+
 def model_params(FLAGS, spec):
     """The model's params: its defaults, overridden by the flags that were given."""
     params = dict(spec.default_params)
@@ -96,3 +136,11 @@ def model_params(FLAGS, spec):
         if getattr(FLAGS, name) is not None:
             params[name] = getattr(FLAGS, name)
     return params
+
+
+def define_cluster_flags():
+    """trainer.local_cluster's own flags; all the others go on to every task."""
+    flags.DEFINE_integer('cluster_workers', 2, 'Workers besides the chief.', lower_bound=0)
+    flags.DEFINE_integer('cluster_ps', 1, 'Parameter servers.', lower_bound=0)
+    flags.DEFINE_boolean('cluster_evaluator', True, 'Run an evaluator task: the eval job '
+                         '(--eval_name, --export_dir...) of --mode=continuous_eval.')

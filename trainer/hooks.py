@@ -4,6 +4,8 @@ import time
 import tensorflow as tf
 from absl import logging
 
+from trainer import ledger
+
 
 class ProgressHook(tf.estimator.SessionRunHook):
     """Every N steps logs step, loss, accuracy and examples/sec, and writes examples/sec to TensorBoard."""
@@ -48,3 +50,50 @@ class ProgressHook(tf.estimator.SessionRunHook):
             tf.compat.v1.Summary.Value(tag='examples_per_sec', simple_value=examples_per_sec)])
         self._writer.add_summary(summary, step)
         self._last_step, self._last_time = step, now
+
+
+def no_improvement_reason(entries, metric: str, mode: str, patience: int, ledger_path: str):
+    """Why to stop, if the last `patience` evaluations did not improve on the best before them."""
+    evaluated = sorted((e for e in entries if e['status'] == ledger.EVALUATED),
+                       key=lambda e: e['step'])
+    best = ledger.best_entry(evaluated, metric, mode, '--early_stopping_metric')
+    if best is None:
+        return None
+    since = len([e for e in evaluated if e['step'] > best['step']])
+    if since < patience:
+        return None
+    return (f'{metric} has not improved on {best["metrics"][metric]:.6g} (step {best["step"]}) '
+            f'in {since} evaluations ({ledger_path})')
+
+
+class EarlyStoppingHook(tf.estimator.SessionRunHook):
+    """Stops training when an eval job's ledger shows no improvement of a metric for N evaluations.
+
+    The eval job runs in another process; every training task reads the ledger
+    itself, so the workers of a cluster stop too.
+    """
+
+    def __init__(self, eval_ledger, metric: str, mode: str, patience: int,
+                 check_every_secs: float):
+        self._ledger = eval_ledger
+        self._metric, self._mode, self._patience = metric, mode, patience
+        self._check_every_secs = check_every_secs
+        self.reason = None
+
+    def begin(self):
+        self._global_step = tf.compat.v1.train.get_global_step()
+        self._timer = tf.estimator.SecondOrStepTimer(every_secs=self._check_every_secs)
+
+    def before_run(self, run_context):
+        return tf.estimator.SessionRunArgs(self._global_step)
+
+    def after_run(self, run_context, run_values):
+        step = int(run_values.results)
+        if not self._timer.should_trigger_for_step(step):
+            return
+        self._timer.update_last_triggered_step(step)
+        self.reason = no_improvement_reason(self._ledger.entries(), self._metric, self._mode,
+                                            self._patience, self._ledger.path)
+        if self.reason:
+            logging.info('early stopping at step %d: %s', step, self.reason)
+            run_context.request_stop()

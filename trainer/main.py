@@ -1,7 +1,9 @@
 """Train, evaluate, export and predict registered models with tf.estimator.
 
   python -m trainer.main --model=mnist_cnn --mode=train --model_dir=DIR \
-      --train_files='shards/train-*' --eval_files='shards/validation-*'
+      --train_files='shards/train-*'
+  python -m trainer.main --mode=continuous_eval --model_dir=DIR \
+      --eval_files='shards/validation-*' --eval_name=validation --export_dir=EXPORTS
   python -m trainer.main --mode=export --model_dir=DIR --export_dir=EXPORTS
   python -m trainer.main --mode=predict --saved_model=EXPORTS/1000 digit.png ...
 
@@ -18,7 +20,7 @@ from absl import app, flags, logging  # noqa: E402
 
 from input_fns.errors import DataError  # noqa: E402
 from models import registry  # noqa: E402
-from trainer import evaluation, export, hooks, inputs, run_files  # noqa: E402
+from trainer import checkpoints, eval_job, export, jobs  # noqa: E402
 from trainer import flags as trainer_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -31,80 +33,26 @@ def quiet_tensorflow_logging():
     tf_logger.addFilter(lambda record: 'is deprecated and will be removed' not in record.getMessage())
 
 
-def build_estimator(spec):
-    config = tf.estimator.RunConfig(
-        model_dir=FLAGS.model_dir, tf_random_seed=FLAGS.random_seed,
-        save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-        keep_checkpoint_max=FLAGS.keep_checkpoint_max or None,
-        save_summary_steps=FLAGS.log_every_n_steps,
-        log_step_count_steps=None)  # ProgressHook logs instead
-    return tf.estimator.Estimator(spec.model_fn, config=config,
-                                  params=trainer_flags.model_params(FLAGS, spec))
-
-
-def train_input_fn(spec):
-    # A resumed run reshuffles differently instead of replaying the first epoch's order.
-    seed = FLAGS.random_seed + run_files.latest_step(FLAGS.model_dir)
-    return inputs.make_input_fn(spec, FLAGS.train_files, '--train_files', True, FLAGS.batch_size,
-                                seed=seed, options=trainer_flags.input_options(FLAGS))
-
-
-def eval_input_fn(spec, file_pattern=None, flag_name='--eval_files'):
-    return inputs.make_input_fn(spec, file_pattern or FLAGS.eval_files, flag_name, False,
-                                FLAGS.batch_size, options=trainer_flags.input_options(FLAGS))
-
-
-def checkpoint_to_use(estimator):
-    checkpoint = FLAGS.checkpoint or estimator.latest_checkpoint()
-    if not checkpoint:
-        raise DataError(f'--model_dir={FLAGS.model_dir}: no checkpoint yet; train first '
-                        'or pass --checkpoint')
-    return checkpoint
-
-
-def progress_hooks():
-    return [hooks.ProgressHook(FLAGS.log_every_n_steps, FLAGS.batch_size, FLAGS.model_dir)]
-
-
-def run_train(spec, estimator):
-    estimator.train(train_input_fn(spec), max_steps=FLAGS.train_steps, hooks=progress_hooks())
-
-
-def run_train_and_evaluate(spec, estimator):
-    tf.estimator.train_and_evaluate(
-        estimator,
-        tf.estimator.TrainSpec(train_input_fn(spec), max_steps=FLAGS.train_steps,
-                               hooks=progress_hooks()),
-        tf.estimator.EvalSpec(eval_input_fn(spec), steps=None, start_delay_secs=0,
-                              throttle_secs=FLAGS.eval_throttle_secs))
-
-
-def run_evaluate(spec, estimator):
-    threshold_input_fn = FLAGS.threshold_files and eval_input_fn(
-        spec, FLAGS.threshold_files, '--threshold_files')
-    metrics = evaluation.evaluate(estimator, spec, checkpoint_to_use(estimator),
-                                  eval_input_fn(spec), FLAGS.eval_files,
-                                  threshold_input_fn, FLAGS.threshold_files)
-    print(json.dumps(metrics), flush=True)
-
-
-def run_export(spec, estimator):
-    receiver_fn = inputs.serving_input_receiver_fn(spec, trainer_flags.input_options(FLAGS))
-    path = export.export_saved_model(estimator, receiver_fn, FLAGS.export_dir,
-                                     checkpoint_to_use(estimator), spec.signature_renames)
-    print(json.dumps({'saved_model': path}), flush=True)
-
-
-MODES = {'train': run_train, 'train_and_evaluate': run_train_and_evaluate,
-         'evaluate': run_evaluate, 'export': run_export}
-
-
 def run(spec, image_paths):
-    if FLAGS.mode == 'predict':  # needs only the SavedModel
+    mode = FLAGS.mode
+    if mode == 'predict':
         return export.print_json_lines(export.predict_files(FLAGS.saved_model, image_paths))
-    if FLAGS.mode in ('train', 'train_and_evaluate'):
-        run_files.record_flags(FLAGS, spec.name)
-    MODES[FLAGS.mode](spec, build_estimator(spec))
+    estimator = jobs.build_estimator(spec)
+    # A cluster's evaluator runs the eval job: tf.estimator's own evaluator skips checkpoints.
+    if mode == 'continuous_eval' or (mode == 'train_and_evaluate'
+                                     and estimator.config.task_type == 'evaluator'):
+        eval_job.continuous_eval(
+            jobs.make_eval_job(spec, estimator), FLAGS.model_dir,
+            FLAGS.train_steps if FLAGS['train_steps'].present else None, FLAGS.eval_timeout_secs)
+    elif mode in ('train', 'train_and_evaluate'):
+        jobs.train(spec, estimator)
+    elif mode == 'evaluate':
+        chosen = checkpoints.resolve(FLAGS.model_dir, FLAGS.checkpoint or 'latest')
+        entries = eval_job.evaluate_once(jobs.make_eval_job(spec, estimator), chosen)
+        export.print_json_lines(entry.get('metrics', entry) for entry in entries)
+    elif mode == 'export':
+        [(_, path)] = checkpoints.resolve(FLAGS.model_dir, FLAGS.checkpoint or 'latest')
+        print(json.dumps({'saved_model': jobs.export_checkpoint(spec, estimator, path)}), flush=True)
 
 
 def op_error_summary(error) -> str:

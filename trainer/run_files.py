@@ -1,15 +1,19 @@
 """What the trainer keeps beside the checkpoints in model_dir."""
+import json
 import os
 
 import numpy as np
 import tensorflow as tf
 
 from input_fns.errors import DataError
-from input_fns.shards import write_text_atomic
+from input_fns.shards import write_json_atomic, write_text_atomic
 
 # The flags of the last training run, in --flagfile format: rerun with --flagfile=MODEL_DIR/flags.txt.
 FLAGS_FILE = 'flags.txt'
 TRAINER_FLAGS_MODULE = 'trainer.flags'
+# Written by the chief when training ends, so eval jobs know which checkpoint is the final one
+# (on a cluster the last is past --train_steps; after early stopping, short of it).
+TRAIN_FINISHED_FILE = 'train_finished.json'
 
 
 def latest_step(model_dir: str) -> int:
@@ -30,6 +34,32 @@ def record_flags(FLAGS, model_name: str) -> None:
     lines = [flag.serialize() for flag in FLAGS.get_flags_for_module(TRAINER_FLAGS_MODULE)]
     os.makedirs(FLAGS.model_dir, exist_ok=True)
     write_text_atomic(path, ''.join(f'{line}\n' for line in sorted(lines) if line))
+
+
+def write_train_finished(model_dir: str, train_steps: int, early_stop_reason=None) -> None:
+    write_json_atomic(os.path.join(model_dir, TRAIN_FINISHED_FILE), {
+        'step': latest_step(model_dir), 'train_steps': train_steps,
+        'early_stopped': bool(early_stop_reason), 'reason': early_stop_reason or 'reached train_steps'})
+
+
+def clear_train_finished(model_dir: str) -> None:
+    path = os.path.join(model_dir, TRAIN_FINISHED_FILE)
+    if os.path.exists(path):
+        os.remove(path)
+
+
+def train_finished(model_dir: str):
+    """What the last finished training run wrote (its final step...), or None."""
+    path = os.path.join(model_dir, TRAIN_FINISHED_FILE)
+    try:
+        with open(path) as f:
+            finished = json.load(f)
+        return {'step': int(finished['step']), 'train_steps': int(finished['train_steps']),
+                'early_stopped': bool(finished['early_stopped'])}
+    except FileNotFoundError:
+        return None
+    except (ValueError, KeyError, TypeError) as e:
+        raise DataError(f'{path}: unreadable ({e}); delete it')
 
 
 def json_value(value):

@@ -1,0 +1,61 @@
+"""trainer.local_cluster: chief, 2 workers, a parameter server and an evaluator on loopback."""
+import os
+import re
+import signal
+
+from conftest import run_module, start_module, wait_for_log
+from trainer import checkpoints
+from trainer.ledger import Ledger
+
+ROLES = ('chief', 'worker0', 'worker1', 'ps0', 'evaluator')
+
+
+def cluster_args(model_dir, shards, steps, *extra):
+    return [f'--model_dir={model_dir}', f'--train_files={shards.train_pattern}',
+            f'--eval_files={shards.validation_pattern}', f'--train_steps={steps}', '--batch_size=16',
+            '--log_every_n_steps=10', '--eval_name=val', *extra]
+
+
+def test_cluster_trains_to_its_step_count_evaluates_and_exports(digit_shards, tmp_path):
+    model_dir, export_dir = tmp_path / 'model', tmp_path / 'exports'
+    result = run_module('trainer.local_cluster', *cluster_args(
+        model_dir, digit_shards, 60, '--save_checkpoints_steps=20', f'--export_dir={export_dir}'))
+    lines = result.stdout.splitlines()
+    assert lines and all(re.match(r'\[(chief|worker[01]|ps0|evaluator)\] ', line) for line in lines)
+    assert {line.split(']')[0][1:] for line in lines} == set(ROLES)
+
+    # Each training task read its own share of the 4 train shards.
+    shares = {role: share.split() for role, share in re.findall(
+        r'^\[(\w+)\] .*training worker \d of 3 reads its share: (.*)$', result.stdout, re.MULTILINE)}
+    assert sorted(shares) == ['chief', 'worker0', 'worker1']
+    files = [name for share in shares.values() for name in share]
+    assert sorted(files) == sorted(f for f in os.listdir(digit_shards.dir) if f.startswith('train-'))
+
+    final_step = checkpoints.list_checkpoints(str(model_dir))[-1][0]
+    assert final_step >= 60
+    entries = Ledger(str(model_dir), 'val').entries()
+    steps = [e['step'] for e in entries]
+    assert steps == sorted(set(steps)) and steps[0] == 0 and steps[-1] == final_step
+    assert all(e['status'] == 'evaluated' for e in entries)
+    assert 'evaluated the final checkpoint' in result.stdout
+    # Exports are named by the global step inside the checkpoint, past the name's on a cluster.
+    best = min(entries, key=lambda e: e['metrics']['loss'])
+    assert os.readlink(export_dir / 'best') == str(best['metrics']['global_step'])
+    assert os.path.exists(export_dir / 'best' / 'saved_model.pb')
+    exports = [name for name in os.listdir(export_dir) if name.isdigit()]
+    assert result.stdout.count('] exported ') == len(exports)  # each once
+    assert 'chief, workers and evaluator finished' in result.stderr
+
+
+def test_ctrl_c_stops_every_task(digit_shards, tmp_path):
+    log = tmp_path / 'cluster.log'
+    launcher = start_module('trainer.local_cluster', *cluster_args(
+        tmp_path / 'model', digit_shards, 1_000_000), log_path=log)
+    started = wait_for_log(log, r'started (.*); TF_CONFIG', launcher).group(1)
+    pids = [int(pid) for pid in re.findall(r'pid (\d+)', started)]
+    wait_for_log(log, r'^\[chief\] .*step \d+, loss', launcher)
+    launcher.send_signal(signal.SIGINT)
+    assert launcher.wait(timeout=60) == 130
+    assert len(pids) == len(ROLES)
+    for pid in pids:
+        assert not os.path.exists(f'/proc/{pid}'), f'task {pid} still running'

@@ -1,0 +1,146 @@
+"""Eval jobs in their own processes beside a trainer: the ledger, one-shot evaluation, exports
+chosen from the ledger across a restart, and early stopping that reads the ledger."""
+import json
+import os
+import shutil
+
+import pytest
+
+from conftest import run_module, run_together
+from trainer import checkpoints, hooks
+from trainer.ledger import Ledger
+
+
+def train_args(model_dir, shards, steps, *extra):
+    return ['--mode=train', f'--model_dir={model_dir}', f'--train_files={shards.train_pattern}',
+            f'--train_steps={steps}', '--batch_size=16', '--save_checkpoints_steps=2',
+            '--keep_checkpoint_max=0', *extra]
+
+
+def eval_args(model_dir, eval_files, name, *extra):
+    return ['--mode=continuous_eval', f'--model_dir={model_dir}', f'--eval_files={eval_files}',
+            f'--eval_name={name}', '--batch_size=50', '--eval_timeout_secs=120', *extra]
+
+
+def steps_of(entries):
+    return [entry['step'] for entry in entries]
+
+
+@pytest.fixture(scope='module')
+def side_by_side(digit_shards, tmp_path_factory):
+    """Two named eval jobs (different data), started before a trainer in another process."""
+    work = tmp_path_factory.mktemp('side_by_side')
+    model_dir, export_dir = work / 'model', work / 'exports'
+    jobs = {
+        'validation': eval_args(model_dir, digit_shards.validation_pattern, 'validation',
+                                f'--export_dir={export_dir}', '--export_metric=accuracy'),
+        'train': eval_args(model_dir, digit_shards.train_pattern, 'train'),
+        'trainer': train_args(model_dir, digit_shards, 8),
+    }
+    logs = run_together(work, jobs)
+    return model_dir, export_dir, logs
+
+
+def test_each_checkpoint_is_evaluated_once_in_order_and_the_job_exits(side_by_side):
+    model_dir, _, logs = side_by_side
+    saved = [step for step, _ in checkpoints.list_checkpoints(str(model_dir))]
+    assert saved == [0, 2, 4, 6, 8]
+    for name in ('validation', 'train'):
+        entries = Ledger(str(model_dir), name).entries()
+        assert steps_of(entries) == saved
+        assert all(e['status'] == 'evaluated' and e['metrics']['global_step'] == e['step']
+                   for e in entries)
+        assert f'eval_{name}: evaluated the final checkpoint (step 8); done' in logs[name]
+        assert any(f.startswith('events.out.tfevents') for f in os.listdir(model_dir / f'eval_{name}'))
+    # Different data, different results.
+    assert (Ledger(str(model_dir), 'train').entries()[-1]['metrics']
+            != Ledger(str(model_dir), 'validation').entries()[-1]['metrics'])
+
+
+def test_best_export_and_pointer(side_by_side):
+    model_dir, export_dir, _ = side_by_side
+    entries = Ledger(str(model_dir), 'validation').entries()
+    best = max(entries, key=lambda e: e['metrics']['accuracy'])  # the first of equals
+    assert os.readlink(export_dir / 'best') == str(best['step'])
+    assert os.path.exists(export_dir / 'best' / 'saved_model.pb')
+    exported = sorted(int(name) for name in os.listdir(export_dir) if name.isdigit())
+    # An export for each new best, never for one that did not beat the best before it.
+    running_best, expected = -1.0, []
+    for entry in entries:
+        if entry['metrics']['accuracy'] > running_best:
+            running_best = entry['metrics']['accuracy']
+            expected.append(entry['step'])
+    assert exported == expected
+
+
+def test_one_shot_evaluate_never_evaluates_a_checkpoint_twice(side_by_side, digit_shards):
+    model_dir, _, _ = side_by_side
+    common = ['--mode=evaluate', f'--model_dir={model_dir}', '--eval_name=scheduled',
+              f'--eval_files={digit_shards.validation_pattern}', '--batch_size=50']
+    one = run_module('trainer.main', *common, '--checkpoint=4')
+    assert json.loads(one.stdout)['global_step'] == 4
+    every = run_module('trainer.main', *common, '--checkpoint=all')
+    assert [json.loads(line)['global_step'] for line in every.stdout.splitlines()] == [0, 2, 4, 6, 8]
+    assert 'step 4 is already in' in every.stderr
+    again = run_module('trainer.main', *common)  # latest
+    assert json.loads(again.stdout) == json.loads(every.stdout.splitlines()[-1])
+    assert 'step 8 is already in' in again.stderr
+    assert sorted(steps_of(Ledger(str(model_dir), 'scheduled').entries())) == [0, 2, 4, 6, 8]
+
+    missing = run_module('trainer.main', *common, '--checkpoint=7', check=False)
+    assert missing.returncode == 2 and missing.stderr.strip().splitlines()[-1] == (
+        f'error: --checkpoint=7: no checkpoint for that step in {model_dir}; '
+        'it has steps 0, 2, 4, 6, 8')
+    with Ledger(str(model_dir), 'scheduled').lock():
+        busy = run_module('trainer.main', *common, check=False)
+    assert busy.returncode == 2 and 'Traceback' not in busy.stderr
+    assert busy.stderr.strip().splitlines()[-1].startswith(
+        f'error: --eval_name=scheduled: pid {os.getpid()} is evaluating under this name')
+
+
+def test_restarted_eval_job_never_exports_a_worse_model(digit_shards, tmp_path):
+    model_dir, export_dir = tmp_path / 'model', tmp_path / 'exports'
+    exports = [f'--export_dir={export_dir}', '--export_metric=loss', '--export_mode=min']
+    run_module('trainer.main', *train_args(model_dir, digit_shards, 4))
+    run_module('trainer.main', *eval_args(model_dir, digit_shards.validation_pattern, 'val', *exports))
+    first = Ledger(str(model_dir), 'val').entries()
+    best = min(first, key=lambda e: e['metrics']['loss'])
+    assert os.readlink(export_dir / 'best') == str(best['step'])
+
+    # Resumed with a learning rate that wrecks the model: every later checkpoint is worse.
+    run_module('trainer.main', *train_args(model_dir, digit_shards, 10, '--learning_rate=1.0'))
+    # Exports lost (as by a kill between a ledger line and its export): the ledger restores the best.
+    shutil.rmtree(export_dir)
+    restarted = run_module('trainer.main', *eval_args(
+        model_dir, digit_shards.validation_pattern, 'val', *exports))
+    entries = Ledger(str(model_dir), 'val').entries()
+    assert steps_of(entries) == [0, 2, 4, 6, 8, 10]
+    assert 'resuming after step 4' in restarted.stderr
+    later = [e['metrics']['loss'] for e in entries[3:]]
+    assert min(later) > best['metrics']['loss']  # the premise: all worse
+    assert sorted(os.listdir(export_dir)) == sorted([str(best['step']), 'best'])
+    assert os.readlink(export_dir / 'best') == str(best['step'])
+
+
+def test_trainer_stops_early_on_the_eval_jobs_ledger(digit_shards, tmp_path):
+    """A learning rate so small that accuracy cannot change: no improvement after the first evaluation."""
+    model_dir = tmp_path / 'model'
+    jobs = {
+        'eval': eval_args(model_dir, digit_shards.validation_pattern, 'val'),
+        'trainer': train_args(model_dir, digit_shards, 1000, '--learning_rate=1e-9',
+                              '--save_checkpoints_steps=5', '--keep_checkpoint_max=5',
+                              '--early_stopping_eval_name=val', '--early_stopping_metric=accuracy',
+                              '--early_stopping_patience=2', '--early_stopping_check_secs=0'),
+    }
+    logs = run_together(tmp_path, jobs)
+    trainer_log, eval_log = logs['trainer'], logs['eval']
+
+    finished = json.loads((model_dir / 'train_finished.json').read_text())
+    final_step = checkpoints.list_checkpoints(str(model_dir))[-1][0]
+    assert finished['early_stopped'] and finished['step'] == final_step < 1000
+    assert 'early stopping at step' in trainer_log and 'accuracy has not improved' in trainer_log
+    entries = Ledger(str(model_dir), 'val').entries()
+    assert entries[-1]['step'] == final_step and entries[-1]['status'] == 'evaluated'
+    assert f'evaluated the final checkpoint (step {final_step})' in eval_log
+    before_stop = [e for e in entries if e['step'] < final_step]
+    assert hooks.no_improvement_reason(before_stop, 'accuracy', 'max', 2, 'ledger')

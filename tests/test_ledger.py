@@ -1,0 +1,142 @@
+"""The ledger file, its lock, checkpoint listing and the export policy, without training."""
+import math
+import os
+
+import pytest
+
+from input_fns.errors import DataError
+from trainer import checkpoints, flags, hooks
+from trainer.eval_job import EvalJob
+from trainer.export_policy import LedgerExports
+from trainer.ledger import Ledger, best_entry, better
+
+
+def evaluated(step, **metrics):
+    return {'step': step, 'checkpoint': f'model.ckpt-{step}', 'status': 'evaluated',
+            'metrics': metrics}
+
+
+def test_torn_last_line_is_ignored_then_cut_off(tmp_path):
+    ledger = Ledger(str(tmp_path), 'val')
+    ledger.append(0, 'model.ckpt-0', 'evaluated', metrics={'loss': 2.0})
+    with open(ledger.path, 'a') as f:
+        f.write('{"step": 5, "checkpoint": "mod')  # a writer killed mid-line
+    assert [e['step'] for e in ledger.entries()] == [0]
+    assert ledger.last_step() == 0
+    ledger.append(5, 'model.ckpt-5', 'evaluated', metrics={'loss': 1.0})
+    lines = open(ledger.path).read().splitlines()
+    assert len(lines) == 2 and '"mod"' not in lines[1]
+    assert [e['step'] for e in ledger.entries()] == [0, 5]
+
+
+def test_a_damaged_middle_line_names_the_file_and_line(tmp_path):
+    ledger = Ledger(str(tmp_path), 'val')
+    ledger.append(0, 'model.ckpt-0', 'evaluated', metrics={})
+    with open(ledger.path, 'a') as f:
+        f.write('garbage\n{"step": 5}\n')
+    with pytest.raises(DataError, match=f'{ledger.path}:2: not a JSON line'):
+        ledger.entries()
+    with pytest.raises(DataError, match=f'{ledger.path}:2: not a JSON line'):
+        ledger.append(6, 'model.ckpt-6', 'evaluated', metrics={})
+
+
+def test_one_process_at_a_time_evaluates_under_a_name(tmp_path):
+    ledger = Ledger(str(tmp_path), 'val')
+    with ledger.lock():
+        with pytest.raises(DataError, match=f'pid {os.getpid()} is evaluating under this name'):
+            with Ledger(str(tmp_path), 'val').lock():
+                pass
+        with Ledger(str(tmp_path), 'other').lock():  # another name is independent
+            pass
+    with ledger.lock():  # released
+        pass
+
+
+def test_better_and_best():
+    assert better(0.9, None, 'max') and better(0.1, 0.2, 'min') and not better(0.2, 0.2, 'min')
+    assert not better(math.nan, 1.0, 'min') and better(1.0, math.nan, 'min')
+    entries = [evaluated(0, loss=2.0), evaluated(2, loss=0.5), evaluated(4, loss=0.5),
+               {'step': 6, 'status': 'skipped'}, evaluated(8, loss=math.nan)]
+    assert best_entry(entries, 'loss', 'min', '--export_metric')['step'] == 2
+    with pytest.raises(DataError, match='--export_metric=auc: .* it has loss'):
+        best_entry(entries, 'auc', 'min', '--export_metric')
+    assert flags.metric_mode('loss', None) == 'min' and flags.metric_mode('accuracy', None) == 'max'
+    assert flags.metric_mode('loss', 'max') == 'max'
+
+
+def test_no_improvement_counts_evaluations_after_the_best():
+    entries = [evaluated(0, accuracy=0.5), evaluated(2, accuracy=0.8), evaluated(4, accuracy=0.8),
+               {'step': 6, 'status': 'skipped'}]
+    assert hooks.no_improvement_reason(entries, 'accuracy', 'max', 2, 'L') is None
+    entries.append(evaluated(8, accuracy=0.7))
+    assert hooks.no_improvement_reason(entries, 'accuracy', 'max', 2, 'L') == (
+        'accuracy has not improved on 0.8 (step 2) in 2 evaluations (L)')
+
+
+def write_fake_checkpoints(model_dir, steps, newest_saved):
+    model_dir.mkdir(exist_ok=True)
+    for step in steps:
+        (model_dir / f'model.ckpt-{step}.index').write_text('')
+    (model_dir / 'checkpoint').write_text(f'model_checkpoint_path: "model.ckpt-{newest_saved}"\n')
+
+
+def test_list_checkpoints_lists_all_but_ones_newer_than_the_state_file(tmp_path):
+    # 30: a trainer killed while saving it; 5 and 10: older than keep_checkpoint_max remembers.
+    write_fake_checkpoints(tmp_path, [5, 10, 20, 30], newest_saved=20)
+    assert checkpoints.list_checkpoints(str(tmp_path)) == [
+        (5, str(tmp_path / 'model.ckpt-5')), (10, str(tmp_path / 'model.ckpt-10')),
+        (20, str(tmp_path / 'model.ckpt-20'))]
+    assert checkpoints.list_checkpoints(str(tmp_path / 'not_yet')) == []
+    assert checkpoints.resolve(str(tmp_path), 'latest') == [(20, str(tmp_path / 'model.ckpt-20'))]
+
+
+def test_a_deleted_checkpoint_is_logged_as_skipped(tmp_path):
+    ledger = Ledger(str(tmp_path), 'val')
+    entry = EvalJob(None, None, 'data/*', ledger).evaluate(7, str(tmp_path / 'model.ckpt-7'))
+    assert entry['status'] == 'skipped' and entry['reason'] == 'deleted before evaluation'
+    assert ledger.entries() == [entry]
+
+
+def fake_exports(tmp_path, policy, keep, saved_past_name=0):
+    """A policy whose export function records the call and writes the folder as the real one does:
+    named by the global step inside the checkpoint, which on a cluster is past the one in its name."""
+    export_dir = tmp_path / 'exports'
+    made = []
+
+    def export(checkpoint):
+        step = int(checkpoint.rsplit('-', 1)[1]) + saved_past_name
+        (export_dir / str(step)).mkdir(parents=True)
+        made.append(step)
+        return str(export_dir / str(step))
+
+    return LedgerExports(str(export_dir), policy, 'loss', 'min', keep, export), export_dir, made
+
+
+def ledger_entry(tmp_path, step, loss, saved_past_name=0):
+    entry = evaluated(step, loss=loss, global_step=step + saved_past_name)
+    entry['checkpoint'] = str(tmp_path / f'model.ckpt-{step}')
+    return entry
+
+
+def test_best_policy_exports_only_improvements_and_keeps_the_newest(tmp_path):
+    # As on a cluster: model.ckpt-N holds global step N+2, and Estimator.evaluate reports N+2.
+    write_fake_checkpoints(tmp_path, [0, 1, 2, 3, 4], newest_saved=4)
+    exports, export_dir, made = fake_exports(tmp_path, 'best', keep=2, saved_past_name=2)
+    entries = []
+    for step, loss in [(0, 2.0), (1, 1.0), (2, 1.5), (3, 0.5), (4, 0.7)]:
+        entries.append(ledger_entry(tmp_path, step, loss, saved_past_name=2))
+        exports.update(entries)
+    assert made == [2, 3, 5]
+    assert sorted(os.listdir(export_dir)) == ['3', '5', 'best']
+    assert os.readlink(export_dir / 'best') == '5'
+    # A new process (restart) with the same ledger exports nothing more.
+    again, _, made_again = fake_exports(tmp_path, 'best', keep=2, saved_past_name=2)
+    again.update(entries)
+    assert made_again == []
+
+
+def test_latest_policy_follows_the_newest_evaluation(tmp_path):
+    write_fake_checkpoints(tmp_path, [0, 1], newest_saved=1)
+    exports, export_dir, made = fake_exports(tmp_path, 'latest', keep=0)
+    exports.update([ledger_entry(tmp_path, 0, 1.0), ledger_entry(tmp_path, 1, 9.0)])
+    assert made == [1] and os.readlink(export_dir / 'latest') == '1'

@@ -1,0 +1,136 @@
+"""Eval jobs: every checkpoint of a model_dir evaluated exactly once, oldest first, into a ledger.
+
+continuous_eval watches the model_dir while a trainer in another process (or a
+cluster) writes checkpoints, like the loop over checkpoints in tensorflow/tpu's
+resnet_main.py, but it lists every checkpoint file instead of waiting for the
+latest, which skips those saved during an evaluation. evaluate_once serves a
+scheduler: the latest checkpoint, all of them, or one step. Both skip what the
+ledger already has and export as the ledger says (trainer/export_policy.py).
+"""
+import time
+from typing import Callable, Dict, List, Optional, Tuple
+
+import tensorflow as tf
+from absl import logging
+
+from input_fns.errors import DataError
+from trainer import checkpoints, ledger, run_files
+from trainer.export_policy import LedgerExports
+
+POLL_SECS = 1.0
+
+
+class EvalJob:
+    def __init__(self, estimator: tf.estimator.Estimator, input_fn: Callable, eval_files: str,
+                 eval_ledger: ledger.Ledger, exports: Optional[LedgerExports] = None,
+                 extra_metrics: Optional[Callable[[str], Dict]] = None):
+        self.estimator = estimator
+        self.extra_metrics = extra_metrics  # checkpoint path -> more metrics (LFW's protocol)
+        self.input_fn = input_fn
+        self.eval_files = eval_files
+        self.ledger = eval_ledger
+        self.exports = exports
+
+    def start(self) -> None:
+        """Checks the ledger holds results on the same data, and mends exports a kill left undone."""
+        for entry in self.ledger.entries():
+            if entry.get('eval_files', self.eval_files) != self.eval_files:
+                raise DataError(f'--eval_name={self.ledger.eval_name}: {self.ledger.path} holds '
+                                f'results on --eval_files={entry["eval_files"]}; give '
+                                f'{self.eval_files} its own --eval_name')
+        self.update_exports()
+
+    def evaluate(self, step: int, path: str) -> Dict:
+        """Evaluates one checkpoint, appends its ledger line, then exports if the ledger says so."""
+        if not checkpoints.exists(path):
+            return self._skip(step, path)
+        started = time.time()
+        try:
+            metrics = self.estimator.evaluate(self.input_fn, checkpoint_path=path,
+                                              name=self.ledger.eval_name)
+            metrics = {key: run_files.json_value(value) for key, value in metrics.items()}
+            if self.extra_metrics:
+                metrics.update(self.extra_metrics(path))
+        except (tf.errors.OpError, ValueError):  # ValueError: 'not a valid checkpoint'
+            if checkpoints.exists(path):
+                raise
+            return self._skip(step, path)  # the trainer deleted it while it was being restored
+        entry = self.ledger.append(
+            step, path, ledger.EVALUATED, eval_files=self.eval_files,
+            eval_secs=round(time.time() - started, 2),
+            metrics=dict(sorted(metrics.items())))
+        logging.info('eval_%s: step %d: %s', self.ledger.eval_name, step, ', '.join(
+            f'{key} {value:.4g}' for key, value in sorted(entry['metrics'].items())
+            if isinstance(value, (int, float))))
+        self.update_exports()
+        return entry
+
+    def _skip(self, step: int, path: str) -> Dict:
+        logging.warning('eval_%s: skipped step %d: %s was deleted before it was evaluated '
+                        '(raise --keep_checkpoint_max to keep checkpoints longer)',
+                        self.ledger.eval_name, step, path)
+        return self.ledger.append(step, path, ledger.SKIPPED, eval_files=self.eval_files,
+                                  reason='deleted before evaluation')
+
+    def update_exports(self) -> None:
+        if self.exports is not None:
+            self.exports.update(self.ledger.entries())
+
+
+def continuous_eval(job: EvalJob, model_dir: str, train_steps: Optional[int],
+                    timeout_secs: float) -> None:
+    """Evaluates checkpoints as they appear until the final one, or until none came for timeout_secs.
+
+    train_steps: the trainer's --train_steps if known; None takes the trainer's word.
+    """
+    with job.ledger.lock():
+        job.start()
+        last = job.ledger.last_step()
+        if last >= 0:
+            logging.info('eval_%s: resuming after step %d (%s)', job.ledger.eval_name, last,
+                         job.ledger.path)
+        listed = {}  # step -> path of every checkpoint seen, so one deleted later is logged
+        waiting_since = time.time()
+        while not _is_final(last, model_dir, train_steps):
+            listed.update(checkpoints.list_checkpoints(model_dir))
+            pending = sorted(step for step in listed if step > last)
+            if pending:
+                last = pending[0]
+                job.evaluate(last, listed.pop(last))
+                waiting_since = time.time()
+            elif time.time() - waiting_since > timeout_secs:
+                logging.info('eval_%s: no new checkpoint in %d s (--eval_timeout_secs); '
+                             'stopping after step %d', job.ledger.eval_name, timeout_secs, last)
+                return
+            else:
+                time.sleep(POLL_SECS)
+        logging.info('eval_%s: evaluated the final checkpoint (step %d); done',
+                     job.ledger.eval_name, last)
+
+
+def _is_final(step: int, model_dir: str, train_steps: Optional[int]) -> bool:
+    """Whether step is the last checkpoint of the trainer, as it recorded when it finished.
+
+    Not simply step >= --train_steps: a cluster's chief saves once more after that, and
+    early stopping ends short of it. A record from an earlier, shorter run does not count.
+    """
+    finished = run_files.train_finished(model_dir)
+    return bool(finished and step >= finished['step'] and
+                (finished['early_stopped'] or train_steps is None
+                 or finished['train_steps'] >= train_steps))
+
+
+def evaluate_once(job: EvalJob, chosen: List[Tuple[int, str]]) -> List[Dict]:
+    """Ledger entries of the chosen checkpoints, evaluating only those the ledger lacks."""
+    entries = []
+    with job.ledger.lock():
+        job.start()
+        for step, path in chosen:
+            entry = job.ledger.find(step)
+            if entry is None:
+                entry = job.evaluate(step, path)
+            else:
+                logging.info('eval_%s: step %d is already in %s; not evaluated again',
+                             job.ledger.eval_name, step, job.ledger.path)
+            entries.append(entry)
+    return entries

@@ -1,0 +1,153 @@
+"""A local TensorFlow cluster on loopback ports, with the same flags as a single-machine run.
+
+  python -m trainer.local_cluster --model_dir=DIR --train_files=GLOB --eval_files=GLOB \
+      --train_steps=1000 [--cluster_workers=2 --cluster_ps=1 --cluster_evaluator] [trainer flags]
+
+Starts a chief, the workers and parameter servers, and an evaluator, each a
+`python -m trainer.main --mode=train_and_evaluate` process with its own TF_CONFIG
+(the layout Kubeflow's TFJob and Vertex AI use), prints their log lines prefixed
+with their role, and returns when the chief, workers and evaluator have finished.
+Parameter servers never finish on their own; they are stopped then. Any task
+failing, Ctrl-C or SIGTERM stops every task.
+"""
+import ctypes
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+from absl import app, flags, logging
+
+from trainer import flags as trainer_flags
+
+FLAGS = flags.FLAGS
+STOP_GRACE_SECS = 10
+PR_SET_PDEATHSIG = 1
+
+
+def cluster_spec(num_workers: int, num_ps: int):
+    """{'chief': [...], 'worker': [...], 'ps': [...]} on free loopback ports."""
+    sockets = [socket.socket() for _ in range(1 + num_workers + num_ps)]
+    for s in sockets:
+        s.bind(('127.0.0.1', 0))
+    addresses = [f'127.0.0.1:{s.getsockname()[1]}' for s in sockets]
+    for s in sockets:
+        s.close()
+    spec = {'chief': addresses[:1], 'worker': addresses[1:1 + num_workers],
+            'ps': addresses[1 + num_workers:]}
+    return {job: tasks for job, tasks in spec.items() if tasks}
+
+
+def tasks(spec, evaluator: bool):
+    """(role, TF_CONFIG) per task. The evaluator is not in the cluster, as TF_CONFIG defines it."""
+    result = [(f'{job}{index}' if job != 'chief' else job,
+               {'cluster': spec, 'task': {'type': job, 'index': index}})
+              for job in ('ps', 'chief', 'worker') for index in range(len(spec.get(job, [])))]
+    if evaluator:
+        result.append(('evaluator', {'cluster': spec, 'task': {'type': 'evaluator', 'index': 0}}))
+    return result
+
+
+def _die_with_launcher():
+    """Runs in each child: the kernel kills it if the launcher dies, even by kill -9."""
+    try:
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: stop_all still covers a normal exit
+        pass
+
+
+class Cluster:
+    def __init__(self, trainer_args, evaluator: bool, num_workers: int, num_ps: int):
+        self._args = list(trainer_args) + ['--mode=train_and_evaluate']
+        self._tasks = tasks(cluster_spec(num_workers, num_ps), evaluator)
+        self._processes = {}
+        self._print_lock = threading.Lock()
+
+    def start(self):
+        for role, tf_config in self._tasks:
+            env = dict(os.environ, TF_CONFIG=json.dumps(tf_config))
+            # Own session: a terminal's Ctrl-C reaches only the launcher, which stops the tasks.
+            self._processes[role] = subprocess.Popen(
+                [sys.executable, '-m', 'trainer.main'] + self._args, env=env,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+                start_new_session=True, preexec_fn=_die_with_launcher)
+        for role, process in self._processes.items():  # threads only after the forks
+            threading.Thread(target=self._relay, args=(role, process.stdout), daemon=True).start()
+        logging.info('started %s; TF_CONFIG cluster %s', ', '.join(
+            f'{role} (pid {process.pid})' for role, process in self._processes.items()),
+            json.dumps(self._tasks[0][1]['cluster']))
+
+    def _relay(self, role, stream):
+        for line in stream:
+            with self._print_lock:
+                sys.stdout.write(f'[{role}] {line}')
+                sys.stdout.flush()
+
+    def wait(self, poll_secs=0.5) -> int:
+        """0 once every task but the parameter servers has finished well; 1 when any fails."""
+        while True:
+            codes = {role: process.poll() for role, process in self._processes.items()}
+            failed = [role for role, code in codes.items()
+                      if code not in (None, 0) or (code is not None and role.startswith('ps'))]
+            if failed:
+                logging.error('%s exited with %s; stopping the cluster', ', '.join(failed),
+                              ', '.join(str(codes[role]) for role in failed))
+                return 1
+            if all(code == 0 for role, code in codes.items() if not role.startswith('ps')):
+                logging.info('chief, workers and evaluator finished')
+                return 0
+            time.sleep(poll_secs)
+
+    def stop_all(self):
+        running = [p for p in self._processes.values() if p.poll() is None]
+        for process in running:
+            os.killpg(process.pid, signal.SIGTERM)
+        deadline = time.time() + STOP_GRACE_SECS
+        for process in running:
+            try:
+                process.wait(timeout=max(0.1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def parse_flags(argv):
+    """The launcher's flags; it returns the others, which go on to every task."""
+    try:
+        return FLAGS(argv, known_only=True)
+    except flags.Error as e:
+        print(f'error: {e}', file=sys.stderr)
+        sys.exit(2)
+
+
+def main(argv):
+    trainer_args = argv[1:]
+    modes = [arg.split('=', 1)[1] for arg in trainer_args if arg.startswith('--mode=')]
+    if any(mode not in ('train', 'train_and_evaluate') for mode in modes):
+        print(f'error: --mode={modes[-1]}: a cluster trains (--mode=train or train_and_evaluate)',
+              file=sys.stderr)
+        return 2
+    cluster = Cluster(trainer_args, FLAGS.cluster_evaluator, FLAGS.cluster_workers,
+                      FLAGS.cluster_ps)
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        cluster.start()
+        return cluster.wait()
+    except KeyboardInterrupt:
+        logging.info('interrupted; stopping the cluster')
+        return 130
+    finally:
+        cluster.stop_all()
+
+
+if __name__ == '__main__':
+    trainer_flags.define_cluster_flags()
+    app.run(main, flags_parser=parse_flags)

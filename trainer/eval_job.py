@@ -60,8 +60,8 @@ class EvalJob:
             eval_secs=round(time.time() - started, 2),
             metrics=dict(sorted(metrics.items())))
         logging.info('eval_%s: step %d: %s', self.ledger.eval_name, step, ', '.join(
-            f'{key} {value:.4g}' for key, value in sorted(entry['metrics'].items())
-            if isinstance(value, (int, float))))
+            f'{key} {value:.4g}' if isinstance(value, float) else f'{key} {value}'
+            for key, value in sorted(entry['metrics'].items()) if isinstance(value, (int, float))))
         self.update_exports()
         return entry
 

@@ -82,11 +82,5 @@ def make_input_fn(file_pattern: str,
     """An Estimator input_fn over image shards; checks the files now, not mid-training."""
     files = pipeline.list_record_files(file_pattern, flag_name)
     pipeline.check_record_files(files, FEATURE_SPEC, _check_image_shape(image_shape))
-    num_workers, worker_index = pipeline.worker_share_from_tf_config()
-
-    def input_fn():
-        return pipeline.process_record_dataset(
-            files, parse_batch_fn(image_shape), batch_size, training, seed=seed,
-            shuffle_buffer=shuffle_buffer, num_workers=num_workers, worker_index=worker_index)
-
-    return input_fn
+    return pipeline.record_input_fn(files, parse_batch_fn(image_shape), batch_size, training,
+                                    seed, shuffle_buffer)

@@ -1,7 +1,7 @@
 """Which input_fn and which serving input feed each kind of model."""
 import tensorflow as tf
 
-from input_fns import face_records, image_records
+from input_fns import csv_records, face_records, image_records
 
 
 def face_geometry(spec, crop_fraction):
@@ -25,6 +25,10 @@ def make_input_fn(spec, file_pattern, flag_name, training, batch_size, seed=0, o
                 same_fraction=options.get('same_fraction', 0.5),
                 sampler=options.get('pair_sampler', 'graph'), flag_name=flag_name)
         return face_records.make_eval_input_fn(file_pattern, geometry, batch_size, flag_name)
+    if spec.input_kind == 'csv_features':
+        return csv_records.make_input_fn(
+            file_pattern, spec.num_features, batch_size, training, seed=seed, flag_name=flag_name,
+            shuffle_buffer=options.get('shuffle_buffer', 10_000))
     raise ValueError(f'model {spec.name}: no input_fn for input kind {spec.input_kind!r}')
 
 
@@ -39,6 +43,8 @@ def serving_input_receiver_fn(spec, options=None):
         return _image_receiver_fn(spec)
     if spec.input_kind == 'face_pairs':
         return _face_pair_receiver_fn(spec, face_geometry(spec, options.get('face_crop_fraction', 0.5)))
+    if spec.input_kind == 'csv_features':
+        return _csv_receiver_fn(spec)
     raise ValueError(f'model {spec.name}: no serving input for input kind {spec.input_kind!r}')
 
 
@@ -76,5 +82,16 @@ def _face_pair_receiver_fn(spec, geometry):
             features=features,
             receiver_tensors={'image_bytes_a': bytes_a, 'image_bytes_b': bytes_b},
             receiver_tensors_alternatives={'single': {'image_bytes': bytes_a}})
+
+    return receiver_fn
+
+
+def _csv_receiver_fn(spec):
+    """serving_default takes 'inputs', float32 [N, num_features]: the CSV columns before the label."""
+    def receiver_fn():
+        inputs = tf.compat.v1.placeholder(tf.float32, [None, spec.num_features],
+                                          name=csv_records.FEATURE_KEY)
+        return tf.estimator.export.ServingInputReceiver({csv_records.FEATURE_KEY: inputs},
+                                                        {csv_records.FEATURE_KEY: inputs})
 
     return receiver_fn

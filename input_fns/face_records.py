@@ -193,14 +193,35 @@ def _decode_training_pair(geometry, augment_images):
 
 def sampled_pairs_dataset(files: List[str], index: PhotoIndex, geometry: FaceGeometry,
                           batch_size: int, seed: int = 0, same_fraction: float = 0.5,
-                          augment_images: bool = True) -> tf.data.Dataset:
-    """Fresh random training pairs every step, all inside tf.data."""
+                          augment_images: bool = True, decode: bool = True,
+                          prefetch: bool = True) -> tf.data.Dataset:
+    """Fresh random training pairs every step, all inside tf.data.
+
+    decode=False (batches of JPEG bytes) and prefetch=False stop it early, to time stages.
+    """
     photos = tf.data.TFRecordDataset(files).batch(len(index.identities)).map(
         lambda s: tf.io.parse_example(s, {'image': PHOTO_SPEC['image']})['image'])
     pairs = photos.flat_map(lambda jpegs: _sampled_pairs(jpegs, index, seed, same_fraction))
-    pairs = pairs.map(_decode_training_pair(geometry, augment_images),
-                      num_parallel_calls=AUTOTUNE, deterministic=False)
-    return pairs.batch(batch_size, drop_remainder=True).prefetch(AUTOTUNE)
+    if decode:
+        pairs = pairs.map(_decode_training_pair(geometry, augment_images),
+                          num_parallel_calls=AUTOTUNE, deterministic=False)
+    pairs = pairs.batch(batch_size, drop_remainder=True)
+    return pairs.prefetch(AUTOTUNE) if prefetch else pairs
+
+
+def sampled_pair_stages(file_pattern: str, geometry: FaceGeometry, batch_size: int,
+                        seed: int = 0, same_fraction: float = 0.5,
+                        flag_name: str = 'file pattern'):
+    """The graph sampler's pipeline cut short after each stage: [(stage, dataset function)]."""
+    files = pipeline.list_record_files(file_pattern, flag_name)
+    index = read_photo_index(files)
+
+    def up_to(**options):
+        return lambda: sampled_pairs_dataset(files, index, geometry, batch_size, seed,
+                                             same_fraction, prefetch=False, **options)
+
+    return [('sample pairs of JPEG bytes, batch', up_to(decode=False)),
+            ('+ decode, crop, resize', up_to(augment_images=False))]
 
 
 def generator_pairs_dataset(index: PhotoIndex, geometry: FaceGeometry, batch_size: int,

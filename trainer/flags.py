@@ -5,7 +5,7 @@ from absl import flags
 
 from models import registry
 
-MODES = ('train', 'evaluate', 'train_and_evaluate', 'export', 'predict')
+MODES = ('train', 'evaluate', 'train_and_evaluate', 'export', 'predict', 'benchmark_input')
 # The flags each mode cannot run without.
 REQUIRED_BY_MODE = {
     'train': ('model_dir', 'train_files'),
@@ -13,6 +13,7 @@ REQUIRED_BY_MODE = {
     'train_and_evaluate': ('model_dir', 'train_files', 'eval_files'),
     'export': ('model_dir', 'export_dir'),
     'predict': ('saved_model',),
+    'benchmark_input': ('train_files',),
 }
 
 
@@ -56,6 +57,10 @@ def define_flags():
     flags.DEFINE_string('checkpoint', None, 'evaluate/export: checkpoint path; default: latest.')
     flags.DEFINE_string('export_dir', None, 'export: SavedModels go to EXPORT_DIR/<global step>/.')
     flags.DEFINE_string('saved_model', None, 'predict: the SavedModel folder to load.')
+    flags.DEFINE_integer('benchmark_batches', 300, 'benchmark_input: batches to time each '
+                         'input pipeline stage for.', lower_bound=3)
+    flags.DEFINE_integer('benchmark_train_steps', 30, 'benchmark_input: training steps to time '
+                         'on in-memory input.', lower_bound=3)
 
     flags.register_validator('model', lambda name: name in registry.names(),
                              message='--model must be one of: ' + ', '.join(registry.names()))

@@ -4,6 +4,7 @@
       --train_files='shards/train-*' --eval_files='shards/validation-*'
   python -m trainer.main --mode=export --model_dir=DIR --export_dir=EXPORTS
   python -m trainer.main --mode=predict --saved_model=EXPORTS/1000 digit.png ...
+  python -m trainer.main --model=csv_mlp --mode=benchmark_input --train_files='csv/train-*'
 
 All flags can come from a file: --flagfile=FILE.
 """
@@ -18,7 +19,7 @@ from absl import app, flags, logging  # noqa: E402
 
 from input_fns.errors import DataError  # noqa: E402
 from models import registry  # noqa: E402
-from trainer import evaluation, export, hooks, inputs, run_files  # noqa: E402
+from trainer import benchmark_input, evaluation, export, hooks, inputs, run_files  # noqa: E402
 from trainer import flags as trainer_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -102,6 +103,8 @@ MODES = {'train': run_train, 'train_and_evaluate': run_train_and_evaluate,
 def run(spec, image_paths):
     if FLAGS.mode == 'predict':  # needs only the SavedModel
         return export.print_json_lines(export.predict_files(FLAGS.saved_model, image_paths))
+    if FLAGS.mode == 'benchmark_input':  # trains in a temporary folder, never --model_dir
+        return benchmark_input.run(spec, FLAGS)
     if FLAGS.mode in ('train', 'train_and_evaluate'):
         run_files.record_flags(FLAGS, spec.name)
     MODES[FLAGS.mode](spec, build_estimator(spec))

@@ -23,7 +23,8 @@ def test_verdict_input_bound_and_not():
     bound = benchmark_input.verdict(STAGES, train_steps_per_sec=420.0)
     assert bound.startswith('input-bound: the training step could take 420.0 batches/sec but '
                             'the input_fn delivers 210.0 (2.00x short: the step would wait 50%')
-    assert bound.endswith('slowest input stage: + parse (4.00 of 4.76 ms a batch)')
+    assert bound.endswith('slowest input stage: + parse (adds 4.00 ms a batch; the input_fn '
+                          'takes 4.76)')
     free = benchmark_input.verdict(STAGES, train_steps_per_sec=105.0)
     assert free.startswith('not input-bound: the input_fn delivers 2.00x the batches')
 

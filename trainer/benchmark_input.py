@@ -33,8 +33,8 @@ def stage_costs(stage_rates: List[Tuple[str, float]]) -> List[Tuple[str, float]]
 def verdict(stage_rates: List[Tuple[str, float]], train_steps_per_sec: float) -> str:
     input_per_sec = stage_rates[-1][1]
     slowest, slowest_ms = max(stage_costs(stage_rates), key=lambda cost: cost[1])
-    slowest_note = (f'slowest input stage: {slowest} ({slowest_ms:.2f} of '
-                    f'{1000.0 / input_per_sec:.2f} ms a batch)')
+    slowest_note = (f'slowest input stage: {slowest} (adds {slowest_ms:.2f} ms a batch; the '
+                    f'input_fn takes {1000.0 / input_per_sec:.2f})')
     if input_per_sec < train_steps_per_sec:
         return (f'input-bound: the training step could take {train_steps_per_sec:.1f} batches/sec '
                 f'but the input_fn delivers {input_per_sec:.1f} ({train_steps_per_sec / input_per_sec:.2f}x '

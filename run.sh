@@ -5,6 +5,7 @@
 #   ./run.sh faces [--lfw_dir=ROOT]   the face-pair demo (synthetic faces unless --lfw_dir)
 #   ./run.sh prepare ...     python -m input_fns.prepare ...
 #   ./run.sh trainer ...     python -m trainer.main ...
+#   ./run.sh bench [ARGS]    the input-pipeline benchmark (python -m benchmarks.input_bench)
 #   ./run.sh python ...      the venv's python
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -39,6 +40,7 @@ case "$command" in
   test)    exec "$py" -m pytest "$@" ;;  # pytest.ini: testpaths = tests
   prepare) exec "$py" -m input_fns.prepare "$@" ;;
   trainer) exec "$py" -m trainer.main "$@" ;;
+  bench)   exec "$py" -m benchmarks.input_bench "$@" ;;
   python)  exec "$py" "$@" ;;
-  *) echo "run.sh: unknown command '$command' (use: demo, faces, test, prepare, trainer, python)" >&2; exit 2 ;;
+  *) echo "run.sh: unknown command '$command' (use: demo, faces, test, prepare, trainer, bench, python)" >&2; exit 2 ;;
 esac

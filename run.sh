@@ -6,6 +6,7 @@
 #   ./run.sh prepare ...     python -m input_fns.prepare ...
 #   ./run.sh trainer ...     python -m trainer.main ...
 #   ./run.sh cluster ...     python -m trainer.local_cluster ...: chief, workers, ps, evaluator on loopback
+#   ./run.sh bench [ARGS]    the input-pipeline benchmark (python -m benchmarks.input_bench)
 #   ./run.sh python ...      the venv's python
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -41,6 +42,7 @@ case "$command" in
   prepare) exec "$py" -m input_fns.prepare "$@" ;;
   trainer) exec "$py" -m trainer.main "$@" ;;
   cluster) exec "$py" -m trainer.local_cluster "$@" ;;
+  bench)   exec "$py" -m benchmarks.input_bench "$@" ;;
   python)  exec "$py" "$@" ;;
-  *) echo "run.sh: unknown command '$command' (use: demo, faces, test, prepare, trainer, cluster, python)" >&2; exit 2 ;;
+  *) echo "run.sh: unknown command '$command' (use: demo, faces, test, prepare, trainer, cluster, bench, python)" >&2; exit 2 ;;
 esac

@@ -152,30 +152,38 @@ def read_photo_index(files: List[str]) -> PhotoIndex:
     return index
 
 
+SAMPLE_BLOCK = 256  # pairs drawn at once: drawn one at a time, drawing cost a third of decoding
+
+
 def _sampled_pairs(jpegs, index: PhotoIndex, seed: int, same_fraction: float):
     """An endless dataset of (jpeg_a, jpeg_b, same, step), drawn with stateless randomness."""
     order, starts, counts, eligible = (tf.constant(a, tf.int32) for a in index.tables())
     num_people = tf.size(counts)
 
-    def pick(u, n):  # u in [0, 1) -> integer in [0, n)
+    def pick(u, n):  # u in [0, 1) -> integer in [0, n), elementwise
         return tf.minimum(tf.cast(u * tf.cast(n, tf.float32), tf.int32), n - 1)
 
-    def draw(step):
-        u = tf.random.stateless_uniform([5], seed=tf.stack([tf.constant(seed, tf.int64), step]))
+    def photo(person, number):
+        return tf.gather(order, tf.gather(starts, person) + number)
+
+    def draw(block):
+        steps = block * SAMPLE_BLOCK + tf.range(SAMPLE_BLOCK, dtype=tf.int64)
+        u = tf.unstack(tf.random.stateless_uniform(
+            [5, SAMPLE_BLOCK], seed=tf.stack([tf.constant(seed, tf.int64), block])))
         same = u[0] < same_fraction
         person = tf.gather(eligible, pick(u[1], tf.size(eligible)))
-        count = counts[person]
+        count = tf.gather(counts, person)
         first = pick(u[2], count)
         second = (first + 1 + pick(u[3], count - 1)) % count  # a different photo of the same person
         person_a = pick(u[1], num_people)
         person_b = (person_a + 1 + pick(u[2], num_people - 1)) % num_people  # another person
-        a = tf.where(same, order[starts[person] + first],
-                     order[starts[person_a] + pick(u[3], counts[person_a])])
-        b = tf.where(same, order[starts[person] + second],
-                     order[starts[person_b] + pick(u[4], counts[person_b])])
-        return tf.gather(jpegs, a), tf.gather(jpegs, b), tf.cast(same, tf.float32), step
+        a = tf.where(same, photo(person, first),
+                     photo(person_a, pick(u[3], tf.gather(counts, person_a))))
+        b = tf.where(same, photo(person, second),
+                     photo(person_b, pick(u[4], tf.gather(counts, person_b))))
+        return tf.gather(jpegs, a), tf.gather(jpegs, b), tf.cast(same, tf.float32), steps
 
-    return tf.data.Dataset.counter().map(draw, num_parallel_calls=AUTOTUNE, deterministic=True)
+    return tf.data.Dataset.counter().map(draw).unbatch()
 
 
 def _decode_training_pair(geometry, augment_images):
@@ -193,14 +201,35 @@ def _decode_training_pair(geometry, augment_images):
 
 def sampled_pairs_dataset(files: List[str], index: PhotoIndex, geometry: FaceGeometry,
                           batch_size: int, seed: int = 0, same_fraction: float = 0.5,
-                          augment_images: bool = True) -> tf.data.Dataset:
-    """Fresh random training pairs every step, all inside tf.data."""
+                          augment_images: bool = True, decode: bool = True,
+                          prefetch: bool = True) -> tf.data.Dataset:
+    """Fresh random training pairs every step, all inside tf.data.
+
+    decode=False (batches of JPEG bytes) and prefetch=False stop it early, to time stages.
+    """
     photos = tf.data.TFRecordDataset(files).batch(len(index.identities)).map(
         lambda s: tf.io.parse_example(s, {'image': PHOTO_SPEC['image']})['image'])
     pairs = photos.flat_map(lambda jpegs: _sampled_pairs(jpegs, index, seed, same_fraction))
-    pairs = pairs.map(_decode_training_pair(geometry, augment_images),
-                      num_parallel_calls=AUTOTUNE, deterministic=False)
-    return pairs.batch(batch_size, drop_remainder=True).prefetch(AUTOTUNE)
+    if decode:
+        pairs = pairs.map(_decode_training_pair(geometry, augment_images),
+                          num_parallel_calls=AUTOTUNE, deterministic=False)
+    pairs = pairs.batch(batch_size, drop_remainder=True)
+    return pairs.prefetch(AUTOTUNE) if prefetch else pairs
+
+
+def sampled_pair_stages(file_pattern: str, geometry: FaceGeometry, batch_size: int,
+                        seed: int = 0, same_fraction: float = 0.5,
+                        flag_name: str = 'file pattern'):
+    """The graph sampler's pipeline cut short after each stage: [(stage, dataset function)]."""
+    files = pipeline.list_record_files(file_pattern, flag_name)
+    index = read_photo_index(files)
+
+    def up_to(**options):
+        return lambda: sampled_pairs_dataset(files, index, geometry, batch_size, seed,
+                                             same_fraction, prefetch=False, **options)
+
+    return [('sample pairs of JPEG bytes, batch', up_to(decode=False)),
+            ('+ decode, crop, resize', up_to(augment_images=False))]
 
 
 def generator_pairs_dataset(index: PhotoIndex, geometry: FaceGeometry, batch_size: int,

@@ -7,6 +7,7 @@
       [--train_people_file=peopleDevTrain.txt | --validation_fraction=0.2] [--num_pairs=300]
   python -m input_fns.prepare face_pairs --source_dir=LFW_ROOT --pairs_file=pairs.txt \
       --output_dir=OUT
+  python -m input_fns.prepare csv --output_dir=OUT --num_shards=20   # generated example data
 
 Shards are named SPLIT-00000-of-00010.tfrecord; records are shuffled with --seed
 before writing, so reading the shards in shuffled order is enough.
@@ -17,10 +18,10 @@ from typing import Dict
 import numpy as np
 from absl import app, flags
 
-from input_fns import digit_sources, image_records, prepare_faces, shards
+from input_fns import csv_records, digit_sources, image_records, prepare_faces, shards
 from input_fns.errors import DataError
 
-DATASETS = ('mnist', 'digits', 'faces', 'face_pairs')
+DATASETS = ('mnist', 'digits', 'faces', 'face_pairs', 'csv')
 
 
 def define_flags():
@@ -49,6 +50,11 @@ def define_flags():
                         'pairs file\'s name.')
     flags.DEFINE_bool('strict', False, 'faces, face_pairs: stop at an undecodable or missing '
                       'photo instead of skipping it (skips are counted in manifest.json).')
+    flags.DEFINE_integer('rows_per_shard', 100, 'csv: rows in each generated shard.',
+                         lower_bound=1)
+    flags.DEFINE_integer('num_features', csv_records.EXAMPLE_NUM_FEATURES,
+                         'csv: floats per generated row (the csv_mlp model takes 1024).',
+                         lower_bound=1)
     flags.DEFINE_integer('seed', 0, 'Seed for the hold-out split and the record order.')
     flags.mark_flag_as_required('output_dir')
 
@@ -103,6 +109,17 @@ def prepare_digits(FLAGS) -> Dict:
                               FLAGS.num_eval_shards, FLAGS.seed)
 
 
+def prepare_csv(FLAGS) -> Dict:
+    """The source documents' example: --num_shards training files (and --num_eval_shards
+    validation files) of --rows_per_shard rows of --num_features floats."""
+    def write(split, num_shards, seed):
+        return csv_records.write_example_split(FLAGS.output_dir, split, num_shards,
+                                               FLAGS.rows_per_shard, FLAGS.num_features, seed)
+
+    return {'train': write('train', FLAGS.num_shards, FLAGS.seed),
+            'validation': write('validation', FLAGS.num_eval_shards, FLAGS.seed + 1)}
+
+
 def main(argv):
     if len(argv) != 2 or argv[1] not in DATASETS:
         print(f'usage: python -m input_fns.prepare {{{"|".join(DATASETS)}}} --output_dir=DIR ...',
@@ -111,7 +128,7 @@ def main(argv):
     try:
         prepare_fn = {'mnist': prepare_mnist, 'digits': prepare_digits,
                    'faces': prepare_faces.prepare_faces,
-                   'face_pairs': prepare_faces.prepare_face_pairs}[argv[1]]
+                   'face_pairs': prepare_faces.prepare_face_pairs, 'csv': prepare_csv}[argv[1]]
         entries = prepare_fn(flags.FLAGS)
     except DataError as e:
         print(f'error: {e}', file=sys.stderr)

@@ -19,8 +19,8 @@ MANIFEST_NAME = 'manifest.json'
 SHARD_SUFFIX = '.tfrecord'
 
 
-def shard_name(split: str, index: int, num_shards: int) -> str:
-    return f'{split}-{index:05d}-of-{num_shards:05d}{SHARD_SUFFIX}'
+def shard_name(split: str, index: int, num_shards: int, suffix: str = SHARD_SUFFIX) -> str:
+    return f'{split}-{index:05d}-of-{num_shards:05d}{suffix}'
 
 
 def write_bytes_atomic(path: str, data: bytes) -> None:
@@ -73,9 +73,9 @@ def set_source_root(output_dir: str, root: str) -> None:
     write_json_atomic(os.path.join(output_dir, MANIFEST_NAME), manifest)
 
 
-def _remove_stale_shards(output_dir: str, split: str, keep: Iterable[str]) -> None:
+def _remove_stale_shards(output_dir: str, split: str, keep: Iterable[str], suffix: str) -> None:
     keep = set(keep)
-    for path in glob.glob(os.path.join(output_dir, f'{split}-*-of-*{SHARD_SUFFIX}')):
+    for path in glob.glob(os.path.join(output_dir, f'{split}-*-of-*{suffix}')):
         if os.path.basename(path) not in keep:
             os.remove(path)
 
@@ -89,11 +89,15 @@ def write_split(output_dir: str,
                 dataset: str,
                 features: Dict[str, str],
                 sources: List[str],
-                extra: Optional[Dict] = None) -> Dict:
+                extra: Optional[Dict] = None,
+                suffix: str = SHARD_SUFFIX,
+                open_writer: Callable = tf.io.TFRecordWriter) -> Dict:
     """Writes records 0..num_records-1 in a seeded random order into num_shards files.
 
     make_record(i) returns a serialized tf.train.Example, or None to skip record i
     (counted in the manifest as skipped). Returns the split's manifest entry.
+    Other formats: open_writer(path) gives a context manager with write(bytes) (for
+    CSV, a file opened 'wb', records being lines), and suffix ends the file names.
     """
     if num_shards < 1:
         raise ValueError(f'num_shards must be >= 1, got {num_shards}')
@@ -105,12 +109,12 @@ def write_split(output_dir: str,
     shards, skipped, done = [], 0, 0
     start_time = last_report = time.time()
     for shard_index in range(num_shards):
-        name = shard_name(split, shard_index, num_shards)
+        name = shard_name(split, shard_index, num_shards, suffix)
         final_path = os.path.join(output_dir, name)
         temp_path = f'{final_path}.tmp-{os.getpid()}'
         written = 0
         try:
-            with tf.io.TFRecordWriter(temp_path) as writer:
+            with open_writer(temp_path) as writer:
                 for record_index in order[bounds[shard_index]:bounds[shard_index + 1]]:
                     record = make_record(int(record_index))
                     done += 1
@@ -131,7 +135,7 @@ def write_split(output_dir: str,
         logging.info('%s: wrote %s (%d records, shard %d/%d)', split, name, written,
                      shard_index + 1, num_shards)
 
-    _remove_stale_shards(output_dir, split, [s['file'] for s in shards])
+    _remove_stale_shards(output_dir, split, [s['file'] for s in shards], suffix)
     entry = {
         'num_records': sum(s['records'] for s in shards),
         'num_skipped': skipped,

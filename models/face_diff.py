@@ -5,7 +5,7 @@ pixel by pixel. Simple and fast; the siamese net (face_siamese) does better.
 """
 import tensorflow as tf
 
-from models import pair_head, registry
+from models import binary_head, registry
 
 IMAGE_SHAPE = (64, 64, 1)
 DEFAULT_PARAMS = {
@@ -32,7 +32,7 @@ def model_fn(features, labels, mode, params):
     difference = tf.abs(features['image_a'] - features['image_b'])  # symmetric in a and b
     logits = build_network(params['dropout_rate'])(
         difference, training=mode == tf.estimator.ModeKeys.TRAIN)
-    return pair_head.pair_estimator_spec(logits, labels, mode, params)
+    return binary_head.binary_estimator_spec(logits, labels, mode, params)
 
 
 SPEC = registry.register(registry.ModelSpec(

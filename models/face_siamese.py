@@ -6,7 +6,7 @@ tower can index faces once and compare them later.
 """
 import tensorflow as tf
 
-from models import pair_head, registry
+from models import binary_head, registry
 
 IMAGE_SHAPE = (64, 64, 1)
 DEFAULT_PARAMS = {
@@ -45,7 +45,7 @@ def model_fn(features, labels, mode, params):
     pair = tf.concat([tf.abs(embedding_a - embedding_b), embedding_a * embedding_b], axis=1)
     head = build_head()
     logits = head(pair, training=training)
-    return pair_head.pair_estimator_spec(
+    return binary_head.binary_estimator_spec(
         logits, labels, mode, params, update_ops=tower.updates + head.updates,
         predictions={'embedding_a': embedding_a, 'embedding_b': embedding_b},
         export_outputs={'embed': tf.estimator.export.PredictOutput({'embedding': embedding_a})})

@@ -7,7 +7,7 @@ import dataclasses
 import importlib
 from typing import Callable, Dict, Optional, Tuple
 
-MODEL_MODULES = ('models.mnist_cnn', 'models.face_diff', 'models.face_siamese')
+MODEL_MODULES = ('models.mnist_cnn', 'models.face_diff', 'models.face_siamese', 'models.csv_mlp')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -15,8 +15,10 @@ class ModelSpec:
     name: str
     model_fn: Callable  # model_fn(features, labels, mode, params) -> tf.estimator.EstimatorSpec
     default_params: Dict
-    input_kind: str  # which family of input_fns feeds it: 'image_classification', 'face_pairs'
-    image_shape: Tuple[int, int, int]  # [height, width, channels] the model takes
+    # which family of input_fns feeds it: 'image_classification', 'face_pairs', 'csv_features'
+    input_kind: str
+    image_shape: Tuple[int, ...] = ()  # images: [height, width, channels] the model takes
+    num_features: int = 0  # csv_features: floats per example
     # Export: signatures Estimator made to rename ({old: new}) or drop ({old: None}).
     signature_renames: Dict[str, Optional[str]] = dataclasses.field(default_factory=dict)
 

@@ -6,7 +6,8 @@ from absl import flags
 
 from models import registry
 
-MODES = ('train', 'evaluate', 'continuous_eval', 'train_and_evaluate', 'export', 'predict')
+MODES = ('train', 'evaluate', 'continuous_eval', 'train_and_evaluate', 'export', 'predict',
+         'benchmark_input')
 # The flags each mode cannot run without.
 REQUIRED_BY_MODE = {
     'train': ('model_dir', 'train_files'),
@@ -15,6 +16,7 @@ REQUIRED_BY_MODE = {
     'train_and_evaluate': ('model_dir', 'train_files', 'eval_files'),
     'export': ('model_dir', 'export_dir'),
     'predict': ('saved_model',),
+    'benchmark_input': ('train_files',),
 }
 
 
@@ -80,6 +82,10 @@ def define_flags():
     flags.DEFINE_float('early_stopping_check_secs', 10, 'How often training reads the ledger.',
                        lower_bound=0)
     flags.DEFINE_string('saved_model', None, 'predict: the SavedModel folder to load.')
+    flags.DEFINE_integer('benchmark_batches', 300, 'benchmark_input: batches to time each '
+                         'input pipeline stage for.', lower_bound=3)
+    flags.DEFINE_integer('benchmark_train_steps', 30, 'benchmark_input: training steps to time '
+                         'on in-memory input.', lower_bound=3)
 
     flags.register_validator('model', lambda name: name in registry.names(),
                              message='--model must be one of: ' + ', '.join(registry.names()))

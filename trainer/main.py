@@ -6,6 +6,7 @@
       --eval_files='shards/validation-*' --eval_name=validation --export_dir=EXPORTS
   python -m trainer.main --mode=export --model_dir=DIR --export_dir=EXPORTS
   python -m trainer.main --mode=predict --saved_model=EXPORTS/1000 digit.png ...
+  python -m trainer.main --model=csv_mlp --mode=benchmark_input --train_files='csv/train-*'
 
 All flags can come from a file: --flagfile=FILE.
 """
@@ -20,7 +21,7 @@ from absl import app, flags, logging  # noqa: E402
 
 from input_fns.errors import DataError  # noqa: E402
 from models import registry  # noqa: E402
-from trainer import checkpoints, eval_job, export, jobs  # noqa: E402
+from trainer import benchmark_input, checkpoints, eval_job, export, jobs  # noqa: E402
 from trainer import flags as trainer_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -37,6 +38,8 @@ def run(spec, image_paths):
     mode = FLAGS.mode
     if mode == 'predict':
         return export.print_json_lines(export.predict_files(FLAGS.saved_model, image_paths))
+    if mode == 'benchmark_input':  # trains in a temporary folder, never --model_dir
+        return benchmark_input.run(spec, FLAGS)
     estimator = jobs.build_estimator(spec)
     # A cluster's evaluator runs the eval job: tf.estimator's own evaluator skips checkpoints.
     if mode == 'continuous_eval' or (mode == 'train_and_evaluate'

@@ -1,13 +1,13 @@
-"""What every face-pair model shares: logistic loss, metrics and the EstimatorSpec.
+"""What every one-logit binary model shares: logistic loss, metrics and the EstimatorSpec.
 
-A pair model computes one logit per pair ("same person" when positive);
-labels are 1.0 for the same person and 0.0 for different people.
+A face-pair model computes one logit per pair ("same person" when positive;
+labels 1.0 for the same person, 0.0 for different people); csv_mlp one per row.
 """
 import tensorflow as tf
 
 from models import training
 
-def pair_estimator_spec(logits, labels, mode, params, predictions=None, export_outputs=None,
+def binary_estimator_spec(logits, labels, mode, params, predictions=None, export_outputs=None,
                         update_ops=()):
     logits = tf.identity(tf.reshape(logits, [-1]), name='logits')
     probability = tf.sigmoid(logits, name='probability')

@@ -1,0 +1,1 @@
+"""Benchmarks: `./run.sh bench` (python -m benchmarks.input_bench)."""

@@ -1,6 +1,5 @@
 """The image shard input_fn: shapes, dtypes, full evaluation passes, worker shares, clear errors."""
 import json
-import os
 import shutil
 
 import numpy as np
@@ -8,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from conftest import make_digit_arrays
-from input_fns import image_records, pipeline, shards
+from input_fns import image_records, pipeline
 from input_fns.errors import DataError
 
 SHAPE = (28, 28, 1)

@@ -127,8 +127,10 @@ def test_trainer_stops_early_on_the_eval_jobs_ledger(digit_shards, tmp_path):
     model_dir = tmp_path / 'model'
     jobs = {
         'eval': eval_args(model_dir, digit_shards.validation_pattern, 'val'),
+        # Every checkpoint kept and large batches: the eval job evaluates each checkpoint
+        # (none is deleted first) and keeps up, however busy the machine.
         'trainer': train_args(model_dir, digit_shards, 1000, '--learning_rate=1e-9',
-                              '--save_checkpoints_steps=5', '--keep_checkpoint_max=5',
+                              '--save_checkpoints_steps=5', '--batch_size=256',
                               '--early_stopping_eval_name=val', '--early_stopping_metric=accuracy',
                               '--early_stopping_patience=2', '--early_stopping_check_secs=0'),
     }

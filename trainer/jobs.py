@@ -38,11 +38,10 @@ def export_checkpoint(spec, estimator, checkpoint_path):
                                      spec.signature_renames)
 
 
-def extra_metrics(spec, estimator):
+def extra_metrics(spec, estimator, eval_fn):
     """Face pairs: LFW's protocol (accuracy at a threshold chosen elsewhere, AUC) per checkpoint."""
     if spec.input_kind != 'face_pairs':
         return None
-    eval_fn = eval_input_fn(spec)
     threshold_fn = FLAGS.threshold_files and eval_input_fn(spec, FLAGS.threshold_files,
                                                            '--threshold_files')
     return lambda checkpoint: {'lfw_protocol': evaluation.pair_protocol_report(
@@ -88,6 +87,7 @@ def make_eval_job(spec, estimator):
             FLAGS.export_dir, FLAGS.export_policy, FLAGS.export_metric,
             trainer_flags.metric_mode(FLAGS.export_metric, FLAGS.export_mode), FLAGS.exports_to_keep,
             lambda path: export_checkpoint(spec, estimator, path))
-    return eval_job.EvalJob(estimator, eval_input_fn(spec), FLAGS.eval_files,
+    eval_fn = eval_input_fn(spec)  # checks the eval files once, for both uses
+    return eval_job.EvalJob(estimator, eval_fn, FLAGS.eval_files,
                             ledger.Ledger(FLAGS.model_dir, FLAGS.eval_name), exports,
-                            extra_metrics(spec, estimator))
+                            extra_metrics(spec, estimator, eval_fn))

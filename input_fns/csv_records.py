@@ -10,8 +10,8 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
+from common.errors import UserError
 from input_fns import pipeline, shards
-from input_fns.errors import DataError
 
 CSV_SUFFIX = '.csv'
 FEATURE_KEY = 'inputs'
@@ -64,14 +64,14 @@ def check_csv_files(files, num_features: int) -> None:
             continue
         fields = line.split(',')
         if len(fields) != num_features + 1:
-            raise DataError(f'{path}: line 1 has {len(fields)} columns; the model expects '
+            raise UserError(f'{path}: line 1 has {len(fields)} columns; the model expects '
                             f'{num_features} features and a label ({num_features + 1} columns)')
         try:
             for field in fields[:-1]:
                 float(field)
             int(fields[-1])
         except ValueError as e:
-            raise DataError(f'{path}: line 1 is not {num_features} numbers and an integer '
+            raise UserError(f'{path}: line 1 is not {num_features} numbers and an integer '
                             f'label ({e})')
 
 

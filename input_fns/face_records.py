@@ -15,8 +15,8 @@ from typing import Dict, List, Optional
 import numpy as np
 import tensorflow as tf
 
+from common.errors import UserError
 from input_fns import pipeline, shards
-from input_fns.errors import DataError
 
 AUTOTUNE = tf.data.AUTOTUNE
 
@@ -147,7 +147,7 @@ def read_photo_index(files: List[str]) -> PhotoIndex:
     index = PhotoIndex(identities, filenames, roots.pop() if len(roots) == 1 else None)
     people = len(np.unique(identities))
     if people < 2 or not len(index.tables()[3]):
-        raise DataError(f'{files[0]}...: {len(identities)} photos of {people} people; training '
+        raise UserError(f'{files[0]}...: {len(identities)} photos of {people} people; training '
                         'pairs need at least 2 people and someone with 2 or more photos')
     return index
 
@@ -237,7 +237,7 @@ def generator_pairs_dataset(index: PhotoIndex, geometry: FaceGeometry, batch_siz
                             augment_images: bool = True) -> tf.data.Dataset:
     """The naive way, kept for comparison: a Python generator yields path pairs, map reads them."""
     if not index.source_root or not os.path.isdir(index.source_root):
-        raise DataError(f'the generator pair sampler reads the photo folder {index.source_root!r} '
+        raise UserError(f'the generator pair sampler reads the photo folder {index.source_root!r} '
                         'named in manifest.json, and it is not there')
     order, starts, counts, eligible = index.tables()
     paths = [os.path.join(index.source_root, f) for f in index.filenames]
@@ -299,7 +299,7 @@ def make_train_input_fn(file_pattern: str, geometry: FaceGeometry, batch_size: i
     _, worker_index = pipeline.worker_share_from_tf_config()
     seed = seed * 1000 + worker_index
     if sampler not in ('graph', 'generator'):
-        raise DataError(f'--pair_sampler={sampler}: use graph or generator')
+        raise UserError(f'--pair_sampler={sampler}: use graph or generator')
 
     def input_fn():
         if sampler == 'generator':

@@ -8,8 +8,8 @@ from typing import Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
+from common.errors import UserError
 from input_fns import pipeline
-from input_fns.errors import DataError
 
 FEATURE_SPEC = {
     'image': tf.io.FixedLenFeature([], tf.string),
@@ -65,7 +65,7 @@ def _check_image_shape(image_shape: Sequence[int]):
     def check(example, path):
         found = (int(example['height']), int(example['width']), len(example['image'].numpy()))
         if found != (height, width, expected_bytes):
-            raise DataError(f'{path}: images are {found[0]}x{found[1]} ({found[2]} bytes), but the '
+            raise UserError(f'{path}: images are {found[0]}x{found[1]} ({found[2]} bytes), but the '
                             f'model expects {"x".join(map(str, image_shape))} ({expected_bytes} bytes); '
                             'use shards prepared for this model')
 

@@ -18,8 +18,8 @@ from typing import Dict
 import numpy as np
 from absl import app, flags
 
+from common.errors import UserError
 from input_fns import csv_records, digit_sources, image_records, prepare_faces, shards
-from input_fns.errors import DataError
 
 DATASETS = ('mnist', 'digits', 'faces', 'face_pairs', 'csv')
 
@@ -81,14 +81,14 @@ def write_digit_splits(output_dir: str, dataset: str, splits: Dict, num_shards: 
 
 def prepare_mnist(FLAGS) -> Dict:
     if not FLAGS.source_dir:
-        raise DataError('--source_dir is required for mnist: a folder of IDX files or mnist.npz')
+        raise UserError('--source_dir is required for mnist: a folder of IDX files or mnist.npz')
     splits = digit_sources.load_mnist(FLAGS.source_dir)
     if FLAGS.validation_size:
         if 'train' not in splits:
-            raise DataError('--validation_size needs a train split, and none was found')
+            raise UserError('--validation_size needs a train split, and none was found')
         images, labels, sources = splits['train']
         if FLAGS.validation_size >= len(labels):
-            raise DataError(f'--validation_size={FLAGS.validation_size} leaves no training data '
+            raise UserError(f'--validation_size={FLAGS.validation_size} leaves no training data '
                             f'({len(labels)} training images)')
         (train_x, train_y), (val_x, val_y) = hold_out(images, labels, FLAGS.validation_size,
                                                       FLAGS.seed)
@@ -130,7 +130,7 @@ def main(argv):
                    'faces': prepare_faces.prepare_faces,
                    'face_pairs': prepare_faces.prepare_face_pairs, 'csv': prepare_csv}[argv[1]]
         entries = prepare_fn(flags.FLAGS)
-    except DataError as e:
+    except UserError as e:
         print(f'error: {e}', file=sys.stderr)
         return 2
     counts = ', '.join(f'{split}: {entry["num_records"]}' for split, entry in entries.items())

@@ -13,8 +13,9 @@ from typing import Dict, List, Tuple
 import tensorflow as tf
 from absl import logging
 
+from common import atomic_files
+from common.errors import UserError
 from input_fns import face_records, lfw_files, shards
-from input_fns.errors import DataError
 from input_fns.lfw_files import Pair
 
 
@@ -39,7 +40,7 @@ class PhotoReader:
         except (OSError, tf.errors.InvalidArgumentError) as e:
             reason = getattr(e, 'strerror', None) or 'not a decodable JPEG'
             if self.strict:
-                raise DataError(f'{path}: {reason} (without --strict it would be skipped)')
+                raise UserError(f'{path}: {reason} (without --strict it would be skipped)')
             logging.warning('skipping %s: %s', path, reason)
             self.bad[relative_path] = reason
             return None
@@ -65,7 +66,7 @@ def split_people(people: Dict[str, List[str]], people_file: str, fraction: float
         count = int(round(len(names) * fraction))
         validation, train = sorted(shuffled[:count]), sorted(shuffled[count:])
     if not train:
-        raise DataError('no training people: check --train_people_file or --validation_fraction')
+        raise UserError('no training people: check --train_people_file or --validation_fraction')
     return train, validation
 
 
@@ -99,7 +100,7 @@ def write_pair_split(output_dir: str, split: str, pairs: List[Pair], reader: Pho
             path = lfw_files.photo_relpath(name, number)
             exists = os.path.exists(os.path.join(reader.root, path))
             if not exists and reader.strict:
-                raise DataError(f'{sources[0]}:{pair.line}: {os.path.join(reader.root, path)} '
+                raise UserError(f'{sources[0]}:{pair.line}: {os.path.join(reader.root, path)} '
                                 'does not exist')
             jpegs.append(reader.read(path) if exists else None)
         if None in jpegs:
@@ -126,9 +127,9 @@ def write_pair_split(output_dir: str, split: str, pairs: List[Pair], reader: Pho
 
 def prepare_faces(FLAGS) -> Dict:
     if not FLAGS.source_dir:
-        raise DataError('--source_dir is required for faces: ROOT/<Name>/<Name>_0001.jpg')
+        raise UserError('--source_dir is required for faces: ROOT/<Name>/<Name>_0001.jpg')
     if FLAGS.num_pairs % FLAGS.pair_folds:
-        raise DataError(f'--num_pairs={FLAGS.num_pairs} is not a multiple of '
+        raise UserError(f'--num_pairs={FLAGS.num_pairs} is not a multiple of '
                         f'--pair_folds={FLAGS.pair_folds}')
     root = lfw_files.resolve_root(FLAGS.source_dir)
     people = lfw_files.scan_people(root)
@@ -164,7 +165,7 @@ def prepare_faces(FLAGS) -> Dict:
         folds = FLAGS.pair_folds if split == 'validation' else 1
         if same:
             pairs_txt = os.path.join(FLAGS.output_dir, f'{split}_pairs.txt')
-            shards.write_text_atomic(pairs_txt, lfw_files.write_pairs_file(
+            atomic_files.write_text_atomic(pairs_txt, lfw_files.write_pairs_file(
                 pairs_txt, same, different, folds))
             pairs = lfw_files.read_pairs_file(pairs_txt)  # line numbers for messages
             entries[f'{split}_pairs'] = write_pair_split(
@@ -176,7 +177,7 @@ def prepare_faces(FLAGS) -> Dict:
 
 def prepare_face_pairs(FLAGS) -> Dict:
     if not (FLAGS.source_dir and FLAGS.pairs_file):
-        raise DataError('face_pairs needs --source_dir (the photo folder) and --pairs_file')
+        raise UserError('face_pairs needs --source_dir (the photo folder) and --pairs_file')
     root = lfw_files.resolve_root(FLAGS.source_dir)
     pairs = lfw_files.read_pairs_file(FLAGS.pairs_file)
     split = FLAGS.split or os.path.splitext(os.path.basename(FLAGS.pairs_file))[0]

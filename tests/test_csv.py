@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from common.errors import UserError
 from conftest import prepare_flags, run_module
 from input_fns import csv_records, prepare
-from input_fns.errors import DataError
 
 
 @pytest.fixture(scope='module')
@@ -63,7 +63,7 @@ def test_training_batches_are_full_and_repeat(mlp_csv):
 def test_bad_first_line_names_the_file(tmp_path, line, message):
     path = tmp_path / 'bad.csv'
     path.write_text(line)
-    with pytest.raises(DataError, match=f'{path}: {message}'):
+    with pytest.raises(UserError, match=f'{path}: {message}'):
         csv_records.make_input_fn(str(path), 5, 4, True)
 
 

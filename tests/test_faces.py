@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from common.errors import UserError
 from conftest import prepare_flags, run_module
 from input_fns import face_records, lfw_files, prepare_faces, synthetic_faces
-from input_fns.errors import DataError
 from models import face_diff, face_siamese
 from trainer import pair_protocol
 
@@ -71,7 +71,7 @@ def test_validation_pairs_in_folds(tmp_path):
     assert entries['validation_pairs']['num_folds'] == 3
     folds = face_records.read_pair_labels(os.path.join(out, 'validation_pairs-*'))['fold']
     assert sorted(set(folds.tolist())) == [0, 1, 2] and len(folds) == 12
-    with pytest.raises(DataError, match='--num_pairs=7 is not a multiple of --pair_folds=3'):
+    with pytest.raises(UserError, match='--num_pairs=7 is not a multiple of --pair_folds=3'):
         prepare_faces.prepare_faces(prepare_flags(source_dir=root, output_dir=out, num_pairs=7,
                                                   pair_folds=3))
 
@@ -86,7 +86,7 @@ def test_undecodable_photo_is_skipped_and_counted_or_fatal_when_strict(tmp_path)
     assert entries['train']['num_skipped'] == 1
     assert entries['train']['skipped_files'] == {
         'Synthetic_Person_0002/Synthetic_Person_0002_0001.jpg': 'not a decodable JPEG'}
-    with pytest.raises(DataError, match='Synthetic_Person_0002_0001.jpg: not a decodable JPEG'):
+    with pytest.raises(UserError, match='Synthetic_Person_0002_0001.jpg: not a decodable JPEG'):
         prepare_faces.prepare_faces(prepare_flags(
             source_dir=root, output_dir=str(tmp_path / 'out2'), strict=True, num_pairs=3))
 
@@ -131,7 +131,7 @@ def test_read_ten_fold_pairs_file(tmp_path):
 def test_malformed_pairs_file(tmp_path, text, message):
     path = tmp_path / 'pairs.txt'
     path.write_text(text)
-    with pytest.raises(DataError, match=message):
+    with pytest.raises(UserError, match=message):
         lfw_files.read_pairs_file(str(path))
 
 
@@ -145,7 +145,7 @@ def test_pair_naming_a_missing_photo_is_reported(faces, tmp_path):
     entry = entries['pairsDevTest']
     assert entry['num_records'] == 1 and entry['num_skipped'] == 1
     assert entry['missing_pairs'] == ['Synthetic_Person_0001 1 Synthetic_Person_0001 99']
-    with pytest.raises(DataError, match=r'pairsDevTest.txt:2: .*Synthetic_Person_0001_0099.jpg '
+    with pytest.raises(UserError, match=r'pairsDevTest.txt:2: .*Synthetic_Person_0001_0099.jpg '
                                         'does not exist'):
         prepare_faces.prepare_face_pairs(prepare_flags(
             source_dir=root, pairs_file=str(path), output_dir=str(tmp_path / 'o2'), strict=True))

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from input_fns.errors import DataError
+from common.errors import UserError
 from trainer import checkpoints, flags, hooks
 from trainer.eval_job import EvalJob
 from trainer.export_policy import LedgerExports
@@ -34,16 +34,16 @@ def test_a_damaged_middle_line_names_the_file_and_line(tmp_path):
     ledger.append(0, 'model.ckpt-0', 'evaluated', metrics={})
     with open(ledger.path, 'a') as f:
         f.write('garbage\n{"step": 5}\n')
-    with pytest.raises(DataError, match=f'{ledger.path}:2: not a JSON line'):
+    with pytest.raises(UserError, match=f'{ledger.path}:2: not a JSON line'):
         ledger.entries()
-    with pytest.raises(DataError, match=f'{ledger.path}:2: not a JSON line'):
+    with pytest.raises(UserError, match=f'{ledger.path}:2: not a JSON line'):
         ledger.append(6, 'model.ckpt-6', 'evaluated', metrics={})
 
 
 def test_one_process_at_a_time_evaluates_under_a_name(tmp_path):
     ledger = Ledger(str(tmp_path), 'val')
     with ledger.lock():
-        with pytest.raises(DataError, match=f'pid {os.getpid()} is evaluating under this name'):
+        with pytest.raises(UserError, match=f'pid {os.getpid()} is evaluating under this name'):
             with Ledger(str(tmp_path), 'val').lock():
                 pass
         with Ledger(str(tmp_path), 'other').lock():  # another name is independent
@@ -58,7 +58,7 @@ def test_better_and_best():
     entries = [evaluated(0, loss=2.0), evaluated(2, loss=0.5), evaluated(4, loss=0.5),
                {'step': 6, 'status': 'skipped'}, evaluated(8, loss=math.nan)]
     assert best_entry(entries, 'loss', 'min', '--export_metric')['step'] == 2
-    with pytest.raises(DataError, match='--export_metric=auc: .* it has loss'):
+    with pytest.raises(UserError, match='--export_metric=auc: .* it has loss'):
         best_entry(entries, 'auc', 'min', '--export_metric')
     assert flags.metric_mode('loss', None) == 'min' and flags.metric_mode('accuracy', None) == 'max'
     assert flags.metric_mode('loss', 'max') == 'max'

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from common.errors import UserError
 from conftest import make_digit_arrays, prepare_flags, run_module, write_idx
 from input_fns import digit_sources, image_records, prepare, shards
-from input_fns.errors import DataError
 
 
 def read_split(output_dir, split):
@@ -125,7 +125,7 @@ def test_damaged_idx_file_names_the_file(idx_dir, damage, message):
         data = path.read_bytes()
         data = data[:-100] if damage == 'truncate' else (2049).to_bytes(4, 'big') + data[4:]
         path.write_bytes(data)
-    with pytest.raises(DataError, match=message) as error:
+    with pytest.raises(UserError, match=message) as error:
         digit_sources.load_mnist(str(source))
     assert str(path) in str(error.value)
 
@@ -133,7 +133,7 @@ def test_damaged_idx_file_names_the_file(idx_dir, damage, message):
 def test_label_count_mismatch(idx_dir):
     source, train, _ = idx_dir
     write_idx(str(source / 'train-labels-idx1-ubyte.gz'), train[1][:-5], 2049)
-    with pytest.raises(DataError, match='120 images but .* has 115 labels'):
+    with pytest.raises(UserError, match='120 images but .* has 115 labels'):
         digit_sources.load_mnist(str(source))
 
 

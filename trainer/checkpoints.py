@@ -5,7 +5,7 @@ from typing import List, Tuple
 
 import tensorflow as tf
 
-from input_fns.errors import DataError
+from common.errors import UserError
 
 CHECKPOINT_INDEX = re.compile(r'^model\.ckpt-(\d+)\.index$')
 
@@ -47,7 +47,7 @@ def resolve(model_dir: str, which: str) -> List[Tuple[int, str]]:
         return [(step_of(which), which)]
     available = list_checkpoints(model_dir)
     if not available:
-        raise DataError(f'--model_dir={model_dir}: no checkpoint yet; train first '
+        raise UserError(f'--model_dir={model_dir}: no checkpoint yet; train first '
                         'or pass --checkpoint')
     if which == 'all':
         return available
@@ -55,6 +55,6 @@ def resolve(model_dir: str, which: str) -> List[Tuple[int, str]]:
         return available[-1:]
     chosen = [pair for pair in available if pair[0] == int(which)]
     if not chosen:
-        raise DataError(f'--checkpoint={which}: no checkpoint for that step in {model_dir}; it has '
+        raise UserError(f'--checkpoint={which}: no checkpoint for that step in {model_dir}; it has '
                         'steps ' + ', '.join(str(step) for step, _ in available))
     return chosen

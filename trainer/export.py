@@ -8,7 +8,7 @@ from typing import List
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
-from input_fns.errors import DataError
+from common.errors import UserError
 
 def _rename_signatures(saved_model_dir: str, renames) -> None:
     """Estimator names alternative-input signatures '<receiver>:<output>'; give them plain names."""
@@ -78,10 +78,10 @@ def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path:
 def predict_files(saved_model_dir: str, image_paths: List[str]) -> List[dict]:
     """Runs the SavedModel's serving_default signature (no Estimator) on image files."""
     if not os.path.exists(os.path.join(saved_model_dir, 'saved_model.pb')):
-        raise DataError(f'--saved_model={saved_model_dir}: no saved_model.pb there; '
+        raise UserError(f'--saved_model={saved_model_dir}: no saved_model.pb there; '
                         'export one with --mode=export')
     if not image_paths:
-        raise DataError('predict: give one or more image files after the flags')
+        raise UserError('predict: give one or more image files after the flags')
     encoded = []
     for path in image_paths:
         try:
@@ -89,14 +89,14 @@ def predict_files(saved_model_dir: str, image_paths: List[str]) -> List[dict]:
                 data = f.read()
             tf.io.decode_image(data, expand_animations=False)
         except OSError as e:
-            raise DataError(f'{path}: cannot read it ({e.strerror})')
+            raise UserError(f'{path}: cannot read it ({e.strerror})')
         except tf.errors.InvalidArgumentError:
-            raise DataError(f'{path}: not a PNG, JPEG, GIF or BMP image')
+            raise UserError(f'{path}: not a PNG, JPEG, GIF or BMP image')
         encoded.append(data)
     serve = tf.saved_model.load(saved_model_dir).signatures['serving_default']
     if sorted(serve.structured_input_signature[1]) == ['image_bytes_a', 'image_bytes_b']:
         if len(encoded) % 2:
-            raise DataError('predict: this model compares two photos: give pairs of image files '
+            raise UserError('predict: this model compares two photos: give pairs of image files '
                             '(a1 b1 a2 b2 ...)')
         outputs = serve(image_bytes_a=tf.constant(encoded[0::2]),
                         image_bytes_b=tf.constant(encoded[1::2]))

@@ -13,7 +13,7 @@ import os
 import time
 from typing import Dict, List, Optional
 
-from input_fns.errors import DataError
+from common.errors import UserError
 
 LEDGER_NAME = 'results.jsonl'
 LOCK_NAME = '.lock'
@@ -51,7 +51,7 @@ class Ledger:
             try:
                 rows.append((json.loads(line), end))
             except ValueError:
-                raise DataError(f'{self.path}:{number}: not a JSON line; fix or delete that line')
+                raise UserError(f'{self.path}:{number}: not a JSON line; fix or delete that line')
             offset = end
         return rows
 
@@ -99,7 +99,7 @@ class EvalLock:
             self._file.seek(0)
             holder = self._file.read().strip() or 'another process'
             self._file.close()
-            raise DataError(f'--eval_name={self._eval_name}: {holder} is evaluating under this '
+            raise UserError(f'--eval_name={self._eval_name}: {holder} is evaluating under this '
                             f'name ({self._path}); wait for it, or use another --eval_name')
         self._file.seek(0)
         self._file.truncate()
@@ -115,7 +115,7 @@ class EvalLock:
 def metric_value(entry: Dict, metric: str, flag_name: str) -> float:
     metrics = entry['metrics']
     if metric not in metrics:
-        raise DataError(f'{flag_name}={metric}: the evaluation has no such metric; it has '
+        raise UserError(f'{flag_name}={metric}: the evaluation has no such metric; it has '
                         + ', '.join(sorted(metrics)))
     return float(metrics[metric])
 

@@ -19,7 +19,7 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
 import tensorflow as tf  # noqa: E402
 from absl import app, flags, logging  # noqa: E402
 
-from input_fns.errors import DataError  # noqa: E402
+from common.errors import UserError  # noqa: E402
 from models import registry  # noqa: E402
 from trainer import benchmark_input, checkpoints, eval_job, export, jobs  # noqa: E402
 from trainer import flags as trainer_flags  # noqa: E402
@@ -76,7 +76,7 @@ def main(argv):
     quiet_tensorflow_logging()
     try:
         run(registry.get(FLAGS.model), image_paths=argv[1:])
-    except DataError as e:
+    except UserError as e:
         print(f'error: {e}', file=sys.stderr)
         return 2
     except tf.errors.OpError as e:  # data that only failed once read, e.g. a corrupt record

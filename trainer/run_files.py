@@ -5,8 +5,8 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from input_fns.errors import DataError
-from input_fns.shards import write_json_atomic, write_text_atomic
+from common.errors import UserError
+from common.atomic_files import write_json_atomic, write_text_atomic
 
 # The flags of the last training run, in --flagfile format: rerun with --flagfile=MODEL_DIR/flags.txt.
 FLAGS_FILE = 'flags.txt'
@@ -29,7 +29,7 @@ def record_flags(FLAGS, model_name: str) -> None:
             previous = [line.strip()[len('--model='):] for line in f
                         if line.startswith('--model=')]
         if previous and previous[0] != model_name:
-            raise DataError(f'--model_dir={FLAGS.model_dir} holds a {previous[0]} model (see {path}); '
+            raise UserError(f'--model_dir={FLAGS.model_dir} holds a {previous[0]} model (see {path}); '
                             f'use another --model_dir for {model_name}')
     lines = [flag.serialize() for flag in FLAGS.get_flags_for_module(TRAINER_FLAGS_MODULE)]
     os.makedirs(FLAGS.model_dir, exist_ok=True)
@@ -59,7 +59,7 @@ def train_finished(model_dir: str):
     except FileNotFoundError:
         return None
     except (ValueError, KeyError, TypeError) as e:
-        raise DataError(f'{path}: unreadable ({e}); delete it')
+        raise UserError(f'{path}: unreadable ({e}); delete it')
 
 
 def json_value(value):

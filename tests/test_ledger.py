@@ -5,10 +5,11 @@ import os
 import pytest
 
 from common.errors import UserError
-from trainer import checkpoints, flags, hooks
+from trainer import checkpoints
 from trainer.eval_job import EvalJob
 from trainer.export_policy import LedgerExports
-from trainer.ledger import Ledger, best_entry, better
+from trainer.ledger import Ledger
+from trainer.metric_goal import MetricGoal
 
 
 def evaluated(step, **metrics):
@@ -53,24 +54,26 @@ def test_one_process_at_a_time_evaluates_under_a_name(tmp_path):
 
 
 def test_better_and_best():
-    assert better(0.9, None, 'max') and better(0.1, 0.2, 'min') and not better(0.2, 0.2, 'min')
-    assert not better(math.nan, 1.0, 'min') and better(1.0, math.nan, 'min')
+    lower, higher = MetricGoal('loss', 'min'), MetricGoal('accuracy', 'max')
+    assert higher.better(0.9, None) and lower.better(0.1, 0.2) and not lower.better(0.2, 0.2)
+    assert not lower.better(math.nan, 1.0) and lower.better(1.0, math.nan)
     entries = [evaluated(0, loss=2.0), evaluated(2, loss=0.5), evaluated(4, loss=0.5),
                {'step': 6, 'status': 'skipped'}, evaluated(8, loss=math.nan)]
-    assert best_entry(entries, 'loss', 'min', '--export_metric')['step'] == 2
+    assert MetricGoal('loss', 'min', '--export_metric').best(entries)['step'] == 2
     with pytest.raises(UserError, match='--export_metric=auc: .* it has loss'):
-        best_entry(entries, 'auc', 'min', '--export_metric')
-    assert flags.metric_mode('loss', None) == 'min' and flags.metric_mode('accuracy', None) == 'max'
-    assert flags.metric_mode('loss', 'max') == 'max'
+        MetricGoal('auc', 'min', '--export_metric').best(entries)
+    assert MetricGoal.of('loss', None, '--m').mode == 'min'
+    assert MetricGoal.of('accuracy', None, '--m').mode == 'max'
+    assert MetricGoal.of('loss', 'max', '--m').mode == 'max'
 
 
 def test_no_improvement_counts_evaluations_after_the_best():
     entries = [evaluated(0, accuracy=0.5), evaluated(2, accuracy=0.8), evaluated(4, accuracy=0.8),
                {'step': 6, 'status': 'skipped'}]
-    assert hooks.no_improvement_reason(entries, 'accuracy', 'max', 2, 'L') is None
+    assert MetricGoal('accuracy', 'max').stalled(entries, 2) is None
     entries.append(evaluated(8, accuracy=0.7))
-    assert hooks.no_improvement_reason(entries, 'accuracy', 'max', 2, 'L') == (
-        'accuracy has not improved on 0.8 (step 2) in 2 evaluations (L)')
+    assert MetricGoal('accuracy', 'max').stalled(entries, 2) == (
+        'accuracy has not improved on 0.8 (step 2) in 2 evaluations')
 
 
 def write_fake_checkpoints(model_dir, steps, newest_saved):
@@ -109,7 +112,7 @@ def fake_exports(tmp_path, policy, keep, saved_past_name=0):
         made.append(step)
         return str(export_dir / str(step))
 
-    return LedgerExports(str(export_dir), policy, 'loss', 'min', keep, export), export_dir, made
+    return LedgerExports(str(export_dir), policy, MetricGoal('loss', 'min'), keep, export), export_dir, made
 
 
 def ledger_entry(tmp_path, step, loss, saved_past_name=0):

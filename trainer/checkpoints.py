@@ -1,7 +1,7 @@
 """A model_dir's checkpoints: every complete one, oldest first, and one named by a flag."""
 import os
 import re
-from typing import List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
@@ -30,11 +30,32 @@ def list_checkpoints(model_dir: str) -> List[Tuple[int, str]]:
 
 
 def step_of(checkpoint_path: str) -> int:
-    """The global step in a checkpoint's name (model.ckpt-STEP), as Estimator names them."""
+    """The step that names a checkpoint (model.ckpt-STEP) in listings and ledgers.
+
+    Falls back to the step saved inside it for a path named otherwise.
+    """
     match = re.search(r'-(\d+)$', checkpoint_path)
     if match:
         return int(match.group(1))
+    return saved_step(checkpoint_path)
+
+
+def saved_step(checkpoint_path: str, metrics: Optional[Dict] = None) -> int:
+    """The global step saved inside a checkpoint, which names its export.
+
+    On a cluster it can be past the step in the checkpoint's name: the other workers go
+    on training while the chief saves. An evaluation's metrics hold it already
+    (global_step), so a checkpoint deleted since need not be read.
+    """
+    if metrics is not None:
+        return int(metrics['global_step']) if 'global_step' in metrics else step_of(checkpoint_path)
     return int(tf.train.load_variable(checkpoint_path, 'global_step'))
+
+
+def latest_saved_step(model_dir: str) -> int:
+    """The global step of model_dir's latest checkpoint; 0 before the first."""
+    checkpoint = tf.train.latest_checkpoint(model_dir) if model_dir else None
+    return saved_step(checkpoint) if checkpoint else 0
 
 
 def exists(checkpoint_path: str) -> bool:

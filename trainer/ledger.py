@@ -8,7 +8,6 @@ holds that name's lock, so two of them never evaluate a checkpoint twice.
 """
 import fcntl
 import json
-import math
 import os
 import time
 from typing import Dict, List, Optional
@@ -61,9 +60,6 @@ class Ledger:
     def find(self, step: int) -> Optional[Dict]:
         return next((entry for entry in self.entries() if entry['step'] == step), None)
 
-    def evaluated(self) -> List[Dict]:
-        return [entry for entry in self.entries() if entry['status'] == EVALUATED]
-
     def append(self, step: int, checkpoint: str, status: str, **fields) -> Dict:
         entry = {'step': step, 'checkpoint': checkpoint, 'status': status,
                  'time': time.strftime('%Y-%m-%dT%H:%M:%S%z'), **fields}
@@ -110,32 +106,3 @@ class EvalLock:
     def __exit__(self, *exc):
         fcntl.flock(self._file, fcntl.LOCK_UN)
         self._file.close()
-
-
-def metric_value(entry: Dict, metric: str, flag_name: str) -> float:
-    metrics = entry['metrics']
-    if metric not in metrics:
-        raise UserError(f'{flag_name}={metric}: the evaluation has no such metric; it has '
-                        + ', '.join(sorted(metrics)))
-    return float(metrics[metric])
-
-
-def better(value: float, than: Optional[float], mode: str) -> bool:
-    """Strictly better; NaN is never better, and anything beats nothing."""
-    if math.isnan(value):
-        return False
-    if than is None or math.isnan(than):
-        return True
-    return value > than if mode == 'max' else value < than
-
-
-def best_entry(entries: List[Dict], metric: str, mode: str, flag_name: str) -> Optional[Dict]:
-    """The first evaluated entry with the best value of metric."""
-    best, best_value = None, None
-    for entry in entries:
-        if entry['status'] != EVALUATED:
-            continue
-        value = metric_value(entry, metric, flag_name)
-        if better(value, best_value, mode):
-            best, best_value = entry, value
-    return best

@@ -21,7 +21,6 @@ import shutil
 import sys
 import tempfile
 import time
-import types
 
 import numpy as np
 import tensorflow as tf
@@ -219,9 +218,9 @@ def face_pairs(work_dir, results):
     """3. Training pairs/sec: the generator way, the in-graph sampler, and decode-only."""
     root, source = face_photo_root(work_dir)
     shard_dir = os.path.join(work_dir, 'face_shards')
-    prepare_faces.prepare_faces(types.SimpleNamespace(
+    prepare_faces.prepare_faces(
         source_dir=root, output_dir=shard_dir, validation_fraction=0.0, train_people_file=None,
-        num_pairs=0, pair_folds=1, strict=False, seed=0, num_shards=4, num_eval_shards=1))
+        num_pairs=0, pair_folds=1, strict=False, seed=0, num_shards=4, num_eval_shards=1)
     files = sorted(glob.glob(os.path.join(shard_dir, 'train-*')))
     index = face_records.read_photo_index(files)
     batch_size, section = FLAGS.pair_batch_size, '3 face pairs'

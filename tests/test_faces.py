@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from common.errors import UserError
-from conftest import prepare_flags, run_module
+from conftest import run_module, run_prepare
 from input_fns import face_records, lfw_files, prepare_faces, synthetic_faces
 from models import face_diff, face_siamese
 from trainer import pair_protocol
@@ -22,8 +22,8 @@ def faces(tmp_path_factory):
     root = str(tmp_path_factory.mktemp('faces') / 'lfw')
     written = synthetic_faces.write_faces(root, num_people=40, size=64, seed=3)
     out = str(tmp_path_factory.mktemp('face_shards'))
-    entries = prepare_faces.prepare_faces(prepare_flags(
-        source_dir=os.path.dirname(root), output_dir=out, validation_fraction=0.3, num_pairs=20))
+    entries = run_prepare(prepare_faces.prepare_faces,
+        source_dir=os.path.dirname(root), output_dir=out, validation_fraction=0.3, num_pairs=20)
     return root, written, out, entries
 
 
@@ -65,15 +65,15 @@ def test_validation_pairs_in_folds(tmp_path):
     root = str(tmp_path / 'lfw')
     synthetic_faces.write_faces(root, num_people=12, min_photos=2, size=48, seed=4)
     out = str(tmp_path / 'out')
-    entries = prepare_faces.prepare_faces(prepare_flags(
-        source_dir=root, output_dir=out, validation_fraction=0.5, num_pairs=6, pair_folds=3))
+    entries = run_prepare(prepare_faces.prepare_faces,
+        source_dir=root, output_dir=out, validation_fraction=0.5, num_pairs=6, pair_folds=3)
     assert open(os.path.join(out, 'validation_pairs.txt')).readline() == '3 2\n'
     assert entries['validation_pairs']['num_folds'] == 3
     folds = face_records.read_pair_labels(os.path.join(out, 'validation_pairs-*'))['fold']
     assert sorted(set(folds.tolist())) == [0, 1, 2] and len(folds) == 12
     with pytest.raises(UserError, match='--num_pairs=7 is not a multiple of --pair_folds=3'):
-        prepare_faces.prepare_faces(prepare_flags(source_dir=root, output_dir=out, num_pairs=7,
-                                                  pair_folds=3))
+        run_prepare(prepare_faces.prepare_faces, source_dir=root, output_dir=out, num_pairs=7,
+                                                  pair_folds=3)
 
 
 def test_undecodable_photo_is_skipped_and_counted_or_fatal_when_strict(tmp_path):
@@ -81,14 +81,14 @@ def test_undecodable_photo_is_skipped_and_counted_or_fatal_when_strict(tmp_path)
     synthetic_faces.write_faces(root, num_people=6, min_photos=2, size=48, seed=1)
     bad = os.path.join(root, 'Synthetic_Person_0002', 'Synthetic_Person_0002_0001.jpg')
     open(bad, 'wb').write(b'not a jpeg')
-    entries = prepare_faces.prepare_faces(prepare_flags(
-        source_dir=root, output_dir=str(tmp_path / 'out'), validation_fraction=0.0, num_pairs=3))
+    entries = run_prepare(prepare_faces.prepare_faces,
+        source_dir=root, output_dir=str(tmp_path / 'out'), validation_fraction=0.0, num_pairs=3)
     assert entries['train']['num_skipped'] == 1
     assert entries['train']['skipped_files'] == {
         'Synthetic_Person_0002/Synthetic_Person_0002_0001.jpg': 'not a decodable JPEG'}
     with pytest.raises(UserError, match='Synthetic_Person_0002_0001.jpg: not a decodable JPEG'):
-        prepare_faces.prepare_faces(prepare_flags(
-            source_dir=root, output_dir=str(tmp_path / 'out2'), strict=True, num_pairs=3))
+        run_prepare(prepare_faces.prepare_faces,
+            source_dir=root, output_dir=str(tmp_path / 'out2'), strict=True, num_pairs=3)
 
 
 def test_people_file_splits_by_people(tmp_path):
@@ -140,15 +140,15 @@ def test_pair_naming_a_missing_photo_is_reported(faces, tmp_path):
     path = tmp_path / 'pairsDevTest.txt'
     path.write_text('1\nSynthetic_Person_0001\t1\t99\n'
                     'Synthetic_Person_0001\t1\tSynthetic_Person_0005\t1\n')
-    entries = prepare_faces.prepare_face_pairs(prepare_flags(
-        source_dir=root, pairs_file=str(path), output_dir=str(tmp_path / 'out')))
+    entries = run_prepare(prepare_faces.prepare_face_pairs,
+        source_dir=root, pairs_file=str(path), output_dir=str(tmp_path / 'out'))
     entry = entries['pairsDevTest']
     assert entry['num_records'] == 1 and entry['num_skipped'] == 1
     assert entry['missing_pairs'] == ['Synthetic_Person_0001 1 Synthetic_Person_0001 99']
     with pytest.raises(UserError, match=r'pairsDevTest.txt:2: .*Synthetic_Person_0001_0099.jpg '
                                         'does not exist'):
-        prepare_faces.prepare_face_pairs(prepare_flags(
-            source_dir=root, pairs_file=str(path), output_dir=str(tmp_path / 'o2'), strict=True))
+        run_prepare(prepare_faces.prepare_face_pairs,
+            source_dir=root, pairs_file=str(path), output_dir=str(tmp_path / 'o2'), strict=True)
 
 
 @pytest.mark.parametrize('same_fraction', [0.5, 0.2])

@@ -28,14 +28,14 @@ from absl import app, flags, logging
 
 from benchmarks import baselines, python_work
 from common import atomic_files
-from input_fns import (digit_sources, face_records, image_records, lfw_files, parallel_python,
-                       prepare, prepare_faces, shards, synthetic_faces)
+from input_fns import (digit_sources, face_images, face_pairs, face_records, image_records,
+                       lfw_files, parallel_python, prepare, prepare_faces, shards, synthetic_faces)
 from models import registry
 from trainer import benchmark_input, timing
 
 FLAGS = flags.FLAGS
 IMAGE_SHAPE = (28, 28, 1)
-FACE_GEOMETRY = face_records.FaceGeometry(image_size=64, channels=1, crop_fraction=0.5)
+FACE_GEOMETRY = face_images.FaceGeometry(image_size=64, channels=1, crop_fraction=0.5)
 TARGETS = [  # (what, numerator row, denominator row, target, at least (True) or at most)
     ('MNIST input_fn vs one record at a time', 'mnist.input_fn', 'mnist.floatlist', 5.0, True),
     ('MNIST input_fn vs in-memory tensors', 'mnist.input_fn', 'mnist.in_memory', 0.8, True),
@@ -222,14 +222,14 @@ def face_pairs(work_dir, results):
         source_dir=root, output_dir=shard_dir, validation_fraction=0.0, train_people_file=None,
         num_pairs=0, pair_folds=1, strict=False, seed=0, num_shards=4, num_eval_shards=1)
     files = sorted(glob.glob(os.path.join(shard_dir, 'train-*')))
-    index = face_records.read_photo_index(files)
+    index = face_pairs.read_photo_index(files)
     batch_size, section = FLAGS.pair_batch_size, '3 face pairs'
     pairs = lambda rate: rate.per_sec * batch_size  # noqa: E731
-    rate = timing.dataset_rate(lambda: face_records.generator_pairs_dataset(
+    rate = timing.dataset_rate(lambda: baselines.generator_pairs_dataset(
         index, FACE_GEOMETRY, batch_size), **feeding_timing())
     results.add('faces.generator', section, 'Python generator of paths, map to read and decode',
                 pairs(rate), 'pairs/s', rate)
-    rate = timing.dataset_rate(lambda: face_records.sampled_pairs_dataset(
+    rate = timing.dataset_rate(lambda: face_pairs.sampled_pairs_dataset(
         files, index, FACE_GEOMETRY, batch_size), **feeding_timing())
     results.add('faces.sampler', section, "this service's in-graph sampler", pairs(rate),
                 'pairs/s', rate)

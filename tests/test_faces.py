@@ -9,11 +9,13 @@ import tensorflow as tf
 
 from common.errors import UserError
 from conftest import run_module, run_prepare
-from input_fns import face_records, lfw_files, prepare_faces, synthetic_faces
+from input_fns import (face_images, face_pairs, face_records, lfw_files, prepare_faces,
+                       synthetic_faces)
 from models import face_diff, face_siamese
 from trainer import pair_protocol
+from trainer.input_kinds import registry as input_kinds
 
-GEOMETRY = face_records.FaceGeometry(image_size=64, channels=1, crop_fraction=0.5)
+GEOMETRY = face_images.FaceGeometry(image_size=64, channels=1, crop_fraction=0.5)
 
 
 @pytest.fixture(scope='module')
@@ -155,9 +157,9 @@ def test_pair_naming_a_missing_photo_is_reported(faces, tmp_path):
 def test_sampler_ratio_and_same_pairs_share_identity(same_fraction):
     # Photos stand in as their person's id, so a pair shows whose photos it drew.
     identities = np.array([0, 0, 0, 1, 2, 2, 3, 4, 4, 4, 4, 5])
-    index = face_records.PhotoIndex(identities, [''] * len(identities), None)
+    index = face_pairs.PhotoIndex(identities, [''] * len(identities), None)
     photos = tf.constant([str(i).encode() for i in identities])
-    pairs = face_records._sampled_pairs(photos, index, seed=5, same_fraction=same_fraction)
+    pairs = face_pairs._sampled_pairs(photos, index, seed=5, same_fraction=same_fraction)
     drawn = list(pairs.take(3000).as_numpy_iterator())
     same = np.array([label for _, _, label, _ in drawn])
     assert abs(same.mean() - same_fraction) < 0.03
@@ -172,8 +174,9 @@ def test_sampler_ratio_and_same_pairs_share_identity(same_fraction):
 def test_training_input_fn_shapes_for_both_samplers(faces):
     _, _, out, _ = faces
     for sampler in ('graph', 'generator'):
-        input_fn = face_records.make_train_input_fn(os.path.join(out, 'train-*'), GEOMETRY,
-                                                    batch_size=8, seed=1, sampler=sampler)
+        input_fn = face_pairs.make_train_input_fn(
+            os.path.join(out, 'train-*'), GEOMETRY, batch_size=8, seed=1,
+            pairs_dataset=input_kinds.get('face_pairs').pair_samplers[sampler])
         features, labels = next(iter(input_fn()))
         assert features['image_a'].shape == (8, 64, 64, 1) == features['image_b'].shape
         assert features['image_a'].dtype == tf.float32 and labels.shape == (8,)
@@ -184,7 +187,7 @@ def test_training_input_fn_shapes_for_both_samplers(faces):
 def test_eval_pairs_one_pass_in_order(faces):
     _, _, out, _ = faces
     pattern = os.path.join(out, 'validation_pairs-*')
-    input_fn = face_records.make_eval_input_fn(pattern, GEOMETRY, batch_size=16)
+    input_fn = face_pairs.make_eval_input_fn(pattern, GEOMETRY, batch_size=16)
     labels = np.concatenate([label.numpy() for _, label in input_fn()])
     np.testing.assert_array_equal(labels, face_records.read_pair_labels(pattern)['label'])
     assert len(labels) == 40

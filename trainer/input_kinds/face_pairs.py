@@ -4,14 +4,15 @@ Evaluation adds LFW's protocol (trainer/pair_protocol.py) to Estimator's metrics
 """
 import tensorflow as tf
 
-from input_fns import face_records
+from benchmarks import baselines
+from input_fns import face_images, face_pairs
 from trainer import pair_protocol
 from trainer.input_kinds import base, registry
 
 
-def face_geometry(spec, options: base.InputOptions) -> face_records.FaceGeometry:
+def face_geometry(spec, options: base.InputOptions) -> face_images.FaceGeometry:
     height, _, channels = spec.image_shape
-    return face_records.FaceGeometry(image_size=height, channels=channels,
+    return face_images.FaceGeometry(image_size=height, channels=channels,
                                      crop_fraction=options.face_crop_fraction)
 
 
@@ -21,21 +22,26 @@ class FacePairs(base.InputKind):
     # that have one) is the embed signature; 'embed' on the pair receiver means nothing.
     signature_renames = {'single:embed': 'embed', 'embed': None}
     last_stage_name = '+ augment, prefetch: the input_fn'
+    # --pair_sampler: drawn inside tf.data, or the naive Python generator kept for comparison.
+    pair_samplers = {
+        'graph': face_pairs.sampled_pairs_dataset,
+        'generator': lambda files, index, *args: baselines.generator_pairs_dataset(index, *args),
+    }
 
     def train_input_fn(self, spec, file_pattern, flag_name, batch_size, seed, options):
-        return face_records.make_train_input_fn(
+        return face_pairs.make_train_input_fn(
             file_pattern, face_geometry(spec, options), batch_size, seed=seed,
-            same_fraction=options.same_fraction, sampler=options.pair_sampler,
-            flag_name=flag_name)
+            same_fraction=options.same_fraction, flag_name=flag_name,
+            pairs_dataset=self.pair_samplers[options.pair_sampler])
 
     def eval_input_fn(self, spec, file_pattern, flag_name, batch_size, options):
-        return face_records.make_eval_input_fn(file_pattern, face_geometry(spec, options),
+        return face_pairs.make_eval_input_fn(file_pattern, face_geometry(spec, options),
                                                batch_size, flag_name)
 
     def earlier_stages(self, spec, file_pattern, flag_name, batch_size, seed, options):
         if options.pair_sampler != 'graph':
             return []
-        return face_records.sampled_pair_stages(file_pattern, face_geometry(spec, options),
+        return face_pairs.sampled_pair_stages(file_pattern, face_geometry(spec, options),
                                                 batch_size, seed, options.same_fraction, flag_name)
 
     def serving_receiver_fn(self, spec, options):
@@ -43,7 +49,7 @@ class FacePairs(base.InputKind):
         geometry = face_geometry(spec, options)
 
         def decode(encoded):
-            return face_records.decode_any_face(encoded, geometry)
+            return face_images.decode_any_face(encoded, geometry)
 
         def receiver_fn():
             bytes_a = tf.compat.v1.placeholder(tf.string, [None], name='image_bytes_a')

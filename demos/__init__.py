@@ -1,1 +1,1 @@
-"""The demos behind `./run.sh` (digits) and `./run.sh faces`: each stage a command a user would type."""
+"""The demos behind `./run.sh` (digits) and `./run.sh faces`: each stage a command a user types."""

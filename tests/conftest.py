@@ -42,6 +42,18 @@ def run_prepare(prepare_fn, **overrides):
     return prepare_module.call_with_flags(prepare_fn, types.SimpleNamespace(**values))
 
 
+def trainer_flags(*args):
+    """absl's FLAGS with the trainer's flags parsed from args (defined in this process once)."""
+    from absl import flags
+
+    from trainer import flags as trainer_flags_module
+    if 'model_dir' not in flags.FLAGS:
+        trainer_flags_module.define_flags()
+    flags.FLAGS.unparse_flags()
+    flags.FLAGS(['trainer.main', *args])
+    return flags.FLAGS
+
+
 @pytest.fixture(scope='session')
 def digit_shards(tmp_path_factory):
     """Shards of 230 training and 47 validation images (neither a multiple of common batch sizes)."""

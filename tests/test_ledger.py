@@ -1,5 +1,4 @@
 """The ledger file, its lock, checkpoint listing and the export policy, without training."""
-import math
 import os
 
 import pytest
@@ -53,29 +52,6 @@ def test_one_process_at_a_time_evaluates_under_a_name(tmp_path):
         pass
 
 
-def test_better_and_best():
-    lower, higher = MetricGoal('loss', 'min'), MetricGoal('accuracy', 'max')
-    assert higher.better(0.9, None) and lower.better(0.1, 0.2) and not lower.better(0.2, 0.2)
-    assert not lower.better(math.nan, 1.0) and lower.better(1.0, math.nan)
-    entries = [evaluated(0, loss=2.0), evaluated(2, loss=0.5), evaluated(4, loss=0.5),
-               {'step': 6, 'status': 'skipped'}, evaluated(8, loss=math.nan)]
-    assert MetricGoal('loss', 'min', '--export_metric').best(entries)['step'] == 2
-    with pytest.raises(UserError, match='--export_metric=auc: .* it has loss'):
-        MetricGoal('auc', 'min', '--export_metric').best(entries)
-    assert MetricGoal.of('loss', None, '--m').mode == 'min'
-    assert MetricGoal.of('accuracy', None, '--m').mode == 'max'
-    assert MetricGoal.of('loss', 'max', '--m').mode == 'max'
-
-
-def test_no_improvement_counts_evaluations_after_the_best():
-    entries = [evaluated(0, accuracy=0.5), evaluated(2, accuracy=0.8), evaluated(4, accuracy=0.8),
-               {'step': 6, 'status': 'skipped'}]
-    assert MetricGoal('accuracy', 'max').stalled(entries, 2) is None
-    entries.append(evaluated(8, accuracy=0.7))
-    assert MetricGoal('accuracy', 'max').stalled(entries, 2) == (
-        'accuracy has not improved on 0.8 (step 2) in 2 evaluations')
-
-
 def write_fake_checkpoints(model_dir, steps, newest_saved):
     model_dir.mkdir(exist_ok=True)
     for step in steps:
@@ -112,7 +88,8 @@ def fake_exports(tmp_path, policy, keep, saved_past_name=0):
         made.append(step)
         return str(export_dir / str(step))
 
-    return LedgerExports(str(export_dir), policy, MetricGoal('loss', 'min'), keep, export), export_dir, made
+    exports = LedgerExports(str(export_dir), policy, MetricGoal('loss', 'min'), keep, export)
+    return exports, export_dir, made
 
 
 def ledger_entry(tmp_path, step, loss, saved_past_name=0):

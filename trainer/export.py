@@ -8,7 +8,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 from trainer import checkpoints
 
 
-def _rename_signatures(saved_model_dir: str, renames) -> None:
+def rename_signatures(saved_model_dir: str, renames) -> None:
     """Estimator names alternative-input signatures '<receiver>:<output>'; give them plain names."""
     path = os.path.join(saved_model_dir, 'saved_model.pb')
     saved_model = saved_model_pb2.SavedModel()
@@ -60,7 +60,7 @@ def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path:
         staged = estimator.export_saved_model(staging_base, receiver_fn,
                                               checkpoint_path=checkpoint_path)
         staged = staged.decode() if isinstance(staged, bytes) else staged
-        _rename_signatures(staged, signature_renames or {})
+        rename_signatures(staged, signature_renames or {})
         if os.path.exists(final_dir):  # re-export of the same step: swap it in
             old_dir = f'{final_dir}.old-{os.getpid()}'
             os.rename(final_dir, old_dir)

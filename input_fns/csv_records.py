@@ -75,12 +75,8 @@ def check_csv_files(files, num_features: int) -> None:
                             f'label ({e})')
 
 
-def make_input_fn(file_pattern: str,
-                  num_features: int,
-                  batch_size: int,
-                  training: bool,
-                  seed: Optional[int] = None,
-                  flag_name: str = 'file pattern',
+def make_input_fn(file_pattern: str, num_features: int, batch_size: int, training: bool,
+                  seed: Optional[int] = None, flag_name: str = 'file pattern',
                   shuffle_buffer: int = pipeline.DEFAULT_SHUFFLE_BUFFER):
     """An Estimator input_fn over CSV shards; checks the files now, not mid-training."""
     files = pipeline.list_record_files(file_pattern, flag_name)

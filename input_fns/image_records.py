@@ -72,12 +72,8 @@ def _check_image_shape(image_shape: Sequence[int]):
     return check
 
 
-def make_input_fn(file_pattern: str,
-                  image_shape: Sequence[int],
-                  batch_size: int,
-                  training: bool,
-                  seed: Optional[int] = None,
-                  flag_name: str = 'file pattern',
+def make_input_fn(file_pattern: str, image_shape: Sequence[int], batch_size: int, training: bool,
+                  seed: Optional[int] = None, flag_name: str = 'file pattern',
                   shuffle_buffer: int = pipeline.DEFAULT_SHUFFLE_BUFFER):
     """An Estimator input_fn over image shards; checks the files now, not mid-training."""
     files = pipeline.list_record_files(file_pattern, flag_name)

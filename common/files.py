@@ -24,7 +24,7 @@ from typing import List, Optional
 
 import tensorflow as tf
 
-from input_fns.errors import DataError as UserError
+from common.errors import UserError
 
 BUCKET_SCHEMES = ('gs://', 's3://')
 # One probe of a bucket gets this long; the S3 endpoint check inside it gets part of it.
@@ -139,6 +139,13 @@ def check_bucket(path: str) -> None:
         raise UserError(_probed_buckets[bucket])
 
 
+def check_buckets(paths) -> None:
+    """check_bucket for each path (None and '' skipped; comma-separated patterns split)."""
+    for value in paths:
+        for path in filter(None, (value or '').split(',')):
+            check_bucket(path.strip())
+
+
 def _ready(path: str) -> str:
     check_bucket(path)
     return path
@@ -191,6 +198,14 @@ def write_text_atomic(path: str, text: str) -> None:
 
 def write_json_atomic(path: str, obj) -> None:
     write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True) + '\n')
+
+
+def rename(source: str, destination: str) -> None:
+    """Replaces destination by one file (atomic on a local disk; a copy then delete in a bucket)."""
+    if is_local(source):
+        os.replace(local_path(source), local_path(destination))
+    else:
+        tf.io.gfile.rename(_ready(source), destination, overwrite=True)
 
 
 def open_file(path: str, mode: str = 'rb'):
@@ -259,6 +274,27 @@ def copy_tree(source: str, destination: str) -> List[str]:
                              overwrite=True)
             copied.append(relative)
     return sorted(copied)
+
+
+def move_tree(source: str, destination: str) -> None:
+    """Puts folder source in place of destination (replacing any folder there).
+
+    On a local disk a rename: atomic. Elsewhere a copy, then source is removed; callers mark
+    completion themselves (a bucket has no atomic rename of a folder).
+    """
+    if is_local(source) and is_local(destination):
+        source, destination = local_path(source), local_path(destination)
+        if os.path.exists(destination):  # swap it in: the old one out of the way first
+            old = f'{destination}.old-{os.getpid()}'
+            os.rename(destination, old)
+            os.rename(source, destination)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(source, destination)
+    else:
+        remove_tree(destination)  # an incomplete copy left by a kill, or an older version
+        copy_tree(source, destination)
+        remove_tree(source)
 
 
 # Leaving the process.

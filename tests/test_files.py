@@ -108,6 +108,18 @@ def test_unreachable_endpoint_fails_fast_and_names_the_path():
     assert '\n' not in message and seconds < 30
 
 
+def test_wrong_credentials_are_one_user_error(tmp_path):
+    from tests.s3_server import running_server
+    with running_server(tmp_path / 'moto.log', set_environ=False,
+                        checks_credentials_after=1) as server:
+        bucket = server.make_bucket()  # the one request accepted without credentials
+        env = dict(os.environ, **server.env)
+        message, seconds = first_use_of(f's3://{bucket}/model', env)
+    assert message.startswith(f's3://{bucket}/model: bucket s3://{bucket} does not exist or '
+                              'these credentials cannot read it')
+    assert seconds < 30
+
+
 def test_hung_endpoint_gives_up_within_the_probe_timeout():
     """A server that accepts connections and never answers (tensorflow-io retries for ~50 s and
     then reports the bucket as empty)."""

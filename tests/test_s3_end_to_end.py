@@ -78,13 +78,12 @@ def test_best_export_is_marked_complete_and_pointed_to(s3_run):
 
 
 def test_predict_from_a_saved_model_in_the_bucket(s3_run, tmp_path):
-    best = files.read_text(f'{s3_run.export_dir}/best').strip()
     image = np.zeros((28, 28, 1), np.uint8)
     image[6:22, 12:16] = 255
     path = tmp_path / 'digit.png'
     path.write_bytes(tf.io.encode_png(image).numpy())
-    predicted = run_module('trainer.main', '--mode=predict',
-                           f'--saved_model={s3_run.export_dir}/{best}', str(path))
+    predicted = run_module('trainer.main', '--mode=predict',  # the pointer file is followed
+                           f'--saved_model={s3_run.export_dir}/best', str(path))
     [row] = [json.loads(line) for line in predicted.stdout.splitlines()]
     assert row['image'] == str(path) and 0 <= row['classes'] <= 9
     assert abs(sum(row['probabilities']) - 1) < 1e-4

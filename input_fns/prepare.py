@@ -137,9 +137,9 @@ def main(argv):
               file=sys.stderr)
         return 2
     try:
-        for path in (flags.FLAGS.output_dir, flags.FLAGS.source_dir, flags.FLAGS.pairs_file,
-                     flags.FLAGS.train_people_file):
-            files.check_bucket(path or '')
+        # A missing bucket or unreachable endpoint: one line now, not retries later.
+        files.check_buckets([flags.FLAGS.output_dir, flags.FLAGS.source_dir,
+                             flags.FLAGS.pairs_file, flags.FLAGS.train_people_file])
         prepare_fn = {'mnist': prepare_mnist, 'digits': prepare_digits,
                    'faces': prepare_faces.prepare_faces,
                    'face_pairs': prepare_faces.prepare_face_pairs, 'csv': prepare_csv}[argv[1]]

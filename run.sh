@@ -32,6 +32,15 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
 fi
 
 py="$venv/bin/python"
+if [ "${1:-}" = test ]; then  # test-only dependencies (moto's S3 server), never for the demo
+  test_stamp="$venv/.requirements-test.sha256"
+  wanted_test=$(sha256sum requirements-test.txt | cut -d' ' -f1)
+  if [ "$(cat "$test_stamp" 2>/dev/null)" != "$wanted_test" ]; then
+    echo "run.sh: installing pinned test requirements into $venv (once)" >&2
+    "$py" -m pip install --quiet --disable-pip-version-check -r requirements-test.txt
+    echo "$wanted_test" > "$test_stamp"
+  fi
+fi
 export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-1}
 command=${1:-demo}
 [ $# -gt 0 ] && shift

@@ -27,7 +27,8 @@ import tensorflow as tf
 from absl import app, flags, logging
 
 from benchmarks import baselines, python_work
-from common import atomic_files
+from common import files
+from common import files
 from input_fns import (digit_sources, face_images, face_pairs, face_records, image_records,
                        lfw_files, parallel_python, prepare, prepare_faces, shards, synthetic_faces)
 from models import registry
@@ -338,7 +339,7 @@ def main(argv):
     targets = check_targets(results)
     print(report(results, header, targets), flush=True)
     os.makedirs(os.path.dirname(os.path.abspath(FLAGS.output_json)), exist_ok=True)
-    atomic_files.write_json_atomic(FLAGS.output_json, {
+    files.write_json_atomic(FLAGS.output_json, {
         'machine': machine, 'settings': settings, 'wall_seconds': elapsed,
         'data': {'mnist': mnist_source, 'faces': face_source},
         'rows': results.rows, 'targets': targets})

@@ -10,6 +10,7 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
+from common import files
 from common.errors import UserError
 from input_fns import pipeline, shards
 
@@ -39,7 +40,7 @@ def write_example_split(output_dir: str, split: str, num_shards: int, rows_per_s
         features={'columns': f'{num_features} floats, then the label (1 if their sum > 0, else 0)'},
         sources=[f'generated: standard normal, seed {seed}'],
         extra={'num_features': num_features}, suffix=CSV_SUFFIX,
-        open_writer=lambda path: open(path, 'wb'))
+        open_writer=lambda path: files.open_file(path, 'wb'))
 
 
 def parse_batch_fn(num_features: int):

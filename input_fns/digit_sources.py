@@ -3,13 +3,15 @@
 Each loader returns {split: (images uint8 [N, 28, 28], labels uint8 [N], sources)}.
 """
 import gzip
-import os
+import io
 import struct
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
+import tensorflow as tf
 from absl import logging
 
+from common import files
 from common.errors import UserError
 
 IMAGES_MAGIC = 2051  # IDX: unsigned bytes, 3 dimensions
@@ -21,11 +23,11 @@ Split = Tuple[np.ndarray, np.ndarray, List[str]]
 
 def read_idx(path: str, expected_magic: int) -> np.ndarray:
     """Reads one IDX file (gzipped or not) of unsigned bytes."""
-    opener = gzip.open if path.endswith('.gz') else open
     try:
-        with opener(path, 'rb') as f:
-            data = f.read()
-    except (OSError, EOFError) as e:
+        data = files.read_bytes(path)
+        if path.endswith('.gz'):
+            data = gzip.decompress(data)
+    except (OSError, EOFError, tf.errors.OpError) as e:
         raise UserError(f'{path}: cannot be read ({e}); the file is damaged or truncated: '
                         'download it again')
     if len(data) < 8:
@@ -52,8 +54,8 @@ def read_idx(path: str, expected_magic: int) -> np.ndarray:
 def _find(source_dir: str, names: List[str]) -> Optional[str]:
     for name in names:
         for candidate in (name, name + '.gz'):
-            path = os.path.join(source_dir, candidate)
-            if os.path.exists(path):
+            path = files.join(source_dir, candidate)
+            if files.exists(path):
                 return path
     return None
 
@@ -82,9 +84,9 @@ def load_idx_dir(source_dir: str) -> Dict[str, Split]:
 def load_npz(path: str) -> Dict[str, Split]:
     """Keras' mnist.npz layout: x_train, y_train, x_test, y_test."""
     try:
-        with np.load(path) as data:
+        with np.load(io.BytesIO(files.read_bytes(path))) as data:
             arrays = {key: data[key] for key in data.files}
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, tf.errors.OpError) as e:
         raise UserError(f'{path}: not a readable .npz file ({e})')
     splits = {}
     for split in ('train', 'test'):
@@ -104,11 +106,11 @@ def load_npz(path: str) -> Dict[str, Split]:
 
 def load_mnist(source: str) -> Dict[str, Split]:
     """MNIST from a folder of IDX files or mnist.npz, or from an .npz path."""
-    if os.path.isfile(source) and source.endswith('.npz'):
+    if source.endswith('.npz') and files.exists(source) and not files.isdir(source):
         splits = load_npz(source)
-    elif os.path.isdir(source):
-        npz = os.path.join(source, 'mnist.npz')
-        splits = load_npz(npz) if os.path.exists(npz) else load_idx_dir(source)
+    elif files.isdir(source):
+        npz = files.join(source, 'mnist.npz')
+        splits = load_npz(npz) if files.exists(npz) else load_idx_dir(source)
     else:
         raise UserError(f'--source_dir={source}: no such folder or .npz file')
     if not splits:

@@ -12,6 +12,9 @@ import os
 import re
 from typing import Dict, List
 
+import tensorflow as tf
+
+from common import files
 from common.errors import UserError
 
 PHOTO_NAME = re.compile(r'^(?P<name>.+)_(?P<number>\d{4})\.jpe?g$', re.IGNORECASE)
@@ -32,10 +35,10 @@ class Pair:
 
 
 def resolve_root(source_dir: str) -> str:
-    if not os.path.isdir(source_dir):
+    if not files.isdir(source_dir):
         raise UserError(f'--source_dir={source_dir}: no such folder')
-    nested = os.path.join(source_dir, 'lfw')
-    return nested if os.path.isdir(nested) else source_dir
+    nested = files.join(source_dir, 'lfw')
+    return nested if files.isdir(nested) else source_dir
 
 
 def photo_relpath(name: str, number: int) -> str:
@@ -45,11 +48,9 @@ def photo_relpath(name: str, number: int) -> str:
 def scan_people(root: str) -> Dict[str, List[str]]:
     """{name: sorted photo file names} for every ROOT/<Name>/<Name>_NNNN.jpg."""
     people = {}
-    for name in sorted(os.listdir(root)):
-        folder = os.path.join(root, name)
-        if not os.path.isdir(folder):
-            continue
-        photos = sorted(f for f in os.listdir(folder) if PHOTO_NAME.match(f))
+    for name in files.listdir(root):
+        folder = files.join(root, name)
+        photos = [f for f in files.listdir(folder) if PHOTO_NAME.match(f)]
         if photos:
             people[name] = photos
     if not people:
@@ -59,10 +60,9 @@ def scan_people(root: str) -> Dict[str, List[str]]:
 
 def _lines(path: str) -> List[List[str]]:
     try:
-        with open(path) as f:
-            return [line.split() for line in f]
-    except OSError as e:
-        raise UserError(f'{path}: cannot read it ({e.strerror})')
+        return [line.split() for line in files.read_text(path).splitlines()]
+    except tf.errors.OpError as e:
+        raise UserError(f'{path}: cannot read it ({e.message})')
 
 
 def read_people_file(path: str) -> List[str]:

@@ -12,6 +12,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import tensorflow as tf
 from absl import logging
 
+from common import files as common_files
 from common.errors import UserError
 from input_fns import shards
 
@@ -26,7 +27,7 @@ def list_record_files(file_pattern: str, flag_name: str = 'file pattern') -> Lis
     """Expands a glob (or comma-separated globs) into a sorted file list."""
     files = []
     for pattern in filter(None, (p.strip() for p in file_pattern.split(','))):
-        files.extend(tf.io.gfile.glob(pattern))
+        files.extend(common_files.glob(pattern))
     files = sorted(set(files))
     if not files:
         raise UserError(f'{flag_name}: no files match {file_pattern!r}; check the path, or '
@@ -75,7 +76,7 @@ def check_listed_in_manifests(files: List[str]) -> None:
 
 def _listed_shards(folder: str) -> Optional[set]:
     path = os.path.join(folder, shards.MANIFEST_NAME)
-    if not os.path.exists(path):
+    if not common_files.exists(path):
         return None
     try:
         manifest = shards.read_manifest(folder)

@@ -18,6 +18,7 @@ from typing import Dict
 
 import numpy as np
 from absl import app, flags
+from common import files
 
 from common.errors import UserError
 from input_fns import csv_records, digit_sources, image_records, prepare_faces, shards
@@ -136,6 +137,9 @@ def main(argv):
               file=sys.stderr)
         return 2
     try:
+        # A missing bucket or unreachable endpoint: one line now, not retries later.
+        files.check_buckets([flags.FLAGS.output_dir, flags.FLAGS.source_dir,
+                             flags.FLAGS.pairs_file, flags.FLAGS.train_people_file])
         prepare_fn = {'mnist': prepare_mnist, 'digits': prepare_digits,
                    'faces': prepare_faces.prepare_faces,
                    'face_pairs': prepare_faces.prepare_face_pairs, 'csv': prepare_csv}[argv[1]]
@@ -150,4 +154,4 @@ def main(argv):
 
 if __name__ == '__main__':
     define_flags()
-    app.run(main)
+    app.run(files.cli_main(main))

@@ -13,7 +13,7 @@ from typing import Dict, List, Tuple
 import tensorflow as tf
 from absl import logging
 
-from common import atomic_files
+from common import files
 from common.errors import UserError
 from input_fns import face_records, lfw_files, shards
 from input_fns.lfw_files import Pair
@@ -32,13 +32,13 @@ class PhotoReader:
             return self._cache[relative_path]
         if relative_path in self.bad:
             return None
-        path = os.path.join(self.root, relative_path)
+        path = files.join(self.root, relative_path)
         try:
-            with open(path, 'rb') as f:
-                data = f.read()
+            data = files.read_bytes(path)
             tf.io.decode_jpeg(data)
-        except (OSError, tf.errors.InvalidArgumentError) as e:
-            reason = getattr(e, 'strerror', None) or 'not a decodable JPEG'
+        except tf.errors.OpError as e:
+            reason = ('not a decodable JPEG' if isinstance(e, tf.errors.InvalidArgumentError)
+                      else e.message.splitlines()[0])
             if self.strict:
                 raise UserError(f'{path}: {reason} (without --strict it would be skipped)')
             logging.warning('skipping %s: %s', path, reason)
@@ -98,7 +98,7 @@ def write_pair_split(output_dir: str, split: str, pairs: List[Pair], reader: Pho
         jpegs = []
         for name, number in ((pair.name_a, pair.number_a), (pair.name_b, pair.number_b)):
             path = lfw_files.photo_relpath(name, number)
-            exists = os.path.exists(os.path.join(reader.root, path))
+            exists = files.exists(files.join(reader.root, path))
             if not exists and reader.strict:
                 raise UserError(f'{sources[0]}:{pair.line}: {os.path.join(reader.root, path)} '
                                 'does not exist')
@@ -167,7 +167,7 @@ def prepare_faces(*, source_dir: str, output_dir: str, train_people_file: str,
         folds = pair_folds if split == 'validation' else 1
         if same:
             pairs_txt = os.path.join(output_dir, f'{split}_pairs.txt')
-            atomic_files.write_text_atomic(pairs_txt, lfw_files.write_pairs_file(
+            files.write_text_atomic(pairs_txt, lfw_files.write_pairs_file(
                 pairs_txt, same, different, folds))
             pairs = lfw_files.read_pairs_file(pairs_txt)  # line numbers for messages
             entries[f'{split}_pairs'] = write_pair_split(

@@ -5,8 +5,6 @@ recorded in manifest.json only after all its shards are in place. A split being
 rewritten is first removed from the manifest, so a killed job never leaves a
 manifest that describes shards which are not all there.
 """
-import glob
-import json
 import os
 import time
 from typing import Callable, Dict, Iterable, List, Optional
@@ -15,7 +13,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from common.atomic_files import write_bytes_atomic, write_json_atomic
+from common import files
+from common.files import write_json_atomic
 
 MANIFEST_NAME = 'manifest.json'
 SHARD_SUFFIX = '.tfrecord'
@@ -26,11 +25,10 @@ def shard_name(split: str, index: int, num_shards: int, suffix: str = SHARD_SUFF
 
 
 def read_manifest(output_dir: str) -> Dict:
-    path = os.path.join(output_dir, MANIFEST_NAME)
-    if not os.path.exists(path):
+    path = files.join(output_dir, MANIFEST_NAME)
+    if not files.exists(path):
         return {'splits': {}}
-    with open(path) as f:
-        return json.load(f)
+    return files.read_json(path)
 
 
 def _set_manifest_split(output_dir: str, split: str, entry: Optional[Dict],
@@ -42,7 +40,7 @@ def _set_manifest_split(output_dir: str, split: str, entry: Optional[Dict],
         manifest['splits'].pop(split, None)
     else:
         manifest['splits'][split] = entry
-    write_json_atomic(os.path.join(output_dir, MANIFEST_NAME), manifest)
+    write_json_atomic(files.join(output_dir, MANIFEST_NAME), manifest)
 
 
 def update_split(output_dir: str, split: str, entry: Dict) -> None:
@@ -53,15 +51,15 @@ def update_split(output_dir: str, split: str, entry: Dict) -> None:
 def set_source_root(output_dir: str, root: str) -> None:
     """Records the folder the records came from (the generator pair sampler reads it)."""
     manifest = read_manifest(output_dir)
-    manifest['source_root'] = os.path.abspath(root)
-    write_json_atomic(os.path.join(output_dir, MANIFEST_NAME), manifest)
+    manifest['source_root'] = os.path.abspath(root) if files.is_local(root) else root
+    write_json_atomic(files.join(output_dir, MANIFEST_NAME), manifest)
 
 
 def _remove_stale_shards(output_dir: str, split: str, keep: Iterable[str], suffix: str) -> None:
     keep = set(keep)
-    for path in glob.glob(os.path.join(output_dir, f'{split}-*-of-*{suffix}')):
+    for path in files.glob(files.join(output_dir, f'{split}-*-of-*{suffix}')):
         if os.path.basename(path) not in keep:
-            os.remove(path)
+            files.remove(path)
 
 
 def write_split(output_dir: str,
@@ -85,7 +83,7 @@ def write_split(output_dir: str,
     """
     if num_shards < 1:
         raise ValueError(f'num_shards must be >= 1, got {num_shards}')
-    os.makedirs(output_dir, exist_ok=True)
+    files.makedirs(output_dir)
     _set_manifest_split(output_dir, split, None, dataset)
 
     order = np.random.RandomState(seed).permutation(num_records)
@@ -94,8 +92,9 @@ def write_split(output_dir: str,
     start_time = last_report = time.time()
     for shard_index in range(num_shards):
         name = shard_name(split, shard_index, num_shards, suffix)
-        final_path = os.path.join(output_dir, name)
-        temp_path = f'{final_path}.tmp-{os.getpid()}'
+        final_path = files.join(output_dir, name)
+        # In a bucket an object appears whole when closed: no temporary name (no atomic rename).
+        temp_path = final_path if files.is_bucket(final_path) else f'{final_path}.tmp-{os.getpid()}'
         written = 0
         try:
             with open_writer(temp_path) as writer:
@@ -111,10 +110,11 @@ def write_split(output_dir: str,
                         last_report = time.time()
                         logging.info('%s: %d/%d records (%.0f/s)', split, done, num_records,
                                      done / (last_report - start_time))
-            os.replace(temp_path, final_path)
+            if temp_path != final_path:
+                files.rename(temp_path, final_path)
         finally:
-            if os.path.exists(temp_path):
-                os.remove(temp_path)
+            if temp_path != final_path:
+                files.remove(temp_path)
         shards.append({'file': name, 'records': written})
         logging.info('%s: wrote %s (%d records, shard %d/%d)', split, name, written,
                      shard_index + 1, num_shards)

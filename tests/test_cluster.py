@@ -40,8 +40,9 @@ def test_cluster_trains_to_its_step_count_evaluates_and_exports(digit_shards, tm
     assert 'evaluated the final checkpoint' in result.stdout
     # Exports are named by the global step inside the checkpoint, past the name's on a cluster.
     best = min(entries, key=lambda e: e['metrics']['loss'])
-    assert os.readlink(export_dir / 'best') == str(best['metrics']['global_step'])
-    assert os.path.exists(export_dir / 'best' / 'saved_model.pb')
+    best_step = str(best['metrics']['global_step'])
+    assert (export_dir / 'best').read_text() == best_step + '\n'
+    assert os.path.exists(export_dir / best_step / 'export_complete.json')
     exports = [name for name in os.listdir(export_dir) if name.isdigit()]
     assert result.stdout.count('] exported ') == len(exports)  # each once
     assert 'chief, workers and evaluator finished' in result.stderr

@@ -62,8 +62,8 @@ def test_best_export_and_pointer(side_by_side):
     model_dir, export_dir, _ = side_by_side
     entries = Ledger(str(model_dir), 'validation').entries()
     best = max(entries, key=lambda e: e['metrics']['accuracy'])  # the first of equals
-    assert os.readlink(export_dir / 'best') == str(best['step'])
-    assert os.path.exists(export_dir / 'best' / 'saved_model.pb')
+    assert (export_dir / 'best').read_text() == f'{best["step"]}\n'
+    assert os.path.exists(export_dir / str(best['step']) / 'export_complete.json')
     exported = sorted(int(name) for name in os.listdir(export_dir) if name.isdigit())
     # An export for each new best, never for one that did not beat the best before it.
     running_best, expected = -1.0, []
@@ -106,7 +106,7 @@ def test_restarted_eval_job_never_exports_a_worse_model(digit_shards, tmp_path):
     run_module('trainer.main', *eval_args(model_dir, digit_shards.validation_pattern, 'val', *exports))
     first = Ledger(str(model_dir), 'val').entries()
     best = min(first, key=lambda e: e['metrics']['loss'])
-    assert os.readlink(export_dir / 'best') == str(best['step'])
+    assert (export_dir / 'best').read_text() == f'{best["step"]}\n'
 
     # Resumed with a learning rate that wrecks the model: every later checkpoint is worse.
     run_module('trainer.main', *train_args(model_dir, digit_shards, 10, '--learning_rate=1.0'))
@@ -120,7 +120,7 @@ def test_restarted_eval_job_never_exports_a_worse_model(digit_shards, tmp_path):
     later = [e['metrics']['loss'] for e in entries[3:]]
     assert min(later) > best['metrics']['loss']  # the premise: all worse
     assert sorted(os.listdir(export_dir)) == sorted([str(best['step']), 'best'])
-    assert os.readlink(export_dir / 'best') == str(best['step'])
+    assert (export_dir / 'best').read_text() == f'{best["step"]}\n'
 
 
 def test_trainer_stops_early_on_the_eval_jobs_ledger(digit_shards, tmp_path):

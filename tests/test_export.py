@@ -1,5 +1,6 @@
 """Export pieces that need no training: renaming Estimator's signatures, leftovers of killed exports."""
 import os
+import socket
 
 from tensorflow.core.protobuf import saved_model_pb2
 
@@ -39,8 +40,11 @@ def test_renames_of_absent_signatures_change_nothing(tmp_path):
 
 
 def test_leftovers_of_dead_exporters_are_removed(tmp_path):
+    """Only this machine's: a process id says nothing about another machine's exporter."""
     dead_pid = 2 ** 22 + 12345  # above the default pid_max: no such process
-    for name in (f'.staging-{dead_pid}', f'7.old-{dead_pid}', f'.staging-{os.getpid()}', '7'):
+    host = socket.gethostname()
+    kept = [f'.staging-{host}-{os.getpid()}', f'.staging-otherhost-{dead_pid}', '7']
+    for name in [f'.staging-{host}-{dead_pid}', f'7.old-{dead_pid}'] + kept:
         (tmp_path / name).mkdir()
     export._remove_leftovers(str(tmp_path))
-    assert sorted(os.listdir(tmp_path)) == sorted([f'.staging-{os.getpid()}', '7'])
+    assert sorted(os.listdir(tmp_path)) == sorted(kept)

@@ -3,6 +3,7 @@ import os
 
 import pytest
 
+from common import files
 from common.errors import UserError
 from trainer import checkpoints
 from trainer.eval_job import EvalJob
@@ -16,28 +17,26 @@ def evaluated(step, **metrics):
             'metrics': metrics}
 
 
-def test_torn_last_line_is_ignored_then_cut_off(tmp_path):
-    ledger = Ledger(str(tmp_path), 'val')
+@pytest.mark.parametrize('where', ['local', 'ram'])
+def test_one_whole_object_per_checkpoint_and_a_repeat_rewrites_it(tmp_path, where):
+    model_dir = str(tmp_path) if where == 'local' else f'ram://ledger-{os.getpid()}-{id(tmp_path)}'
+    ledger = Ledger(model_dir, 'val')
+    ledger.append(12000, 'model.ckpt-12000', 'evaluated', metrics={'loss': 1.0})
     ledger.append(0, 'model.ckpt-0', 'evaluated', metrics={'loss': 2.0})
-    with open(ledger.path, 'a') as f:
-        f.write('{"step": 5, "checkpoint": "mod')  # a writer killed mid-line
-    assert [e['step'] for e in ledger.entries()] == [0]
-    assert ledger.last_step() == 0
-    ledger.append(5, 'model.ckpt-5', 'evaluated', metrics={'loss': 1.0})
-    lines = open(ledger.path).read().splitlines()
-    assert len(lines) == 2 and '"mod"' not in lines[1]
-    assert [e['step'] for e in ledger.entries()] == [0, 5]
+    ledger.append(12000, 'model.ckpt-12000', 'evaluated', metrics={'loss': 1.0})  # evaluated again
+    assert files.listdir(ledger.path) == ['step-000000000.json', 'step-000012000.json']
+    assert [e['step'] for e in Ledger(model_dir, 'val').entries()] == [0, 12000]  # a new reader
+    assert ledger.last_step() == 12000 and ledger.find(0)['metrics'] == {'loss': 2.0}
 
 
-def test_a_damaged_middle_line_names_the_file_and_line(tmp_path):
+def test_a_damaged_result_names_the_file(tmp_path):
     ledger = Ledger(str(tmp_path), 'val')
     ledger.append(0, 'model.ckpt-0', 'evaluated', metrics={})
-    with open(ledger.path, 'a') as f:
-        f.write('garbage\n{"step": 5}\n')
-    with pytest.raises(UserError, match=f'{ledger.path}:2: not a JSON line'):
+    damaged = os.path.join(ledger.path, 'step-000000005.json')
+    with open(damaged, 'w') as f:
+        f.write('{"step": 5, "checkpoint": "mod')
+    with pytest.raises(UserError, match=f'{damaged}: not a JSON object; delete it'):
         ledger.entries()
-    with pytest.raises(UserError, match=f'{ledger.path}:2: not a JSON line'):
-        ledger.append(6, 'model.ckpt-6', 'evaluated', metrics={})
 
 
 def test_one_process_at_a_time_evaluates_under_a_name(tmp_path):
@@ -85,6 +84,7 @@ def fake_exports(tmp_path, policy, keep, saved_past_name=0):
     def export(checkpoint):
         step = int(checkpoint.rsplit('-', 1)[1]) + saved_past_name
         (export_dir / str(step)).mkdir(parents=True)
+        (export_dir / str(step) / 'export_complete.json').write_text('{}')
         made.append(step)
         return str(export_dir / str(step))
 
@@ -108,7 +108,7 @@ def test_best_policy_exports_only_improvements_and_keeps_the_newest(tmp_path):
         exports.update(entries)
     assert made == [2, 3, 5]
     assert sorted(os.listdir(export_dir)) == ['3', '5', 'best']
-    assert os.readlink(export_dir / 'best') == '5'
+    assert (export_dir / 'best').read_text() == '5\n'
     # A new process (restart) with the same ledger exports nothing more.
     again, _, made_again = fake_exports(tmp_path, 'best', keep=2, saved_past_name=2)
     again.update(entries)
@@ -119,4 +119,4 @@ def test_latest_policy_follows_the_newest_evaluation(tmp_path):
     write_fake_checkpoints(tmp_path, [0, 1], newest_saved=1)
     exports, export_dir, made = fake_exports(tmp_path, 'latest', keep=0)
     exports.update([ledger_entry(tmp_path, 0, 1.0), ledger_entry(tmp_path, 1, 9.0)])
-    assert made == [1] and os.readlink(export_dir / 'latest') == '1'
+    assert made == [1] and (export_dir / 'latest').read_text() == '1\n'

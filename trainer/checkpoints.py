@@ -5,6 +5,7 @@ from typing import Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
+from common import files
 from common.errors import UserError
 
 CHECKPOINT_INDEX = re.compile(r'^model\.ckpt-(\d+)\.index$')
@@ -17,15 +18,17 @@ def list_checkpoints(model_dir: str) -> List[Tuple[int, str]]:
     the last keep_checkpoint_max. A file counts once the state file names a checkpoint
     at least as new: a trainer killed mid-save leaves files of a step it saves again.
     """
-    state = tf.train.get_checkpoint_state(model_dir) if os.path.isdir(model_dir) else None
+    if not files.exists(files.join(model_dir, 'checkpoint')):
+        return []
+    state = tf.train.get_checkpoint_state(model_dir)
     if state is None:
         return []
     newest = step_of(state.model_checkpoint_path)
     found = []
-    for name in os.listdir(model_dir):
-        match = CHECKPOINT_INDEX.match(name)
+    for path in files.glob(files.join(model_dir, 'model.ckpt-*.index')):
+        match = CHECKPOINT_INDEX.match(os.path.basename(path))
         if match and int(match.group(1)) <= newest:
-            found.append((int(match.group(1)), os.path.join(model_dir, name[:-len('.index')])))
+            found.append((int(match.group(1)), path[:-len('.index')]))
     return sorted(found)
 
 
@@ -59,12 +62,14 @@ def latest_saved_step(model_dir: str) -> int:
 
 
 def exists(checkpoint_path: str) -> bool:
-    return os.path.exists(checkpoint_path + '.index')
+    return files.exists(checkpoint_path + '.index')
 
 
 def resolve(model_dir: str, which: str) -> List[Tuple[int, str]]:
     """--checkpoint=latest|all|STEP|PATH as (step, path) pairs; all of them for 'all'."""
     if which not in ('latest', 'all') and not which.isdigit():
+        if not exists(which):
+            raise UserError(f'--checkpoint={which}: no such checkpoint ({which}.index is missing)')
         return [(step_of(which), which)]
     available = list_checkpoints(model_dir)
     if not available:

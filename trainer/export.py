@@ -1,19 +1,32 @@
-"""SavedModel export into EXPORT_DIR/<global step>/, atomically, with the input kind's signature names."""
+"""SavedModel export into EXPORT_DIR/<global step>/, marked complete last, with the input kind's
+signature names.
+
+An export is written under a hidden staging folder, EXPORT_DIR/.staging-HOST-PID/, then moved
+into EXPORT_DIR/<step>/ (a rename on a local disk; a copy in a bucket, which has no atomic
+rename of a folder), and EXPORT_DIR/<step>/export_complete.json is written last. Whatever reads
+exports ignores a version without that marker: a job killed midway leaves nothing that looks
+complete.
+"""
 import os
 import re
-import shutil
+import socket
+import time
+from typing import List
 
 from tensorflow.core.protobuf import saved_model_pb2
 
+from common import files
 from trainer import checkpoints
+
+COMPLETE_MARKER = 'export_complete.json'
+STAGING_PREFIX = '.staging-'
 
 
 def rename_signatures(saved_model_dir: str, renames) -> None:
     """Estimator names alternative-input signatures '<receiver>:<output>'; give them plain names."""
-    path = os.path.join(saved_model_dir, 'saved_model.pb')
+    path = files.join(saved_model_dir, 'saved_model.pb')
     saved_model = saved_model_pb2.SavedModel()
-    with open(path, 'rb') as f:
-        saved_model.ParseFromString(f.read())
+    saved_model.ParseFromString(files.read_bytes(path))
     for meta_graph in saved_model.meta_graphs:
         signatures = meta_graph.signature_def
         taken = {}  # remove every renamed or dropped signature first, then add the new names
@@ -25,8 +38,17 @@ def rename_signatures(saved_model_dir: str, renames) -> None:
         for old, new in renames.items():
             if old in taken and new:
                 signatures[new].CopyFrom(taken[old])
-    with open(path, 'wb') as f:
-        f.write(saved_model.SerializeToString())
+    files.write_bytes_atomic(path, saved_model.SerializeToString())
+
+
+def is_complete(version_dir: str) -> bool:
+    return files.exists(files.join(version_dir, COMPLETE_MARKER))
+
+
+def complete_versions(export_dir: str) -> List[int]:
+    """The steps of EXPORT_DIR's complete exports, oldest first."""
+    return sorted(int(name) for name in files.listdir(export_dir)
+                  if name.isdigit() and is_complete(files.join(export_dir, name)))
 
 
 def _pid_alive(pid: int) -> bool:
@@ -40,34 +62,32 @@ def _pid_alive(pid: int) -> bool:
 
 
 def _remove_leftovers(export_dir: str) -> None:
-    """Staging folders of exports killed midway (kill -9 skips the cleanup below)."""
-    if not os.path.isdir(export_dir):
-        return
-    for name in os.listdir(export_dir):
-        match = re.fullmatch(r'(?:\.staging|\d+\.old)-(\d+)', name)
+    """Staging folders of this machine's exports killed midway (kill -9 skips the cleanup below);
+    another machine's are left alone (readers ignore them)."""
+    pattern = re.compile(rf'(?:{re.escape(STAGING_PREFIX)}{re.escape(socket.gethostname())}'
+                         r'|\d+\.old)-(\d+)')
+    for name in files.listdir(export_dir):
+        match = pattern.fullmatch(name)
         if match and not _pid_alive(int(match.group(1))):
-            shutil.rmtree(os.path.join(export_dir, name), ignore_errors=True)
+            files.remove_tree(files.join(export_dir, name))
 
 
 def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path: str,
                        signature_renames=None) -> str:
-    """Exports a checkpoint to EXPORT_DIR/<its global step>/."""
+    """Exports a checkpoint to EXPORT_DIR/<its global step>/ and marks it complete."""
     step = checkpoints.saved_step(checkpoint_path)
     _remove_leftovers(export_dir)
-    final_dir = os.path.join(export_dir, str(step))
-    staging_base = os.path.join(export_dir, f'.staging-{os.getpid()}')
+    final_dir = files.join(export_dir, str(step))
+    staging_base = files.join(export_dir, f'{STAGING_PREFIX}{socket.gethostname()}-{os.getpid()}')
     try:
         staged = estimator.export_saved_model(staging_base, receiver_fn,
                                               checkpoint_path=checkpoint_path)
         staged = staged.decode() if isinstance(staged, bytes) else staged
         rename_signatures(staged, signature_renames or {})
-        if os.path.exists(final_dir):  # re-export of the same step: swap it in
-            old_dir = f'{final_dir}.old-{os.getpid()}'
-            os.rename(final_dir, old_dir)
-            os.rename(staged, final_dir)
-            shutil.rmtree(old_dir)
-        else:
-            os.rename(staged, final_dir)
+        files.move_tree(staged, final_dir)
+        files.write_json_atomic(files.join(final_dir, COMPLETE_MARKER), {
+            'step': step, 'checkpoint': checkpoint_path,
+            'time': time.strftime('%Y-%m-%dT%H:%M:%S%z')})
     finally:
-        shutil.rmtree(staging_base, ignore_errors=True)
+        files.remove_tree(staging_base)
     return final_dir

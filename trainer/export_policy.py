@@ -3,17 +3,17 @@
 The choice is recomputed from the whole ledger every time, never from memory, so
 a restarted eval job cannot export a model worse than one it exported before (as
 tf.estimator's BestExporter can), and one killed between its ledger line and the
-export makes the export when it starts again. Exports go to EXPORT_DIR/<step>/; a
-pointer EXPORT_DIR/best (or EXPORT_DIR/latest), a relative symlink, is replaced
-atomically; only the newest `keep` exports stay.
+export makes the export when it starts again. Exports go to EXPORT_DIR/<step>/
+(complete once marked: trainer/export.py); the pointer EXPORT_DIR/best (or
+EXPORT_DIR/latest) is a small file naming the step (a bucket has no symlinks), replaced
+whole; only the newest `keep` complete exports stay.
 """
-import os
-import shutil
 from typing import Callable, Dict, List, Optional
 
 from absl import logging
 
-from trainer import checkpoints
+from common import files
+from trainer import checkpoints, export
 from trainer.metric_goal import MetricGoal, evaluated_by_step
 
 class LedgerExports:
@@ -27,7 +27,7 @@ class LedgerExports:
 
     @property
     def pointer(self) -> str:
-        return os.path.join(self.export_dir, self.policy)
+        return files.join(self.export_dir, self.policy)
 
     def chosen(self, entries: List[Dict]) -> Optional[Dict]:
         if self.policy == 'latest':
@@ -41,8 +41,8 @@ class LedgerExports:
         if entry is None:
             return None
         name = str(checkpoints.saved_step(entry['checkpoint'], entry['metrics']))
-        target = os.path.join(self.export_dir, name)
-        if not os.path.exists(target):
+        target = files.join(self.export_dir, name)
+        if not export.is_complete(target):
             if not checkpoints.exists(entry['checkpoint']):
                 logging.warning('cannot export step %d: its checkpoint %s was deleted',
                                 entry['step'], entry['checkpoint'])
@@ -59,18 +59,14 @@ class LedgerExports:
         return f'best {self.goal.metric} {entry["metrics"][self.goal.metric]:.6g}'
 
     def _point_to(self, name: str) -> None:
-        if os.path.islink(self.pointer) and os.readlink(self.pointer) == name:
+        if files.exists(self.pointer) and files.read_text(self.pointer).strip() == name:
             return
-        temp = f'{self.pointer}.tmp-{os.getpid()}'
-        if os.path.lexists(temp):
-            os.remove(temp)
-        os.symlink(name, temp)
-        os.replace(temp, self.pointer)
+        files.write_text_atomic(self.pointer, name + '\n')
 
     def _remove_old_exports(self, keep_name: str) -> None:
         if not self.keep:
             return
-        steps = sorted(int(name) for name in os.listdir(self.export_dir) if name.isdigit())
+        steps = export.complete_versions(self.export_dir)
         for step in steps[:-self.keep]:
             if str(step) != keep_name:
-                shutil.rmtree(os.path.join(self.export_dir, str(step)))
+                files.remove_tree(files.join(self.export_dir, str(step)))

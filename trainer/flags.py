@@ -4,6 +4,7 @@ import re
 
 from absl import flags
 
+from common import files
 from models import registry, training
 from trainer.input_kinds.base import InputOptions
 
@@ -62,7 +63,7 @@ def define_flags():
     flags.DEFINE_string('checkpoint', None, 'evaluate: latest, all, a global step or a checkpoint '
                         'path; export: latest, a step or a path. Default: latest.')
     flags.DEFINE_string('eval_name', 'default', 'evaluate/continuous_eval: results go to '
-                        'MODEL_DIR/eval_NAME/ (TensorBoard) and its results.jsonl ledger.')
+                        'MODEL_DIR/eval_NAME/ (TensorBoard) and its ledger, results/step-N.json.')
     flags.DEFINE_integer('eval_timeout_secs', 3600, 'continuous_eval: stop after this many seconds '
                          'without a new checkpoint.', lower_bound=1)
     flags.DEFINE_string('export_dir', None, 'export: SavedModels go to EXPORT_DIR/<global step>/; '
@@ -113,7 +114,9 @@ EVAL_NAME = re.compile(r'[A-Za-z0-9_.-]+')
 
 
 def _checkpoint_exists(value):
-    return value in (None, 'latest', 'all') or value.isdigit() or os.path.exists(value + '.index')
+    return (value in (None, 'latest', 'all') or value.isdigit()
+            # a bucket is checked when used (checkpoints.resolve), with a message naming it
+            or not files.is_local(value) or files.exists(value + '.index'))
 
 
 def _required_for_mode(values):

@@ -1,20 +1,27 @@
-"""An eval job's ledger, MODEL_DIR/eval_NAME/results.jsonl: one JSON line per checkpoint.
+"""An eval job's ledger: MODEL_DIR/eval_NAME/results/step-000012000.json, one JSON object per checkpoint.
 
-A line is appended only once its evaluation is complete (write, flush, fsync), so
-an eval job killed mid-evaluation leaves no line and evaluates that checkpoint
-again on restart. A torn last line (killed mid-write) is ignored when reading
-and cut off before the next append. Every process that evaluates under a name
-holds that name's lock, so two of them never evaluate a checkpoint twice.
+An object is written whole (a bucket has no append), and only once its evaluation is
+complete, so an eval job killed mid-evaluation leaves nothing for that checkpoint and
+evaluates it again on restart; evaluating a checkpoint twice only rewrites the same
+answer. On a local disk every process that evaluates under a name holds that name's
+lock (flock), so two of them never evaluate a checkpoint twice. A bucket has no locks:
+running one eval job per name is then the scheduler's job (a second one repeats work).
 """
+import contextlib
 import fcntl
-import json
+import math
 import os
+import re
 import time
 from typing import Dict, List, Optional
 
+import tensorflow as tf
+
+from common import files
 from common.errors import UserError
 
-LEDGER_NAME = 'results.jsonl'
+RESULTS_DIR = 'results'
+RESULT_NAME = re.compile(r'^step-(\d{9,})\.json$')
 LOCK_NAME = '.lock'
 EVALUATED = 'evaluated'
 SKIPPED = 'skipped'
@@ -22,37 +29,35 @@ SKIPPED = 'skipped'
 
 def eval_dir(model_dir: str, eval_name: str) -> str:
     """Where Estimator.evaluate(name=eval_name) writes its TensorBoard events, and the ledger."""
-    return os.path.join(model_dir, f'eval_{eval_name}')
+    return files.join(model_dir, f'eval_{eval_name}')
+
+
+def result_name(step: int) -> str:
+    return f'step-{step:09d}.json'
 
 
 class Ledger:
     def __init__(self, model_dir: str, eval_name: str):
         self.dir = eval_dir(model_dir, eval_name)
-        self.path = os.path.join(self.dir, LEDGER_NAME)
+        self.path = files.join(self.dir, RESULTS_DIR)
         self.eval_name = eval_name
+        self._read = {}  # file name -> entry: a result, once written, is never changed
 
     def entries(self) -> List[Dict]:
-        """The complete lines, oldest first; a torn last line is left out."""
-        return [entry for entry, _ in self._read()]
-
-    def _read(self):
-        """(entry, end offset) per complete line."""
-        if not os.path.exists(self.path):
-            return []
-        with open(self.path, 'rb') as f:
-            data = f.read()
-        rows, offset = [], 0
-        lines = data.split(b'\n')
-        for number, line in enumerate(lines, 1):
-            end = offset + len(line) + 1
-            if number == len(lines):  # after the last newline: empty, or torn by a kill mid-write
-                break
-            try:
-                rows.append((json.loads(line), end))
-            except ValueError:
-                raise UserError(f'{self.path}:{number}: not a JSON line; fix or delete that line')
-            offset = end
-        return rows
+        """Every result, oldest step first."""
+        names = [name for name in files.listdir(self.path) if RESULT_NAME.match(name)]
+        for name in names:
+            if name not in self._read:
+                path = files.join(self.path, name)
+                try:
+                    self._read[name] = files.read_json(path)
+                except (ValueError, UnicodeDecodeError):
+                    raise UserError(f'{path}: not a JSON object; delete it to evaluate that '
+                                    'checkpoint again')
+                except tf.errors.NotFoundError:  # deleted since listed
+                    continue
+        return sorted((self._read[name] for name in names if name in self._read),
+                      key=lambda entry: entry['step'])
 
     def last_step(self) -> int:
         return max((entry['step'] for entry in self.entries()), default=-1)
@@ -61,21 +66,18 @@ class Ledger:
         return next((entry for entry in self.entries() if entry['step'] == step), None)
 
     def append(self, step: int, checkpoint: str, status: str, **fields) -> Dict:
+        """Records a checkpoint's result as one whole object (again: the same answer replaced)."""
         entry = {'step': step, 'checkpoint': checkpoint, 'status': status,
                  'time': time.strftime('%Y-%m-%dT%H:%M:%S%z'), **fields}
-        rows = self._read()
-        complete = rows[-1][1] if rows else 0
-        os.makedirs(self.dir, exist_ok=True)
-        with open(self.path, 'ab') as f:
-            if f.tell() > complete:  # a torn line from a killed writer
-                f.truncate(complete)
-            f.write(json.dumps(entry, sort_keys=True).encode() + b'\n')
-            f.flush()
-            os.fsync(f.fileno())
+        files.write_json_atomic(files.join(self.path, result_name(step)), entry)
+        self._read[result_name(step)] = entry
         return entry
 
-    def lock(self) -> 'EvalLock':
-        return EvalLock(os.path.join(self.dir, LOCK_NAME), self.eval_name)
+    def lock(self):
+        """The name's lock on a local disk; in a bucket, nothing (see the module's docstring)."""
+        if not files.is_local(self.dir):
+            return contextlib.nullcontext()
+        return EvalLock(os.path.join(files.local_path(self.dir), LOCK_NAME), self.eval_name)
 
 
 class EvalLock:

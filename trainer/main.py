@@ -19,12 +19,16 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
 import tensorflow as tf  # noqa: E402
 from absl import app, flags, logging  # noqa: E402
 
+from common import files  # noqa: E402
 from common.errors import UserError  # noqa: E402
 from models import registry  # noqa: E402
 from trainer import benchmark_input, checkpoints, eval_job, experiment, predict  # noqa: E402
 from trainer import flags as trainer_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
+# Flags that name files or folders: each may be in a bucket (gs://, s3://).
+PATH_FLAGS = ('model_dir', 'train_files', 'eval_files', 'threshold_files', 'export_dir',
+              'saved_model')
 
 
 def train(run: experiment.Experiment):
@@ -95,6 +99,8 @@ def main(argv):
         return 2
     quiet_tensorflow_logging()
     try:
+        # A missing bucket or unreachable endpoint: one line now, not retries or empty listings later.
+        files.check_buckets([FLAGS[name].value for name in PATH_FLAGS] + argv[1:])
         run(experiment.Settings.from_flags(FLAGS, trainer_flags.flagfile_text(FLAGS)), argv[1:])
     except UserError as e:
         print(f'error: {e}', file=sys.stderr)
@@ -109,4 +115,4 @@ def main(argv):
 
 if __name__ == '__main__':
     trainer_flags.define_flags()
-    app.run(main)
+    app.run(files.cli_main(main))

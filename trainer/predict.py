@@ -5,24 +5,42 @@ from typing import List
 
 import tensorflow as tf
 
+from common import files
 from common.errors import UserError
+from trainer import export
+
+
+def resolve_saved_model(path: str) -> str:
+    """--saved_model: a SavedModel folder, or a pointer file such as EXPORT_DIR/best."""
+    if files.exists(path) and not files.isdir(path):
+        step = files.read_text(path).strip()
+        if not step.isdigit():
+            raise UserError(f'--saved_model={path}: neither a SavedModel folder nor an export '
+                            'pointer (a file naming a step)')
+        path = files.join(os.path.dirname(path.rstrip('/')), step)
+    if not files.exists(files.join(path, 'saved_model.pb')):
+        raise UserError(f'--saved_model={path}: no saved_model.pb there; '
+                        'export one with --mode=export')
+    if os.path.basename(path.rstrip('/')).isdigit() and not export.is_complete(path):
+        raise UserError(f'--saved_model={path}: this export is incomplete (no {export.COMPLETE_MARKER}): '
+                        'still being written, or its job was killed; use another version')
+    return path
 
 
 def predict_files(saved_model_dir: str, image_paths: List[str]) -> List[dict]:
     """Runs the SavedModel's serving_default signature (no Estimator) on image files."""
-    if not os.path.exists(os.path.join(saved_model_dir, 'saved_model.pb')):
-        raise UserError(f'--saved_model={saved_model_dir}: no saved_model.pb there; '
-                        'export one with --mode=export')
+    saved_model_dir = resolve_saved_model(saved_model_dir)
     if not image_paths:
         raise UserError('predict: give one or more image files after the flags')
     encoded = []
     for path in image_paths:
         try:
-            with open(path, 'rb') as f:
-                data = f.read()
+            data = files.read_bytes(path)
             tf.io.decode_image(data, expand_animations=False)
-        except OSError as e:
-            raise UserError(f'{path}: cannot read it ({e.strerror})')
+        except tf.errors.NotFoundError:
+            raise UserError(f'{path}: no such file')
+        except (tf.errors.PermissionDeniedError, tf.errors.FailedPreconditionError) as e:
+            raise UserError(f'{path}: cannot read it ({e.message})')
         except tf.errors.InvalidArgumentError:
             raise UserError(f'{path}: not a PNG, JPEG, GIF or BMP image')
         encoded.append(data)

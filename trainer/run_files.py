@@ -1,10 +1,8 @@
 """What the trainer keeps beside the checkpoints in model_dir."""
-import json
-import os
-
 import numpy as np
+import tensorflow as tf
 
-from common.atomic_files import write_json_atomic, write_text_atomic
+from common import files
 from common.errors import UserError
 from trainer import checkpoints
 
@@ -17,39 +15,36 @@ TRAIN_FINISHED_FILE = 'train_finished.json'
 
 def record_flags(model_dir: str, model_name: str, flagfile_text: str) -> None:
     """Writes the trainer's flags to model_dir/flags.txt, refusing to resume a different model."""
-    path = os.path.join(model_dir, FLAGS_FILE)
-    if os.path.exists(path):
-        with open(path) as f:
-            previous = [line.strip()[len('--model='):] for line in f
-                        if line.startswith('--model=')]
+    path = files.join(model_dir, FLAGS_FILE)
+    if files.exists(path):
+        previous = [line.strip()[len('--model='):] for line in files.read_text(path).splitlines()
+                    if line.startswith('--model=')]
         if previous and previous[0] != model_name:
             raise UserError(f'--model_dir={model_dir} holds a {previous[0]} model (see {path}); '
                             f'use another --model_dir for {model_name}')
-    os.makedirs(model_dir, exist_ok=True)
-    write_text_atomic(path, flagfile_text)
+    files.write_text_atomic(path, flagfile_text)
 
 
 def write_train_finished(model_dir: str, train_steps: int, early_stop_reason=None) -> None:
-    write_json_atomic(os.path.join(model_dir, TRAIN_FINISHED_FILE), {
+    files.write_json_atomic(files.join(model_dir, TRAIN_FINISHED_FILE), {
         'step': checkpoints.latest_saved_step(model_dir), 'train_steps': train_steps,
         'early_stopped': bool(early_stop_reason), 'reason': early_stop_reason or 'reached train_steps'})
 
 
 def clear_train_finished(model_dir: str) -> None:
-    path = os.path.join(model_dir, TRAIN_FINISHED_FILE)
-    if os.path.exists(path):
-        os.remove(path)
+    files.remove(files.join(model_dir, TRAIN_FINISHED_FILE))
 
 
 def train_finished(model_dir: str):
     """What the last finished training run wrote (its final step...), or None."""
-    path = os.path.join(model_dir, TRAIN_FINISHED_FILE)
+    path = files.join(model_dir, TRAIN_FINISHED_FILE)
     try:
-        with open(path) as f:
-            finished = json.load(f)
+        finished = files.read_json(path) if files.exists(path) else None
+        if finished is None:
+            return None
         return {'step': int(finished['step']), 'train_steps': int(finished['train_steps']),
                 'early_stopped': bool(finished['early_stopped'])}
-    except FileNotFoundError:
+    except tf.errors.NotFoundError:  # removed by a new training run since it was listed
         return None
     except (ValueError, KeyError, TypeError) as e:
         raise UserError(f'{path}: unreadable ({e}); delete it')

@@ -1,0 +1,151 @@
+"""common/files.py on ram:// (TF's in-memory filesystem), a local disk and a real S3 server."""
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+
+import pytest
+
+from common import files
+from tests.s3_server import free_port
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(params=['ram', 'local', 's3'])
+def root(request, tmp_path):
+    if request.param == 'ram':
+        return f'ram://files-{uuid.uuid4().hex[:8]}'
+    if request.param == 'local':
+        return str(tmp_path / 'root')
+    return request.getfixturevalue('s3_bucket') + '/root'
+
+
+def test_whole_files_round_trip(root):
+    files.makedirs(root)
+    files.write_json_atomic(files.join(root, 'a', 'x.json'), {'step': 12})
+    files.write_text_atomic(files.join(root, 'b.txt'), 'first')
+    files.write_text_atomic(files.join(root, 'b.txt'), 'second')  # replaced whole
+    assert files.read_json(files.join(root, 'a', 'x.json')) == {'step': 12}
+    assert files.read_text(files.join(root, 'b.txt')) == 'second'
+    assert files.exists(files.join(root, 'b.txt'))
+    assert not files.exists(files.join(root, 'missing.txt'))
+    assert files.listdir(root) == ['a', 'b.txt']  # no temporary names left behind
+    assert files.listdir(files.join(root, 'nothing-here')) == []
+
+
+def test_glob_copy_and_remove_tree(root):
+    source, copy = files.join(root, 'staged'), files.join(root, 'copy')
+    for name in ('model.ckpt-10.index', 'model.ckpt-20.index', 'model.ckpt-20.data-00000-of-00001',
+                 'variables/variables.index'):
+        files.write_text_atomic(files.join(source, name), name)
+    assert [os.path.basename(p) for p in files.glob(files.join(source, 'model.ckpt-*.index'))] == [
+        'model.ckpt-10.index', 'model.ckpt-20.index']
+    assert files.copy_tree(source, copy) == sorted([
+        'model.ckpt-10.index', 'model.ckpt-20.data-00000-of-00001', 'model.ckpt-20.index',
+        'variables/variables.index'])
+    assert files.read_text(files.join(copy, 'variables', 'variables.index')) == \
+        'variables/variables.index'
+    files.remove_tree(source)
+    files.remove_tree(source)  # already gone: fine
+    assert files.glob(files.join(source, '*')) == []
+    assert files.isdir(copy)
+    files.remove(files.join(copy, 'model.ckpt-10.index'))
+    files.remove(files.join(copy, 'model.ckpt-10.index'))
+    assert 'model.ckpt-10.index' not in files.listdir(copy)
+
+
+def test_join_keeps_urls():
+    assert files.join('s3://b/m', 'eval_x', 'results') == 's3://b/m/eval_x/results'
+    assert files.bucket_of('gs://bucket/a/b') == 'gs://bucket'
+    assert files.is_local('runs/x') and files.is_local('file:///tmp/x')
+    assert not files.is_local('ram://x') and files.is_bucket('s3://b/x')
+
+
+def test_missing_bucket_is_one_user_error(s3_server):
+    started = time.time()
+    with pytest.raises(files.UserError, match=r'^s3://no-such-bucket/data/train-\*: bucket '
+                                              r's3://no-such-bucket does not exist'):
+        files.glob('s3://no-such-bucket/data/train-*')
+    assert time.time() - started < 10
+    with pytest.raises(files.UserError, match='does not exist'):  # remembered, still an error
+        files.exists('s3://no-such-bucket/x')
+
+
+def run_python(code, env):
+    return subprocess.run([sys.executable, '-c', textwrap.dedent(code)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def first_use_of(path, env):
+    """Runs files.exists(path) in a fresh process; returns (its one line of output, seconds taken)."""
+    result = run_python(f"""
+        import time
+        from common import files
+        started = time.time()
+        try:
+            files.exists({path!r})
+            message = 'no error'
+        except files.UserError as e:
+            message = str(e)
+        print(round(time.time() - started, 1), message)
+        files.exit_process(0)
+        """, env)
+    seconds, message = result.stdout.rstrip('\n').split(' ', 1)
+    return message, float(seconds)
+
+
+def unreachable_env(port):
+    return dict(os.environ, S3_ENDPOINT=f'http://127.0.0.1:{port}', AWS_ACCESS_KEY_ID='x',
+                AWS_SECRET_ACCESS_KEY='x', AWS_REGION='us-east-1', AWS_EC2_METADATA_DISABLED='true')
+
+
+def test_unreachable_endpoint_fails_fast_and_names_the_path():
+    message, seconds = first_use_of('s3://bucket/model', unreachable_env(free_port()))
+    assert message.startswith('s3://bucket/model: cannot reach the S3 endpoint http://127.0.0.1:')
+    assert '\n' not in message and seconds < 30
+
+
+def test_wrong_credentials_are_one_user_error(tmp_path):
+    from tests.s3_server import running_server
+    with running_server(tmp_path / 'moto.log', set_environ=False,
+                        checks_credentials_after=1) as server:
+        bucket = server.make_bucket()  # the one request accepted without credentials
+        env = dict(os.environ, **server.env)
+        message, seconds = first_use_of(f's3://{bucket}/model', env)
+    assert message.startswith(f's3://{bucket}/model: bucket s3://{bucket} does not exist or '
+                              'these credentials cannot read it')
+    assert seconds < 30
+
+
+def test_hung_endpoint_gives_up_within_the_probe_timeout():
+    """A server that accepts connections and never answers (tensorflow-io retries for ~50 s and
+    then reports the bucket as empty)."""
+    import socket
+    with socket.socket() as listener:
+        listener.bind(('127.0.0.1', 0))
+        listener.listen(16)
+        message, seconds = first_use_of('s3://bucket/model/checkpoint',
+                                        unreachable_env(listener.getsockname()[1]))
+    assert message.startswith('s3://bucket/model/checkpoint: cannot reach the S3 endpoint')
+    assert seconds < 30
+
+
+@pytest.mark.parametrize('fail', [False, True])
+def test_cli_exit_status_survives_tensorflow_io_teardown(s3_bucket, fail):
+    """tensorflow-io 0.36.0 aborts (status 134) at interpreter exit after s3:// was used."""
+    result = run_python(f"""
+        from absl import app
+        from common import files
+
+        def main(argv):
+            files.write_text_atomic('{s3_bucket}/hello.txt', 'hi')
+            print('wrote', files.read_text('{s3_bucket}/hello.txt'))
+            return 2 if {fail} else 0
+
+        app.run(files.cli_main(main))
+        """, os.environ)
+    assert result.stdout == 'wrote hi\n'
+    assert result.returncode == (2 if fail else 0), result.stderr[-2000:]

@@ -5,6 +5,7 @@ import re
 from absl import flags
 
 from models import registry
+from trainer import vertex_env
 
 MODES = ('train', 'evaluate', 'continuous_eval', 'train_and_evaluate', 'export', 'predict',
          'benchmark_input')
@@ -87,6 +88,9 @@ def define_flags():
     flags.DEFINE_integer('benchmark_train_steps', 30, 'benchmark_input: training steps to time '
                          'on in-memory input.', lower_bound=3)
 
+    define_device_flags()
+    vertex_env.set_flag_defaults()  # AIP_CHECKPOINT_DIR... when --model_dir is not given
+
     flags.register_validator('model', lambda name: name in registry.names(),
                              message='--model must be one of: ' + ', '.join(registry.names()))
     flags.register_validator('optimizer', lambda name: name in (None, 'adam', 'sgd', 'momentum'),
@@ -142,6 +146,24 @@ def model_params(FLAGS, spec):
         if getattr(FLAGS, name) is not None:
             params[name] = getattr(FLAGS, name)
     return params
+
+
+def define_device_flags():
+    """Devices, distribution and precision (checked against the devices in trainer.devices)."""
+    flags.DEFINE_enum('distribution', 'none', ('none', 'mirrored'), 'mirrored: synchronous '
+                      'training over this machine\'s GPUs (MirroredStrategy); --batch_size is the '
+                      'global batch, split across replicas. none: one device, or a TF_CONFIG '
+                      'cluster\'s parameter-server training.')
+    flags.DEFINE_integer('num_gpus', None, 'GPUs to use (default: all visible).', lower_bound=0)
+    flags.DEFINE_integer('cpu_replicas', 1, 'With --distribution=mirrored and no GPU: mirror over '
+                         'this many CPU devices (to try the multi-device path on a CPU).',
+                         lower_bound=1)
+    flags.DEFINE_enum('precision', 'float32', ('float32', 'mixed_bfloat16', 'mixed_float16'),
+                      'Keras mixed-precision policy in the model: layers compute in 16 bits with '
+                      'float32 variables; logits, loss and metrics stay float32. mixed_float16 '
+                      '(GPUs) scales the loss; mixed_bfloat16 suits CPUs with AVX512-BF16 and TPUs.')
+    flags.DEFINE_boolean('xla', False, 'XLA JIT compilation of the training graph '
+                         '(auto-clustering, CPU and GPU).')
 
 
 def define_cluster_flags():

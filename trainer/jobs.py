@@ -2,7 +2,9 @@
 import tensorflow as tf
 from absl import flags
 
-from trainer import eval_job, evaluation, export, hooks, inputs, ledger, run_files
+from models import precision
+from trainer import devices, eval_job, evaluation, export, hooks, inputs, ledger, run_files
+from trainer import vertex_env
 from trainer import flags as trainer_flags
 from trainer.export_policy import LedgerExports
 
@@ -10,21 +12,30 @@ FLAGS = flags.FLAGS
 
 
 def build_estimator(spec):
+    plan = devices.from_flags(FLAGS)
+    devices.log_plan(plan)
     config = tf.estimator.RunConfig(
         model_dir=FLAGS.model_dir, tf_random_seed=FLAGS.random_seed,
         save_checkpoints_steps=FLAGS.save_checkpoints_steps,
         keep_checkpoint_max=FLAGS.keep_checkpoint_max or None,
         save_summary_steps=FLAGS.log_every_n_steps,
         log_step_count_steps=None)  # ProgressHook logs instead
-    return tf.estimator.Estimator(spec.model_fn, config=config,
+    return tf.estimator.Estimator(precision.with_policy(spec.model_fn, FLAGS.precision),
+                                  config=plan.run_config(config),
                                   params=trainer_flags.model_params(FLAGS, spec))
+
+
+def replica_batch_size():
+    """--batch_size is the global batch: with N replicas, each input_fn call makes 1/N of it."""
+    return devices.from_flags(FLAGS).per_replica_batch(FLAGS.batch_size)
 
 
 def train_input_fn(spec):
     # A resumed run reshuffles differently instead of replaying the first epoch's order.
     seed = FLAGS.random_seed + run_files.latest_step(FLAGS.model_dir)
-    return inputs.make_input_fn(spec, FLAGS.train_files, '--train_files', True, FLAGS.batch_size,
-                                seed=seed, options=trainer_flags.input_options(FLAGS))
+    return inputs.make_input_fn(spec, FLAGS.train_files, '--train_files', True,
+                                replica_batch_size(), seed=seed,
+                                options=trainer_flags.input_options(FLAGS))
 
 
 def eval_input_fn(spec, file_pattern=None, flag_name='--eval_files'):
@@ -67,8 +78,9 @@ def train(spec, estimator):
         run_files.record_flags(FLAGS, spec.name)
         run_files.clear_train_finished(FLAGS.model_dir)
     stoppers = early_stopping_hooks()
+    tensorboard = vertex_env.tensorboard_hooks(FLAGS.log_every_n_steps, is_chief)
     train_spec = tf.estimator.TrainSpec(train_input_fn(spec), max_steps=FLAGS.train_steps,
-                                        hooks=progress_hooks() + stoppers)
+                                        hooks=progress_hooks() + stoppers + tensorboard)
     if FLAGS.mode == 'train':
         estimator.train(train_spec.input_fn, max_steps=train_spec.max_steps, hooks=train_spec.hooks)
     else:  # on a cluster (TF_CONFIG) this runs the chief, a worker or a parameter server

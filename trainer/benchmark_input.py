@@ -15,7 +15,8 @@ from typing import List, Tuple
 import tensorflow as tf
 
 from trainer import flags as trainer_flags
-from trainer import inputs, timing
+from input_fns.errors import DataError
+from trainer import devices, inputs, timing
 
 REPETITIONS = 3
 
@@ -57,7 +58,11 @@ def run(spec, FLAGS) -> dict:
     stages = inputs.training_input_stages(spec, FLAGS.train_files, '--train_files',
                                           FLAGS.batch_size, FLAGS.random_seed, options)
     batches = max(1, FLAGS.benchmark_batches // REPETITIONS)
-    print(f'benchmark_input: --model={spec.name} --batch_size={FLAGS.batch_size}, '
+    plan = devices.from_flags(FLAGS)
+    if plan.num_replicas > 1:
+        raise DataError('--mode=benchmark_input times one device: drop --distribution=mirrored')
+    precision = f'--precision={plan.precision}{" --xla" if plan.xla else ""}'
+    print(f'benchmark_input: --model={spec.name} --batch_size={FLAGS.batch_size} {precision}, '
           f'{batches * REPETITIONS} batches a stage (median of {REPETITIONS}), graph mode',
           flush=True)
     stage_rates = []
@@ -70,8 +75,8 @@ def run(spec, FLAGS) -> dict:
 
     model_dir = tempfile.mkdtemp(prefix='benchmark_input-')
     try:
-        estimator = timing.timing_estimator(spec.model_fn,
-                                            trainer_flags.model_params(FLAGS, spec), model_dir)
+        estimator = timing.timing_estimator(
+            spec.model_fn, trainer_flags.model_params(FLAGS, spec), model_dir, plan)
         steps = max(1, FLAGS.benchmark_train_steps // REPETITIONS)
         train = timing.training_rate(estimator, in_memory_input_fn(stages[-1][1]), steps,
                                      REPETITIONS, warmup_steps=max(2, steps // 5))
@@ -80,7 +85,8 @@ def run(spec, FLAGS) -> dict:
     print(f'  {"training step, input in memory":<40} {train.per_sec:10.1f} steps/sec   '
           f'{1000 / train.per_sec:9.2f} ms/step', flush=True)
     result = {
-        'model': spec.name, 'batch_size': FLAGS.batch_size,
+        'model': spec.name, 'batch_size': FLAGS.batch_size, 'precision': plan.precision,
+        'xla': plan.xla,
         'stages': [{'stage': name, 'batches_per_sec': per_sec, 'adds_ms': cost}
                    for (name, per_sec), (_, cost) in zip(stage_rates, stage_costs(stage_rates))],
         'train_steps_per_sec': train.per_sec,

@@ -7,10 +7,13 @@ uses: what is deployed is what `./run.sh cluster` runs.
 import json
 
 import pytest
+import tensorflow as tf
 import yaml
 from absl import flags
 
 from conftest import run_module
+from input_fns import image_records
+from models import registry
 from trainer import cluster_roles, deploy, local_cluster, vertex_env
 
 TRAINER_FLAGS = ['--model_dir=gs://bucket/runs/mnist', "--train_files=gs://bucket/mnist/train-*",
@@ -161,3 +164,18 @@ def test_bad_deploy_commands_get_one_line(deploy_flags, trainer_flags, message):
     assert result.returncode == 2 and result.stdout == ''
     [line] = result.stderr.strip().splitlines()
     assert line.startswith('error: ') and message in line
+
+
+def test_vertex_tensorboard_folder_gets_the_training_summaries(digit_shards, tmp_path):
+    spec = registry.get('mnist_cnn')
+    estimator = tf.estimator.Estimator(spec.model_fn, str(tmp_path / 'model'),
+                                       params=spec.default_params)
+    log_dir = tmp_path / 'tensorboard'
+    hooks = vertex_env.tensorboard_hooks(1, True, {'AIP_TENSORBOARD_LOG_DIR': str(log_dir)})
+    assert vertex_env.tensorboard_hooks(1, False, {'AIP_TENSORBOARD_LOG_DIR': 'x'}) == []
+    estimator.train(image_records.make_input_fn(digit_shards.train_pattern, spec.image_shape, 8,
+                                                True), max_steps=2, hooks=hooks)
+    [events] = log_dir.iterdir()
+    tags = {value.tag for event in tf.compat.v1.train.summary_iterator(str(events))
+            for value in event.summary.value}
+    assert 'loss' in tags and any(tag.startswith('train_accuracy') for tag in tags)

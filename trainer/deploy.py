@@ -10,8 +10,9 @@ that lets only the job's own pods reach its gRPC port: TensorFlow's runtime has 
 authentication); `vertex` prints a Vertex AI CustomJob spec (JSON). Every replica
 runs `python -m trainer.main` (the image's entry point) with the trainer flags
 after `--` and `--mode=train_and_evaluate`; the operator or Vertex sets TF_CONFIG.
-Nothing is sent anywhere: apply the output with `kubectl apply -f -` or
-`gcloud ai custom-jobs create --region=REGION --config=FILE`.
+Nothing is sent anywhere: apply the output with `kubectl apply -f -`, or POST the
+CustomJob to Vertex AI's customJobs.create (its jobSpec is what
+`gcloud ai custom-jobs create --config=FILE` takes).
 """
 import json
 import sys

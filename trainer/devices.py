@@ -16,9 +16,6 @@ from tensorflow_estimator.python.estimator import run_config as estimator_run_co
 
 from input_fns.errors import DataError
 
-DISTRIBUTIONS = ('none', 'mirrored')
-PRECISIONS = ('float32', 'mixed_bfloat16', 'mixed_float16')
-
 
 @dataclasses.dataclass(frozen=True)
 class Devices:

@@ -152,5 +152,19 @@ def from_flags(FLAGS) -> Plan:
                 FLAGS.xla, FLAGS.batch_size)
 
 
+def cpu_has_bfloat16_units() -> bool:
+    """Whether this CPU does bfloat16 math in hardware (AVX512-BF16 or AMX); Linux only."""
+    try:
+        with open('/proc/cpuinfo') as f:
+            flags_line = next((line for line in f if line.startswith('flags')), '')
+    except OSError:
+        return True  # unknown: do not warn
+    return bool({'avx512_bf16', 'amx_bf16'} & set(flags_line.split()))
+
+
 def log_plan(chosen: Plan):
     logging.info('%s', chosen.describe())
+    on_cpu = not chosen.gpus_used
+    if chosen.precision == 'mixed_bfloat16' and on_cpu and not cpu_has_bfloat16_units():
+        logging.warning('--precision=mixed_bfloat16: this CPU has no AVX512-BF16 or AMX, so '
+                        'bfloat16 is emulated and likely slower than float32')

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Sets up .venv (once per requirements.txt) and dispatches subcommands.
+# Sets up .venv (once per pinned set) and dispatches subcommands.
+#   TF_VARIANT=cpu|gpu chooses requirements.txt or requirements-gpu.txt (default: gpu when
+#   `nvidia-smi -L` finds a GPU); switching variants rebuilds .venv.
 #   ./run.sh                 the demo: offline digits -> shards -> train -> evaluate -> export -> predict
 #   ./run.sh test [ARGS]     the test suite (ARGS go to pytest)
 #   ./run.sh faces [--lfw_dir=ROOT]   the face-pair demo (synthetic faces unless --lfw_dir)
@@ -7,6 +9,7 @@
 #   ./run.sh trainer ...     python -m trainer.main ...
 #   ./run.sh cluster ...     python -m trainer.local_cluster ...: chief, workers, ps, evaluator on loopback
 #   ./run.sh bench [ARGS]    the input-pipeline benchmark (python -m benchmarks.input_bench)
+#   ./run.sh deploy tfjob|vertex ...   print a Kubeflow TFJob or Vertex AI job (python -m trainer.deploy)
 #   ./run.sh python ...      the venv's python
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -14,6 +17,26 @@ cd "$(dirname "$0")"
 venv=.venv
 python_for_venv=${PYTHON:-python3.11}
 stamp="$venv/.requirements.sha256"
+variant_stamp="$venv/.tf_variant"
+
+# Which pinned set: TF_VARIANT=cpu|gpu, else the GPU set when an NVIDIA GPU is visible.
+variant=${TF_VARIANT:-}
+if [ -z "$variant" ]; then
+  variant=cpu
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then variant=gpu; fi
+fi
+case "$variant" in
+  cpu) requirements=requirements.txt ;;
+  gpu) requirements=requirements-gpu.txt ;;
+  *) echo "run.sh: TF_VARIANT=$variant: use cpu or gpu" >&2; exit 2 ;;
+esac
+
+# tensorflow-cpu and tensorflow[and-cuda] install the same module: switching rebuilds the venv.
+installed_variant=$(cat "$variant_stamp" 2>/dev/null || echo cpu)  # older venvs: the CPU set
+if [ -x "$venv/bin/python" ] && [ "$installed_variant" != "$variant" ]; then
+  echo "run.sh: $venv has the $installed_variant set; rebuilding it with the $variant set" >&2
+  rm -rf "$venv"
+fi
 
 if [ ! -x "$venv/bin/python" ]; then
   if ! command -v "$python_for_venv" >/dev/null 2>&1; then
@@ -24,11 +47,12 @@ if [ ! -x "$venv/bin/python" ]; then
   "$python_for_venv" -m venv "$venv"
 fi
 
-wanted=$(sha256sum requirements.txt | cut -d' ' -f1)
+wanted=$(sha256sum "$requirements" | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
-  echo "run.sh: installing pinned requirements into $venv (once)" >&2
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r requirements.txt
+  echo "run.sh: installing pinned $requirements ($variant set) into $venv (once)" >&2
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
   echo "$wanted" > "$stamp"
+  echo "$variant" > "$variant_stamp"
 fi
 
 py="$venv/bin/python"
@@ -52,6 +76,7 @@ case "$command" in
   trainer) exec "$py" -m trainer.main "$@" ;;
   cluster) exec "$py" -m trainer.local_cluster "$@" ;;
   bench)   exec "$py" -m benchmarks.input_bench "$@" ;;
+  deploy)  exec "$py" -m trainer.deploy "$@" ;;
   python)  exec "$py" "$@" ;;
-  *) echo "run.sh: unknown command '$command' (use: demo, faces, test, prepare, trainer, cluster, bench, python)" >&2; exit 2 ;;
+  *) echo "run.sh: unknown command '$command' (use: demo, faces, test, prepare, trainer, cluster, bench, deploy, python)" >&2; exit 2 ;;
 esac

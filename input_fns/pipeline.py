@@ -88,7 +88,8 @@ def _listed_shards(folder: str) -> Optional[set]:
 def worker_share_from_tf_config(tf_config: Optional[str] = None) -> Tuple[int, int]:
     """(number of training workers, this task's index) from TF_CONFIG.
 
-    The chief counts as worker 0, as in tf.estimator.RunConfig. Tasks that do not
+    The chief counts as worker 0, as in tf.estimator.RunConfig; so does a `master`
+    (older Vertex AI and Cloud ML Engine jobs name the chief so). Tasks that do not
     train (evaluator, ps) and single-machine runs get (1, 0): all of the data.
     """
     raw = os.environ.get('TF_CONFIG', '') if tf_config is None else tf_config
@@ -100,12 +101,12 @@ def worker_share_from_tf_config(tf_config: Optional[str] = None) -> Tuple[int, i
         raise UserError(f'TF_CONFIG is not valid JSON ({e}); fix the environment variable')
     cluster = config.get('cluster', {})
     task = config.get('task', {})
-    num_chief = len(cluster.get('chief', []))
+    num_chief = len(cluster.get('chief', [])) + len(cluster.get('master', []))
     num_workers = num_chief + len(cluster.get('worker', []))
     task_type, task_index = task.get('type'), int(task.get('index', 0))
-    if num_workers <= 1 or task_type not in ('chief', 'worker'):
+    if num_workers <= 1 or task_type not in ('chief', 'master', 'worker'):
         return 1, 0
-    return num_workers, (0 if task_type == 'chief' else num_chief + task_index)
+    return num_workers, (num_chief + task_index if task_type == 'worker' else 0)
 
 
 def worker_share(files: List[str], num_workers: int, worker_index: int) -> List[str]:

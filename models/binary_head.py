@@ -5,11 +5,11 @@ labels 1.0 for the same person, 0.0 for different people); csv_mlp one per row.
 """
 import tensorflow as tf
 
-from models import training
+from models import precision, training
 
 def binary_estimator_spec(logits, labels, mode, params, predictions=None, export_outputs=None,
                         update_ops=()):
-    logits = tf.identity(tf.reshape(logits, [-1]), name='logits')
+    logits = tf.identity(tf.reshape(precision.float32(logits), [-1]), name='logits')
     probability = tf.sigmoid(logits, name='probability')
     predictions = {'probability': probability, 'logit': logits, **(predictions or {})}
     if mode == tf.estimator.ModeKeys.PREDICT:

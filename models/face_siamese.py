@@ -6,7 +6,7 @@ tower can index faces once and compare them later.
 """
 import tensorflow as tf
 
-from models import binary_head, registry
+from models import binary_head, precision, registry
 
 IMAGE_SHAPE = (64, 64, 1)
 DEFAULT_PARAMS = {
@@ -40,8 +40,10 @@ def model_fn(features, labels, mode, params):
     params = {**DEFAULT_PARAMS, **(params or {})}
     training = mode == tf.estimator.ModeKeys.TRAIN
     tower = build_tower(params['embedding_size'], params['dropout_rate'])
-    embedding_a = tf.identity(tower(features['image_a'], training=training), name='embedding_a')
-    embedding_b = tf.identity(tower(features['image_b'], training=training), name='embedding_b')
+    embedding_a = tf.identity(precision.float32(tower(features['image_a'], training=training)),
+                              name='embedding_a')
+    embedding_b = tf.identity(precision.float32(tower(features['image_b'], training=training)),
+                              name='embedding_b')
     pair = tf.concat([tf.abs(embedding_a - embedding_b), embedding_a * embedding_b], axis=1)
     head = build_head()
     logits = head(pair, training=training)

@@ -1,7 +1,7 @@
 """The MNIST CNN: conv 5x5x32, max-pool, conv 5x5x64, max-pool, dense 1024, dropout 0.4, 10 logits."""
 import tensorflow as tf
 
-from models import registry, training
+from models import precision, registry, training
 
 NUM_CLASSES = 10
 IMAGE_SHAPE = (28, 28, 1)
@@ -34,7 +34,7 @@ def model_fn(features, labels, mode, params):
     images = features['image'] if isinstance(features, dict) else features
     logits = build_network(params['dropout_rate'])(
         images, training=mode == tf.estimator.ModeKeys.TRAIN)
-    logits = tf.identity(logits, name='logits')
+    logits = tf.identity(precision.float32(logits), name='logits')
     probabilities = tf.nn.softmax(logits, name='probabilities')
     classes = tf.argmax(logits, axis=1, name='classes')
     predictions = {'classes': classes, 'probabilities': probabilities}

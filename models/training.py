@@ -1,6 +1,8 @@
 """The training step every model shares: optimizer and learning-rate schedule from params."""
 import tensorflow as tf
 
+from models import precision
+
 OPTIMIZERS = {
     'adam': lambda rate: tf.compat.v1.train.AdamOptimizer(rate),
     'sgd': lambda rate: tf.compat.v1.train.GradientDescentOptimizer(rate),
@@ -26,6 +28,6 @@ def train_op(loss, params, batch_accuracy, update_ops=()):
     rate = learning_rate(params)
     tf.compat.v1.summary.scalar('learning_rate', rate)
     tf.compat.v1.summary.scalar('train_accuracy', batch_accuracy)
-    optimizer = OPTIMIZERS[params['optimizer']](rate)
+    optimizer = precision.loss_scaled(OPTIMIZERS[params['optimizer']](rate))
     with tf.control_dependencies(list(update_ops)):
         return optimizer.minimize(loss, global_step=tf.compat.v1.train.get_or_create_global_step())

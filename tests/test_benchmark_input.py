@@ -48,10 +48,14 @@ def test_cli_prints_its_verdict(tmp_path):
                                       rows_per_shard=16, num_features=1024)
     result = run_module('trainer.main', '--model=csv_mlp', '--mode=benchmark_input',
                         f'--train_files={out}/train-*', '--batch_size=8',
-                        '--benchmark_batches=6', '--benchmark_train_steps=3')
+                        '--benchmark_batches=6', '--benchmark_train_steps=3',
+                        '--precision=mixed_bfloat16')
     lines = result.stdout.splitlines()
+    assert lines[0].startswith('benchmark_input: --model=csv_mlp --batch_size=8 '
+                               '--precision=mixed_bfloat16, ')
     verdict = next(line for line in lines if line.startswith('verdict: '))
     report = json.loads(lines[-1])
+    assert (report['precision'], report['xla']) == ('mixed_bfloat16', False)
     assert [s['stage'] for s in report['stages']] == [
         'read: interleave, shuffle, batch', '+ parse the batch', '+ prefetch: the input_fn']
     assert all(np.isfinite(s['batches_per_sec']) and s['batches_per_sec'] > 0

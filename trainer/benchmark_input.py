@@ -14,7 +14,8 @@ from typing import List, Tuple
 
 import tensorflow as tf
 
-from trainer import timing
+from common.errors import UserError
+from trainer import devices, timing
 from trainer.experiment import Settings, model_params
 from trainer.input_kinds import registry as input_kinds
 
@@ -59,7 +60,11 @@ def run(settings: Settings, spec) -> dict:
         spec, settings.train_files, '--train_files', settings.batch_size, settings.random_seed,
         settings.input_options)
     batches = max(1, settings.benchmark_batches // REPETITIONS)
-    print(f'benchmark_input: --model={spec.name} --batch_size={settings.batch_size}, '
+    plan = devices.from_settings(settings)
+    if plan.num_replicas > 1:
+        raise UserError('--mode=benchmark_input times one device: drop --distribution=mirrored')
+    precision = f'--precision={plan.precision}{" --xla" if plan.xla else ""}'
+    print(f'benchmark_input: --model={spec.name} --batch_size={settings.batch_size} {precision}, '
           f'{batches * REPETITIONS} batches a stage (median of {REPETITIONS}), graph mode',
           flush=True)
     stage_rates = []
@@ -72,8 +77,8 @@ def run(settings: Settings, spec) -> dict:
 
     model_dir = tempfile.mkdtemp(prefix='benchmark_input-')
     try:
-        estimator = timing.timing_estimator(spec.model_fn,
-                                            model_params(settings, spec), model_dir)
+        estimator = timing.timing_estimator(spec.model_fn, model_params(settings, spec),
+                                            model_dir, plan)
         steps = max(1, settings.benchmark_train_steps // REPETITIONS)
         train = timing.training_rate(estimator, in_memory_input_fn(stages[-1][1]), steps,
                                      REPETITIONS, warmup_steps=max(2, steps // 5))
@@ -82,7 +87,8 @@ def run(settings: Settings, spec) -> dict:
     print(f'  {"training step, input in memory":<40} {train.per_sec:10.1f} steps/sec   '
           f'{1000 / train.per_sec:9.2f} ms/step', flush=True)
     result = {
-        'model': spec.name, 'batch_size': settings.batch_size,
+        'model': spec.name, 'batch_size': settings.batch_size, 'precision': plan.precision,
+        'xla': plan.xla,
         'stages': [{'stage': name, 'batches_per_sec': per_sec, 'adds_ms': cost}
                    for (name, per_sec), (_, cost) in zip(stage_rates, stage_costs(stage_rates))],
         'train_steps_per_sec': train.per_sec,

@@ -11,7 +11,9 @@ from typing import Callable, Dict, Optional
 
 import tensorflow as tf
 
-from trainer import checkpoints, eval_job, export, hooks, ledger, run_files
+from models import precision
+from trainer import checkpoints, devices, eval_job, export, hooks, ledger, run_files
+from trainer import vertex_env
 from trainer.export_policy import LedgerExports
 from trainer.input_kinds import registry as input_kinds
 from trainer.input_kinds.base import InputOptions
@@ -53,6 +55,11 @@ class Settings:
     saved_model: Optional[str] = None
     benchmark_batches: int = 300
     benchmark_train_steps: int = 30
+    distribution: str = 'none'
+    num_gpus: Optional[int] = None
+    cpu_replicas: int = 1
+    precision: str = 'float32'
+    xla: bool = False
     flagfile_text: str = ''  # what MODEL_DIR/flags.txt records
 
     @classmethod
@@ -84,13 +91,16 @@ def model_params(settings: Settings, spec) -> Dict:
 
 
 def build_estimator(settings: Settings, spec) -> tf.estimator.Estimator:
+    plan = devices.from_settings(settings)
+    devices.log_plan(plan)
     config = tf.estimator.RunConfig(
         model_dir=settings.model_dir, tf_random_seed=settings.random_seed,
         save_checkpoints_steps=settings.save_checkpoints_steps,
         keep_checkpoint_max=settings.keep_checkpoint_max or None,
         save_summary_steps=settings.log_every_n_steps,
         log_step_count_steps=None)  # ProgressHook logs instead
-    return tf.estimator.Estimator(spec.model_fn, config=config,
+    return tf.estimator.Estimator(precision.with_policy(spec.model_fn, settings.precision),
+                                  config=plan.run_config(config),
                                   params=model_params(settings, spec))
 
 
@@ -104,8 +114,11 @@ class Experiment:
     def train_input_fn(self) -> Callable:
         # A resumed run reshuffles differently instead of replaying the first epoch's order.
         seed = self.settings.random_seed + checkpoints.latest_saved_step(self.settings.model_dir)
+        # --batch_size is the global batch: with N replicas each input_fn call makes 1/N of it.
+        replica_batch = devices.from_settings(self.settings).per_replica_batch(
+            self.settings.batch_size)
         return self.kind.train_input_fn(self.spec, self.settings.train_files, '--train_files',
-                                        self.settings.batch_size, seed, self.settings.input_options)
+                                        replica_batch, seed, self.settings.input_options)
 
     def eval_input_fn(self, file_pattern: Optional[str] = None,
                       flag_name: str = '--eval_files') -> Callable:
@@ -126,8 +139,10 @@ class Experiment:
     def train_spec(self) -> tf.estimator.TrainSpec:
         progress = hooks.ProgressHook(self.settings.log_every_n_steps, self.settings.batch_size,
                                       self.settings.model_dir)
+        tensorboard = vertex_env.tensorboard_hooks(self.settings.log_every_n_steps,
+                                                   self.estimator.config.is_chief)
         return tf.estimator.TrainSpec(self.train_input_fn(), max_steps=self.settings.train_steps,
-                                      hooks=[progress] + self.early_stopping_hooks)
+                                      hooks=[progress] + self.early_stopping_hooks + tensorboard)
 
     @functools.cached_property
     def eval_spec(self) -> tf.estimator.EvalSpec:

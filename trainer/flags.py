@@ -6,6 +6,7 @@ from absl import flags
 
 from common import files
 from models import registry, training
+from trainer import vertex_env
 from trainer.input_kinds.base import InputOptions
 
 MODES = ('train', 'evaluate', 'continuous_eval', 'train_and_evaluate', 'export', 'predict',
@@ -90,6 +91,9 @@ def define_flags():
     flags.DEFINE_integer('benchmark_train_steps', 30, 'benchmark_input: training steps to time '
                          'on in-memory input.', lower_bound=3)
 
+    define_device_flags()
+    vertex_env.set_flag_defaults()  # AIP_CHECKPOINT_DIR... when --model_dir is not given
+
     flags.register_validator('model', lambda name: name in registry.names(),
                              message='--model must be one of: ' + ', '.join(registry.names()))
     flags.register_validator('optimizer', lambda name: name is None or name in training.OPTIMIZERS,
@@ -131,6 +135,24 @@ def flagfile_text(flag_values) -> str:
     """The trainer's flags as --flagfile lines, sorted (what MODEL_DIR/flags.txt holds)."""
     lines = [flag.serialize() for flag in flag_values.get_flags_for_module(__name__)]
     return ''.join(f'{line}\n' for line in sorted(lines) if line)
+
+
+def define_device_flags():
+    """Devices, distribution and precision (checked against the devices in trainer.devices)."""
+    flags.DEFINE_enum('distribution', 'none', ('none', 'mirrored'), 'mirrored: synchronous '
+                      'training over this machine\'s GPUs (MirroredStrategy); --batch_size is the '
+                      'global batch, split across replicas. none: one device, or a TF_CONFIG '
+                      'cluster\'s parameter-server training.')
+    flags.DEFINE_integer('num_gpus', None, 'GPUs to use (default: all visible).', lower_bound=0)
+    flags.DEFINE_integer('cpu_replicas', 1, 'With --distribution=mirrored and no GPU: mirror over '
+                         'this many CPU devices (to try the multi-device path on a CPU).',
+                         lower_bound=1)
+    flags.DEFINE_enum('precision', 'float32', ('float32', 'mixed_bfloat16', 'mixed_float16'),
+                      'Keras mixed-precision policy in the model: layers compute in 16 bits with '
+                      'float32 variables; logits, loss and metrics stay float32. mixed_float16 '
+                      '(GPUs) scales the loss; mixed_bfloat16 suits CPUs with AVX512-BF16 and TPUs.')
+    flags.DEFINE_boolean('xla', False, 'XLA JIT compilation of the training graph '
+                         '(auto-clustering, CPU and GPU).')
 
 
 def define_cluster_flags():

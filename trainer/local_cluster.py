@@ -22,6 +22,7 @@ import time
 
 from absl import app, flags, logging
 
+from trainer import cluster_roles
 from trainer import flags as trainer_flags
 
 FLAGS = flags.FLAGS
@@ -44,12 +45,11 @@ def cluster_spec(num_workers: int, num_ps: int):
 
 def tasks(spec, evaluator: bool):
     """(role, TF_CONFIG) per task. The evaluator is not in the cluster, as TF_CONFIG defines it."""
-    result = [(f'{job}{index}' if job != 'chief' else job,
-               {'cluster': spec, 'task': {'type': job, 'index': index}})
-              for job in ('ps', 'chief', 'worker') for index in range(len(spec.get(job, [])))]
+    configs = [{'cluster': spec, 'task': {'type': job, 'index': index}}
+               for job in ('ps', 'chief', 'worker') for index in range(len(spec.get(job, [])))]
     if evaluator:
-        result.append(('evaluator', {'cluster': spec, 'task': {'type': 'evaluator', 'index': 0}}))
-    return result
+        configs.append({'cluster': spec, 'task': {'type': 'evaluator', 'index': 0}})
+    return [(cluster_roles.role(config).label, config) for config in configs]
 
 
 def _die_with_launcher():

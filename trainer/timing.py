@@ -6,6 +6,8 @@ from typing import Callable, List, Optional
 
 import tensorflow as tf
 
+from models import precision
+
 
 @dataclasses.dataclass
 class Rate:
@@ -57,11 +59,17 @@ class StepTimes(tf.estimator.SessionRunHook):
         self.times.append(time.perf_counter())
 
 
-def timing_estimator(model_fn, params, model_dir: str) -> tf.estimator.Estimator:
-    """An Estimator that writes no checkpoints or summaries while it is timed."""
+def timing_estimator(model_fn, params, model_dir: str, plan=None) -> tf.estimator.Estimator:
+    """An Estimator that writes no checkpoints or summaries while it is timed.
+
+    plan (trainer.devices.Plan): the precision, XLA and devices to time it with.
+    """
     config = tf.estimator.RunConfig(model_dir=model_dir, save_checkpoints_steps=None,
                                     save_checkpoints_secs=None, save_summary_steps=0,
                                     log_step_count_steps=None)
+    if plan is not None:
+        config = plan.run_config(config)
+        model_fn = precision.with_policy(model_fn, plan.precision)
     return tf.estimator.Estimator(model_fn, config=config, params=params)
 
 

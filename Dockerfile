@@ -19,6 +19,7 @@ RUN case "$VARIANT" in \
 FROM ${PYTHON_IMAGE}
 COPY --from=build /opt/venv /opt/venv
 WORKDIR /app
+COPY common/ common/
 COPY input_fns/ input_fns/
 COPY models/ models/
 COPY trainer/ trainer/

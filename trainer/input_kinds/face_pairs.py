@@ -4,7 +4,6 @@ Evaluation adds LFW's protocol (trainer/pair_protocol.py) to Estimator's metrics
 """
 import tensorflow as tf
 
-from benchmarks import baselines
 from input_fns import face_images, face_pairs
 from trainer import pair_protocol
 from trainer.input_kinds import base, registry
@@ -25,7 +24,7 @@ class FacePairs(base.InputKind):
     # --pair_sampler: drawn inside tf.data, or the naive Python generator kept for comparison.
     pair_samplers = {
         'graph': face_pairs.sampled_pairs_dataset,
-        'generator': lambda files, index, *args: baselines.generator_pairs_dataset(index, *args),
+        'generator': lambda files, index, *args: _generator_pairs(index, *args),
     }
 
     def train_input_fn(self, spec, file_pattern, flag_name, batch_size, seed, options):
@@ -72,3 +71,9 @@ class FacePairs(base.InputKind):
 
 
 KIND = registry.register(FacePairs())
+
+
+def _generator_pairs(index, *args):
+    # Imported on use: benchmarks/ is not part of the trainer's container image.
+    from benchmarks import baselines
+    return baselines.generator_pairs_dataset(index, *args)

@@ -48,7 +48,8 @@ class EvalJob:
         try:
             metrics = self.estimator.evaluate(self.input_fn, checkpoint_path=path,
                                               name=self.ledger.eval_name)
-            metrics = {key: run_files.json_value(value) for key, value in metrics.items()}
+            metrics = {key: run_files.json_value(value) for key, value in metrics.items()
+                       if not isinstance(value, bytes)}  # pictures, already in TensorBoard
             if self.extra_metrics:
                 metrics.update(self.extra_metrics(path))
         except (tf.errors.OpError, ValueError):  # ValueError: 'not a valid checkpoint'

@@ -13,7 +13,9 @@ GLYPHS = {  # 3 columns x 5 rows; '#' is ink
     '8': ('###', '#.#', '###', '#.#', '###'), '9': ('###', '#.#', '###', '..#', '###'),
     '.': ('...', '...', '...', '...', '.#.'), '%': ('#.#', '..#', '.#.', '#..', '#.#'),
     '>': ('#..', '.#.', '..#', '.#.', '#..'), ' ': ('...',) * 5,
-    'A': ('.#.', '#.#', '###', '#.#', '#.#'), 'D': ('##.', '#.#', '#.#', '#.#', '##.'),
+    'A': ('.#.', '#.#', '###', '#.#', '#.#'), 'C': ('.##', '#..', '#..', '#..', '.##'),
+    'R': ('##.', '#.#', '##.', '#.#', '#.#'), 'U': ('#.#', '#.#', '#.#', '#.#', '###'),
+    'D': ('##.', '#.#', '#.#', '#.#', '##.'),
     'E': ('###', '#..', '##.', '#..', '###'), 'F': ('###', '#..', '##.', '#..', '#..'),
     'I': ('###', '.#.', '.#.', '.#.', '###'), 'M': ('#.#', '###', '###', '#.#', '#.#'),
     'P': ('##.', '#.#', '##.', '#..', '#..'), 'S': ('.##', '#..', '.#.', '..#', '##.'),
@@ -97,21 +99,22 @@ def pair_strip(images_a, images_b, labels, scores) -> np.ndarray:
 
 
 def confusion_image(matrix: np.ndarray, cell: int = 28) -> np.ndarray:
-    """Rows are true classes, columns predicted; a cell's blue is its share of the row, with the count.
-
-    Class numbers label the rows (left) and columns (top); 'T' and 'P' mark which is which.
-    """
+    """Rows are true classes, columns predicted; a cell's blue is its share of the row, with the count."""
     matrix = np.asarray(matrix, np.int64)
     classes = matrix.shape[0]
-    margin = cell
-    canvas = np.full((margin + classes * cell + 1, margin + classes * cell + 1, 3), WHITE, np.uint8)
-    draw_text(canvas, 'T', margin - 12, 3, RED)
-    draw_text(canvas, 'P', 3, margin - 8, GREEN)
+    margin = 36  # room for the headers and class numbers
+    size = margin + classes * cell + 1
+    canvas = np.full((size, max(size, margin + text_width('PREDICTED', 2) + 4), 3), WHITE, np.uint8)
+    draw_text(canvas, 'PREDICTED', 2, margin + max(0, (classes * cell - text_width('PREDICTED', 2)) // 2),
+              GREEN)
+    draw_text(canvas, 'TRUE', margin - 12, 2, RED)
     shares = matrix / np.maximum(matrix.sum(axis=1, keepdims=True), 1)
     for i in range(classes):
         label = str(i)
-        draw_text(canvas, label, margin + i * cell + (cell - 10) // 2, 4, RED)
-        draw_text(canvas, label, 14, margin + i * cell + (cell - text_width(label, 2)) // 2, GREEN)
+        draw_text(canvas, label, margin + i * cell + (cell - 10) // 2,
+                  margin - 4 - text_width(label, 2), RED)
+        draw_text(canvas, label, margin - 12,
+                  margin + i * cell + (cell - text_width(label, 2)) // 2, GREEN)
         for j in range(classes):
             top, left = margin + i * cell, margin + j * cell
             shade = np.array([255, 255, 255]) - shares[i, j] * np.array([215, 150, 0])

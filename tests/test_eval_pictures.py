@@ -70,7 +70,7 @@ def test_drawn_text_is_the_glyphs():
 
 def test_confusion_image_shades_by_share_of_the_row():
     picture = drawing.confusion_image(np.array([[9, 1], [0, 10]]), cell=28)
-    cell = lambda i, j: picture[28 + 28 * i + 2, 28 + 28 * j + 2]  # noqa: E731  (past the grid line)
+    cell = lambda i, j: picture[36 + 28 * i + 2, 36 + 28 * j + 2]  # noqa: E731  (past the grid line)
     assert cell(1, 1)[0] < cell(0, 0)[0] < cell(0, 1)[0] < cell(1, 0)[0] == 255
 
 

@@ -7,6 +7,7 @@
 #   ./run.sh trainer ...     python -m trainer.main ...
 #   ./run.sh cluster ...     python -m trainer.local_cluster ...: chief, workers, ps, evaluator on loopback
 #   ./run.sh bench [ARGS]    the input-pipeline benchmark (python -m benchmarks.input_bench)
+#   ./run.sh screenshots --model_dir=M [--output_dir=docs]   TensorBoard dashboards in headless Chromium
 #   ./run.sh python ...      the venv's python
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -43,6 +44,7 @@ case "$command" in
   trainer) exec "$py" -m trainer.main "$@" ;;
   cluster) exec "$py" -m trainer.local_cluster "$@" ;;
   bench)   exec "$py" -m benchmarks.input_bench "$@" ;;
+  screenshots) exec "$py" -m tools.screenshots "$@" ;;
   python)  exec "$py" "$@" ;;
-  *) echo "run.sh: unknown command '$command' (use: demo, faces, test, prepare, trainer, cluster, bench, python)" >&2; exit 2 ;;
+  *) echo "run.sh: unknown command '$command' (use: demo, faces, test, prepare, trainer, cluster, bench, screenshots, python)" >&2; exit 2 ;;
 esac

@@ -12,8 +12,8 @@ from typing import Callable, Dict, List, Optional, Tuple
 import tensorflow as tf
 from absl import logging
 
+from common.errors import UserError
 from input_fns import shards
-from input_fns.errors import DataError
 
 AUTOTUNE = tf.data.AUTOTUNE
 DEFAULT_SHUFFLE_BUFFER = 10_000
@@ -29,7 +29,7 @@ def list_record_files(file_pattern: str, flag_name: str = 'file pattern') -> Lis
         files.extend(tf.io.gfile.glob(pattern))
     files = sorted(set(files))
     if not files:
-        raise DataError(f'{flag_name}: no files match {file_pattern!r}; check the path, or '
+        raise UserError(f'{flag_name}: no files match {file_pattern!r}; check the path, or '
                         'write shards first with `python -m input_fns.prepare`')
     return files
 
@@ -46,13 +46,13 @@ def check_record_files(files: List[str], feature_spec: Dict[str, tf.io.FixedLenF
         try:
             first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
         except tf.errors.OpError as e:
-            raise DataError(f'{path}: not a readable TFRecord file ({e.message.splitlines()[0]})')
+            raise UserError(f'{path}: not a readable TFRecord file ({e.message.splitlines()[0]})')
         if first is None:
             continue
         try:
             example = tf.io.parse_single_example(first, feature_spec)
         except tf.errors.OpError as e:
-            raise DataError(f'{path}: records do not match the expected features '
+            raise UserError(f'{path}: records do not match the expected features '
                             f'{sorted(feature_spec)}: {e.message.splitlines()[0]}')
         if check_example is not None:
             check_example(example, path)
@@ -68,7 +68,7 @@ def check_listed_in_manifests(files: List[str]) -> None:
             manifests[folder] = _listed_shards(folder)
         listed = manifests[folder]
         if listed is not None and os.path.basename(path) not in listed:
-            raise DataError(f'{path}: not listed in {os.path.join(folder, shards.MANIFEST_NAME)}; '
+            raise UserError(f'{path}: not listed in {os.path.join(folder, shards.MANIFEST_NAME)}; '
                             'it may be left over from an interrupted or older prepare run: '
                             'delete it or run prepare again')
 
@@ -81,7 +81,7 @@ def _listed_shards(folder: str) -> Optional[set]:
         manifest = shards.read_manifest(folder)
         return {s['file'] for split in manifest['splits'].values() for s in split['shards']}
     except (ValueError, KeyError, TypeError) as e:
-        raise DataError(f'{path}: unreadable manifest ({e}); run prepare again')
+        raise UserError(f'{path}: unreadable manifest ({e}); run prepare again')
 
 
 def worker_share_from_tf_config(tf_config: Optional[str] = None) -> Tuple[int, int]:
@@ -96,7 +96,7 @@ def worker_share_from_tf_config(tf_config: Optional[str] = None) -> Tuple[int, i
     try:
         config = json.loads(raw)
     except ValueError as e:
-        raise DataError(f'TF_CONFIG is not valid JSON ({e}); fix the environment variable')
+        raise UserError(f'TF_CONFIG is not valid JSON ({e}); fix the environment variable')
     cluster = config.get('cluster', {})
     task = config.get('task', {})
     num_chief = len(cluster.get('chief', []))
@@ -112,7 +112,7 @@ def worker_share(files: List[str], num_workers: int, worker_index: int) -> List[
     if num_workers <= 1:
         return files
     if len(files) < num_workers:
-        raise DataError(f'{len(files)} files cannot be shared among {num_workers} workers: '
+        raise UserError(f'{len(files)} files cannot be shared among {num_workers} workers: '
                         f'write at least {num_workers} shards (prepare --num_shards)')
     share = files[worker_index::num_workers]
     logging.info('training worker %d of %d reads its share: %s', worker_index, num_workers,

@@ -16,6 +16,7 @@ import tensorflow as tf
 from absl import logging
 
 from common import progress
+from common.atomic_files import write_bytes_atomic, write_json_atomic
 
 MANIFEST_NAME = 'manifest.json'
 SHARD_SUFFIX = '.tfrecord'
@@ -23,24 +24,6 @@ SHARD_SUFFIX = '.tfrecord'
 
 def shard_name(split: str, index: int, num_shards: int, suffix: str = SHARD_SUFFIX) -> str:
     return f'{split}-{index:05d}-of-{num_shards:05d}{suffix}'
-
-
-def write_bytes_atomic(path: str, data: bytes) -> None:
-    """Writes to a temporary name, then renames: readers never see half a file."""
-    temp_path = f'{path}.tmp-{os.getpid()}'
-    with open(temp_path, 'wb') as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(temp_path, path)
-
-
-def write_text_atomic(path: str, text: str) -> None:
-    write_bytes_atomic(path, text.encode('utf-8'))
-
-
-def write_json_atomic(path: str, obj) -> None:
-    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True) + '\n')
 
 
 def read_manifest(output_dir: str) -> Dict:

@@ -13,7 +13,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import tensorflow as tf
 from absl import logging
 
-from input_fns.errors import DataError
+from common.errors import UserError
 from trainer import checkpoints, ledger, run_files
 from trainer.export_policy import LedgerExports
 
@@ -35,7 +35,7 @@ class EvalJob:
         """Checks the ledger holds results on the same data, and mends exports a kill left undone."""
         for entry in self.ledger.entries():
             if entry.get('eval_files', self.eval_files) != self.eval_files:
-                raise DataError(f'--eval_name={self.ledger.eval_name}: {self.ledger.path} holds '
+                raise UserError(f'--eval_name={self.ledger.eval_name}: {self.ledger.path} holds '
                                 f'results on --eval_files={entry["eval_files"]}; give '
                                 f'{self.eval_files} its own --eval_name')
         self.update_exports()

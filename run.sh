@@ -6,6 +6,7 @@
 #   ./run.sh prepare ...     python -m input_fns.prepare ...
 #   ./run.sh trainer ...     python -m trainer.main ...
 #   ./run.sh cluster ...     python -m trainer.local_cluster ...: chief, workers, ps, evaluator on loopback
+#   ./run.sh status --model_dir=M [--format=json]   where a run stands: steps, checkpoints, eval jobs, exports
 #   ./run.sh bench [ARGS]    the input-pipeline benchmark (python -m benchmarks.input_bench)
 #   ./run.sh screenshots --model_dir=M [--output_dir=docs]   TensorBoard dashboards in headless Chromium
 #   ./run.sh python ...      the venv's python
@@ -45,6 +46,7 @@ case "$command" in
   cluster) exec "$py" -m trainer.local_cluster "$@" ;;
   bench)   exec "$py" -m benchmarks.input_bench "$@" ;;
   screenshots) exec "$py" -m tools.screenshots "$@" ;;
+  status)  exec "$py" -m trainer.status "$@" ;;
   python)  exec "$py" "$@" ;;
-  *) echo "run.sh: unknown command '$command' (use: demo, faces, test, prepare, trainer, cluster, bench, screenshots, python)" >&2; exit 2 ;;
+  *) echo "run.sh: unknown command '$command' (use: demo, faces, test, prepare, trainer, cluster, status, bench, screenshots, python)" >&2; exit 2 ;;
 esac

@@ -10,7 +10,7 @@ first, then absl's logging and flag-file flags, leaving out the flags that
 imported test and TPU modules define (they do nothing here).
 """
 import sys
-from typing import Callable, Sequence, Tuple, Type
+from typing import Callable, Sequence, Tuple, Type, Union
 
 from absl import app, flags
 
@@ -36,10 +36,12 @@ def adopt_flags(modules: Sequence[str]) -> None:
 
 def full_help(own_modules: Sequence[str]) -> str:
     """The command's own flags first, then the other modules' flags, without unrelated ones."""
-    others = sorted(module for module in FLAGS.flags_by_module_dict()
-                    if module not in own_modules and module != main_module_name()
+    by_module = FLAGS.flags_by_module_dict()
+    first = [main_module_name()] if main_module_name() in by_module else []
+    first += own_modules
+    others = sorted(module for module in by_module if module not in first
                     and not module.startswith(UNRELATED_FLAG_MODULES))
-    return '\n\n'.join(FLAGS.module_help(module) for module in [*own_modules, *others])
+    return '\n\n'.join(FLAGS.module_help(module) for module in [*first, *others])
 
 
 def _usage(flag_text: str) -> None:
@@ -95,11 +97,12 @@ def parse_flags(argv):
 
 def run(main: Callable, own_modules: Sequence[str],
         user_errors: Tuple[Type[Exception], ...] = (),
-        interrupted_message: str = 'interrupted') -> None:
+        interrupted_message: Union[str, Callable[[], str]] = 'interrupted') -> None:
     """app.run(main) with this project's help and exit statuses.
 
     user_errors: exceptions that mean bad input (exit 2 with their message).
-    interrupted_message: what Ctrl-C prints, e.g. '...; resume with the same command'.
+    interrupted_message: what Ctrl-C prints, e.g. '...; resume with the same command', or a
+      function returning it (called after the flags are parsed).
     """
     install_help(own_modules)
 
@@ -110,7 +113,8 @@ def run(main: Callable, own_modules: Sequence[str],
             print(f'error: {error}', file=sys.stderr)
             return EXIT_USAGE
         except KeyboardInterrupt:
-            print(f'\n{interrupted_message}', file=sys.stderr)
+            message = interrupted_message() if callable(interrupted_message) else interrupted_message
+            print(f'\n{message}', file=sys.stderr)
             return EXIT_INTERRUPTED
 
     app.run(guarded_main, flags_parser=parse_flags)

@@ -17,8 +17,9 @@ import sys
 from typing import Dict
 
 import numpy as np
-from absl import app, flags
+from absl import flags
 
+from common import cli
 from common.errors import UserError
 from input_fns import csv_records, digit_sources, image_records, prepare_faces, shards
 
@@ -135,14 +136,10 @@ def main(argv):
         print(f'usage: python -m input_fns.prepare {{{"|".join(DATASETS)}}} --output_dir=DIR ...',
               file=sys.stderr)
         return 2
-    try:
-        prepare_fn = {'mnist': prepare_mnist, 'digits': prepare_digits,
-                   'faces': prepare_faces.prepare_faces,
-                   'face_pairs': prepare_faces.prepare_face_pairs, 'csv': prepare_csv}[argv[1]]
-        entries = call_with_flags(prepare_fn, flags.FLAGS)
-    except UserError as e:
-        print(f'error: {e}', file=sys.stderr)
-        return 2
+    prepare_fn = {'mnist': prepare_mnist, 'digits': prepare_digits,
+                  'faces': prepare_faces.prepare_faces,
+                  'face_pairs': prepare_faces.prepare_face_pairs, 'csv': prepare_csv}[argv[1]]
+    entries = call_with_flags(prepare_fn, flags.FLAGS)
     counts = ', '.join(f'{split}: {entry["num_records"]}' for split, entry in entries.items())
     print(f'wrote {counts} records to {flags.FLAGS.output_dir}')
     return 0
@@ -150,4 +147,6 @@ def main(argv):
 
 if __name__ == '__main__':
     define_flags()
-    app.run(main)
+    cli.run(main, own_modules=[], user_errors=(UserError,),
+            interrupted_message='interrupted: no half-written shard is left (each is renamed when '
+                                'complete); run the same command again')

@@ -1,12 +1,16 @@
 """The trainer CLI in subprocesses, as a user runs it: train -> resume -> evaluate -> export -> predict."""
 import json
 import os
+import re
+import signal
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import run_module
+from conftest import REPO, run_module
 
 
 @pytest.fixture(scope='module')
@@ -26,7 +30,8 @@ def trained(digit_shards, tmp_path_factory):
 
 def test_train_logs_progress_and_writes_flags_and_summaries(trained):
     _, model_dir, first, _ = trained
-    assert 'step 2, loss ' in first.stderr and ' examples/sec' in first.stderr
+    assert re.search(r'step 2/3 \(67%\), loss [\d.]+, accuracy [\d.]+, [\d,]+ examples/sec, '
+                     r'ETA \d+s$', first.stderr, re.MULTILINE)
     assert tf.train.load_variable(tf.train.latest_checkpoint(model_dir), 'global_step') == 5
     flags_txt = open(os.path.join(model_dir, 'flags.txt')).read().splitlines()
     assert '--model=mnist_cnn' in flags_txt and '--train_steps=5' in flags_txt
@@ -37,7 +42,7 @@ def test_second_run_resumes_from_the_checkpoint(trained):
     _, _, first, second = trained
     assert 'Restoring parameters from' not in first.stderr
     assert 'model.ckpt-3' in second.stderr and 'Restoring parameters from' in second.stderr
-    assert 'step 4, loss' in second.stderr
+    assert 'step 4/5 (80%), loss' in second.stderr
 
 
 def test_evaluate_export_predict(trained, digit_shards):
@@ -87,9 +92,35 @@ def test_evaluate_export_predict(trained, digit_shards):
 ])
 def test_bad_flag_values_are_one_line_errors(args, message):
     result = run_module('trainer.main', *args, check=False)
-    assert result.returncode != 0
+    assert result.returncode == 2
     assert message in result.stderr
     assert 'Traceback' not in result.stderr
+
+
+def test_help_lists_the_trainers_own_flags_first():
+    short = run_module('trainer.main', '--helpshort').stdout
+    assert '--train_steps: Train until the global step reaches this.' in short
+    assert '--verbosity' not in short  # absl's logging flags only in --helpfull
+    full = run_module('trainer.main', '--helpfull').stdout
+    modules = re.findall(r'^(\S+):$', full, re.MULTILINE)
+    assert modules[:2] == ['flags', 'trainer.flags'] and 'absl.logging' in modules
+    assert not [m for m in modules if 'absltest' in m or 'tpu' in m]
+
+
+def test_ctrl_c_exits_130_and_says_how_to_resume(digit_shards, tmp_path):
+    trainer = subprocess.Popen(
+        [sys.executable, '-m', 'trainer.main', f'--model_dir={tmp_path}/m', '--batch_size=16',
+         f'--train_files={digit_shards.train_pattern}', '--train_steps=100000'],
+        cwd=REPO, stderr=subprocess.PIPE, text=True)
+    for line in trainer.stderr:
+        if 'Saving checkpoints for 0' in line:
+            break
+    trainer.send_signal(signal.SIGINT)
+    rest = trainer.stderr.read()
+    assert trainer.wait(timeout=60) == 130
+    assert rest.strip().splitlines()[-1].startswith(
+        'interrupted: --mode=train stopped; resume with the same command')
+    assert 'Traceback' not in rest
 
 
 def test_evaluate_without_checkpoint(digit_shards, tmp_path):

@@ -58,6 +58,7 @@ class EvalJob:
             return self._skip(step, path)  # the trainer deleted it while it was being restored
         entry = self.ledger.append(
             step, path, ledger.EVALUATED, eval_files=self.eval_files,
+            export_dir=self.exports.export_dir if self.exports else None,  # for ./run.sh status
             eval_secs=round(time.time() - started, 2),
             metrics=dict(sorted(metrics.items())))
         logging.info('eval_%s: step %d: %s', self.ledger.eval_name, step, ', '.join(
@@ -91,14 +92,21 @@ def continuous_eval(job: EvalJob, model_dir: str, train_steps: Optional[int],
             logging.info('eval_%s: resuming after step %d (%s)', job.ledger.eval_name, last,
                          job.ledger.path)
         listed = {}  # step -> path of every checkpoint seen, so one deleted later is logged
-        waiting_since = time.time()
+        waiting_since, said_waiting = time.time(), False
         while not _is_final(last, model_dir, train_steps):
             listed.update(checkpoints.list_checkpoints(model_dir))
             pending = sorted(step for step in listed if step > last)
             if pending:
                 last = pending[0]
-                job.evaluate(last, listed.pop(last))
-                waiting_since = time.time()
+                path = listed.pop(last)
+                logging.info('eval_%s: on checkpoint %s, %d waiting', job.ledger.eval_name, path,
+                             len(pending) - 1)
+                job.evaluate(last, path)
+                waiting_since, said_waiting = time.time(), False
+            elif not said_waiting:
+                logging.info('eval_%s: waiting for a checkpoint after step %d',
+                             job.ledger.eval_name, last)
+                said_waiting = True
             elif time.time() - waiting_since > timeout_secs:
                 logging.info('eval_%s: no new checkpoint in %d s (--eval_timeout_secs); '
                              'stopping after step %d', job.ledger.eval_name, timeout_secs, last)
@@ -126,9 +134,11 @@ def evaluate_once(job: EvalJob, chosen: List[Tuple[int, str]]) -> List[Dict]:
     entries = []
     with job.ledger.lock():
         job.start()
-        for step, path in chosen:
+        for index, (step, path) in enumerate(chosen):
             entry = job.ledger.find(step)
             if entry is None:
+                logging.info('eval_%s: on checkpoint %s, %d waiting', job.ledger.eval_name, path,
+                             len(chosen) - index - 1)
                 entry = job.evaluate(step, path)
             else:
                 logging.info('eval_%s: step %d is already in %s; not evaluated again',

@@ -16,6 +16,18 @@ from absl import logging
 from trainer import checkpoints
 from trainer.metric_goal import MetricGoal, evaluated_by_step
 
+POLICIES = ('best', 'latest')  # each also names the pointer to the chosen export
+
+def listed_exports(export_dir: str) -> Dict:
+    """{'steps': the exports' steps, oldest first, 'pointers': {'best' or 'latest': step}}."""
+    if not os.path.isdir(export_dir):
+        return {'steps': [], 'pointers': {}}
+    names = os.listdir(export_dir)
+    pointers = {name: int(os.readlink(os.path.join(export_dir, name))) for name in POLICIES
+                if name in names and os.path.islink(os.path.join(export_dir, name))}
+    return {'steps': sorted(int(name) for name in names if name.isdigit()), 'pointers': pointers}
+
+
 class LedgerExports:
     def __init__(self, export_dir: str, policy: str, goal: MetricGoal, keep: int,
                  export_fn: Callable[[str], str]):

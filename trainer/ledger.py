@@ -25,6 +25,15 @@ def eval_dir(model_dir: str, eval_name: str) -> str:
     return os.path.join(model_dir, f'eval_{eval_name}')
 
 
+def eval_names(model_dir: str) -> List[str]:
+    """The names of the eval jobs that have a ledger in model_dir."""
+    if not os.path.isdir(model_dir):
+        return []
+    return sorted(name[len('eval_'):] for name in os.listdir(model_dir)
+                  if name.startswith('eval_')
+                  and os.path.exists(os.path.join(model_dir, name, LEDGER_NAME)))
+
+
 class Ledger:
     def __init__(self, model_dir: str, eval_name: str):
         self.dir = eval_dir(model_dir, eval_name)

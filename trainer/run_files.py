@@ -2,6 +2,8 @@
 import json
 import os
 
+from typing import Optional
+
 import numpy as np
 
 from common.atomic_files import write_json_atomic, write_text_atomic
@@ -29,6 +31,15 @@ def record_flags(model_dir: str, model_name: str, flagfile_text: str) -> None:
     write_text_atomic(path, flagfile_text)
 
 
+def recorded_flags(model_dir: str) -> Optional[str]:
+    """The text of model_dir/flags.txt, or None before the first training run."""
+    try:
+        with open(os.path.join(model_dir, FLAGS_FILE)) as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
 def write_train_finished(model_dir: str, train_steps: int, early_stop_reason=None) -> None:
     write_json_atomic(os.path.join(model_dir, TRAIN_FINISHED_FILE), {
         'step': checkpoints.latest_saved_step(model_dir), 'train_steps': train_steps,
@@ -48,7 +59,8 @@ def train_finished(model_dir: str):
         with open(path) as f:
             finished = json.load(f)
         return {'step': int(finished['step']), 'train_steps': int(finished['train_steps']),
-                'early_stopped': bool(finished['early_stopped'])}
+                'early_stopped': bool(finished['early_stopped']),
+                'reason': finished.get('reason')}
     except FileNotFoundError:
         return None
     except (ValueError, KeyError, TypeError) as e:

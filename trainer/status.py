@@ -1,17 +1,31 @@
-"""`./run.sh status --model_dir=M`: where a run stands, on one screen (or as JSON).
+"""Where a run stands, on one screen: ./run.sh status --model_dir=M [--format=json]
+
+  python -m trainer.status --model_dir=runs/mnist [--export_dir=EXPORTS] [--format=json]
+
+The model and its flags, the latest step against --train_steps, the checkpoints
+kept, whether training finished or stopped early and why, each eval job (steps
+evaluated, skipped, waiting; latest and best metrics), the exports and their pointers.
 
 summarize() is a pure function from what was read (a Snapshot) to a plain dict;
-render_text() and json.dumps() show that dict. Reading the model_dir happens
-elsewhere, through the modules that own each file.
+render_text() and json.dumps() show that dict; read_snapshot() reads the model_dir
+through the modules that own each file.
 """
 import dataclasses
+import json
 import math
+import os
+import textwrap
 from typing import Dict, List, Optional
 
-from trainer import ledger
-from trainer import flags as trainer_flags
+from absl import flags
+
+from common import cli
+from common.errors import UserError
+from trainer import checkpoints, export_policy, ledger, run_files
+from trainer.metric_goal import MetricGoal, evaluated_by_step
 
 NOT_METRICS = ('global_step',)
+FLAGS = flags.FLAGS
 
 
 @dataclasses.dataclass
@@ -66,8 +80,7 @@ def numeric_metrics(entry: Dict) -> Dict[str, float]:
 
 def eval_job_summary(name: str, entries: List[Dict], checkpoint_steps: List[int]) -> Dict:
     """Steps evaluated, skipped and waiting; the latest metrics; the best value of each metric."""
-    evaluated = sorted((e for e in entries if e['status'] == ledger.EVALUATED),
-                       key=lambda e: e['step'])
+    evaluated = evaluated_by_step(entries)
     last = max((e['step'] for e in entries), default=-1)
     summary = {
         'name': name,
@@ -81,12 +94,11 @@ def eval_job_summary(name: str, entries: List[Dict], checkpoint_steps: List[int]
         summary['latest'] = {'step': evaluated[-1]['step'],
                              'metrics': numeric_metrics(evaluated[-1])}
         for metric in summary['latest']['metrics']:
-            mode = trainer_flags.metric_mode(metric, None)
-            best = ledger.best_entry([e for e in evaluated if metric in e['metrics']],
-                                     metric, mode, '--metric')
+            goal = MetricGoal.of(metric, None, '--metric')
+            best = goal.best([e for e in evaluated if metric in e['metrics']])
             if best is not None:
                 summary['best'][metric] = {'step': best['step'], 'value': best['metrics'][metric],
-                                           'mode': mode}
+                                           'mode': goal.mode}
     return summary
 
 
@@ -110,7 +122,8 @@ def render_text(report: Dict) -> str:
     if flags:
         shown = [f'--{name}={value}' for name, value in sorted(flags.items())
                  if name not in ('model', 'model_dir')]
-        lines.append('flags       ' + ' '.join(shown))
+        lines += textwrap.wrap(' '.join(shown), width=100, initial_indent='flags       ',
+                               subsequent_indent=' ' * 12, break_on_hyphens=False)
     training = report['training']
     progress = f'step {_number(training["latest_step"])}'
     if training['train_steps']:
@@ -143,3 +156,63 @@ def render_text(report: Dict) -> str:
         lines.append(f'exports     {exports["export_dir"]}: {_steps(exports["steps"])}'
                      + (f'; {pointers}' if pointers else ''))
     return '\n'.join(lines)
+
+
+def read_flagfile(text: str) -> Dict[str, str]:
+    """flags.txt lines '--name=value' (and '--noname' for False booleans) as {name: value}."""
+    values = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith('--') and '=' in line:
+            name, value = line[2:].split('=', 1)
+            values[name] = value
+        elif line.startswith('--no'):
+            values[line[4:]] = 'false'
+        elif line.startswith('--'):
+            values[line[2:]] = 'true'
+    return values
+
+
+def read_snapshot(model_dir: str, export_dirs: List[str] = ()) -> Snapshot:
+    """What status shows, read through the modules that own each file.
+
+    Exports: the --export_dir of each eval job (from its ledger), of the trainer's flags,
+    and export_dirs.
+    """
+    flags = read_flagfile(run_files.recorded_flags(model_dir) or '')
+    listed = checkpoints.list_checkpoints(model_dir)
+    ledgers = {name: ledger.Ledger(model_dir, name).entries()
+               for name in ledger.eval_names(model_dir)}
+    export_dirs = set(export_dirs) | {entry['export_dir'] for entries in ledgers.values()
+                                      for entry in entries if entry.get('export_dir')}
+    if flags.get('export_dir'):
+        export_dirs.add(flags['export_dir'])
+    return Snapshot(
+        model_dir=model_dir, flags=flags, checkpoints=[step for step, _ in listed],
+        latest_checkpoint_age_secs=checkpoints.age_secs(listed[-1][1]) if listed else None,
+        train_finished=run_files.train_finished(model_dir), eval_ledgers=ledgers,
+        exports={export_dir: export_policy.listed_exports(export_dir) for export_dir in export_dirs})
+
+
+def define_flags():
+    flags.DEFINE_string('model_dir', None, 'The model_dir to report on.')
+    flags.DEFINE_list('export_dir', [], 'More export folders to list (those the eval jobs '
+                      'exported to are found in their ledgers).')
+    flags.DEFINE_enum('format', 'text', ('text', 'json'), 'text: one screen; json: the same, '
+                      'as one JSON object.')
+    flags.mark_flag_as_required('model_dir')
+
+
+def main(argv):
+    if argv[1:]:
+        raise UserError(f'unexpected arguments {argv[1:]}')
+    if not os.path.isdir(FLAGS.model_dir):
+        raise UserError(f'--model_dir={FLAGS.model_dir}: no such folder')
+    report = summarize(read_snapshot(FLAGS.model_dir, FLAGS.export_dir))
+    print(json.dumps(report, indent=1) if FLAGS.format == 'json' else render_text(report))
+    return 0
+
+
+if __name__ == '__main__':
+    define_flags()
+    cli.run(main, own_modules=[], user_errors=(UserError,))

@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorboard.plugins.hparams import metadata as hparams_metadata
 
 from conftest import REPO, run_module
 
@@ -35,7 +36,17 @@ def test_train_logs_progress_and_writes_flags_and_summaries(trained):
     assert tf.train.load_variable(tf.train.latest_checkpoint(model_dir), 'global_step') == 5
     flags_txt = open(os.path.join(model_dir, 'flags.txt')).read().splitlines()
     assert '--model=mnist_cnn' in flags_txt and '--train_steps=5' in flags_txt
-    assert any(name.startswith('events.out.tfevents') for name in os.listdir(model_dir))
+    summaries = {}  # tag -> last value written
+    for name in sorted(os.listdir(model_dir)):
+        if name.startswith('events.out.tfevents'):
+            for event in tf.compat.v1.train.summary_iterator(os.path.join(model_dir, name)):
+                summaries.update((value.tag, value) for value in event.summary.value)
+    assert {'loss', 'accuracy', 'learning_rate', 'global_step/sec', 'examples_per_sec'} <= set(summaries)
+    started = hparams_metadata.parse_session_start_info_plugin_data(
+        summaries[hparams_metadata.SESSION_START_INFO_TAG].metadata.plugin_data.content)
+    assert started.hparams['batch_size'].number_value == 16
+    assert started.hparams['optimizer'].string_value == 'adam'  # the model's own, not a flag
+    assert hparams_metadata.SESSION_END_INFO_TAG in summaries
 
 
 def test_second_run_resumes_from_the_checkpoint(trained):

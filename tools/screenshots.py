@@ -4,26 +4,30 @@
 
 Starts TensorBoard on 127.0.0.1 (tools/tensorboard_server.py), waits until it has
 loaded the training and evaluation scalars and the evaluation pictures, opens
-each dashboard in Debian's `chromium --headless` and saves OUTPUT_DIR/
-tensorboard_<dashboard>.png. Needs `apt-get install chromium` (or --chromium=PATH).
+each dashboard (--dashboards: scalars and images; also pr_curves, hparams) in Debian's
+`chromium --headless` and saves OUTPUT_DIR/tensorboard_<dashboard>.png. Needs `apt-get install chromium` (or --chromium=PATH).
 """
 import os
 import shutil
 import subprocess
-import sys
 
-from absl import app, flags
+from absl import flags
 
+from common import cli
+from common.errors import UserError
 from tools.tensorboard_server import TensorBoard
 
 FLAGS = flags.FLAGS
 # dashboard -> what TensorBoard must have loaded before the page is worth a picture
-DASHBOARDS = {'scalars': 'data/plugin/scalars/tags', 'images': 'data/plugin/images/tags'}
+DASHBOARDS = {'scalars': 'data/plugin/scalars/tags', 'images': 'data/plugin/images/tags',
+              'pr_curves': 'data/plugin/pr_curves/tags', 'hparams': 'data/plugin/scalars/tags'}
 
 
 def define_flags():
     flags.DEFINE_string('model_dir', None, 'The model_dir (or a folder of them) to show.')
     flags.DEFINE_string('output_dir', 'docs', 'Where the PNGs go.')
+    flags.DEFINE_multi_enum('dashboards', ['scalars', 'images'], list(DASHBOARDS),
+                            'The dashboards to take (repeat the flag for several).')
     flags.DEFINE_string('chromium', 'chromium', 'The Chromium (or Chrome) binary.')
     flags.DEFINE_string('window_size', '1280,900', 'Browser window, WIDTH,HEIGHT in pixels.')
     flags.DEFINE_string('tag_filter', None, 'Scalars: show only tags matching this regex.')
@@ -52,15 +56,14 @@ def screenshot(chromium: str, url: str, path: str, window_size: str, render_ms: 
 def main(argv):
     del argv
     if not shutil.which(FLAGS.chromium):
-        print(f'error: --chromium={FLAGS.chromium} not found; install it '
-              '(apt-get install chromium) or pass its path', file=sys.stderr)
-        return 2
+        raise UserError(f'--chromium={FLAGS.chromium} not found; install it '
+                        '(apt-get install chromium) or pass its path')
     if not os.path.isdir(FLAGS.model_dir):
-        print(f'error: --model_dir={FLAGS.model_dir}: no such folder', file=sys.stderr)
-        return 2
+        raise UserError(f'--model_dir={FLAGS.model_dir}: no such folder')
     os.makedirs(FLAGS.output_dir, exist_ok=True)
     with TensorBoard(FLAGS.model_dir) as tensorboard:
-        for dashboard, tags_path in DASHBOARDS.items():
+        for dashboard in FLAGS.dashboards:
+            tags_path = DASHBOARDS[dashboard]
             tensorboard.wait_for(lambda: tensorboard.get_json(tags_path), what=dashboard)
             path = os.path.join(FLAGS.output_dir, f'tensorboard_{dashboard}.png')
             screenshot(FLAGS.chromium, dashboard_url(tensorboard.url, dashboard, FLAGS.tag_filter),
@@ -71,4 +74,4 @@ def main(argv):
 
 if __name__ == '__main__':
     define_flags()
-    app.run(main)
+    cli.run(main, own_modules=[], user_errors=(UserError,))

@@ -104,8 +104,8 @@ def continuous_eval(job: EvalJob, model_dir: str, train_steps: Optional[int],
                 job.evaluate(last, path)
                 waiting_since, said_waiting = time.time(), False
             elif not said_waiting:
-                logging.info('eval_%s: waiting for a checkpoint after step %d',
-                             job.ledger.eval_name, last)
+                logging.info('eval_%s: waiting for %s', job.ledger.eval_name,
+                             f'a checkpoint after step {last}' if last >= 0 else 'the first checkpoint')
                 said_waiting = True
             elif time.time() - waiting_since > timeout_secs:
                 logging.info('eval_%s: no new checkpoint in %d s (--eval_timeout_secs); '

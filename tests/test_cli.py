@@ -119,16 +119,21 @@ def test_help_lists_the_trainers_own_flags_first():
 
 
 def test_ctrl_c_exits_130_and_says_how_to_resume(digit_shards, tmp_path):
+    # A shell's background job ignores SIGINT, and so would the trainer: restore the default.
     trainer = subprocess.Popen(
         [sys.executable, '-m', 'trainer.main', f'--model_dir={tmp_path}/m', '--batch_size=16',
          f'--train_files={digit_shards.train_pattern}', '--train_steps=100000'],
-        cwd=REPO, stderr=subprocess.PIPE, text=True)
-    for line in trainer.stderr:
-        if 'Saving checkpoints for 0' in line:
-            break
-    trainer.send_signal(signal.SIGINT)
-    rest = trainer.stderr.read()
-    assert trainer.wait(timeout=60) == 130
+        cwd=REPO, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        for line in trainer.stderr:
+            if 'Saving checkpoints for 0' in line:
+                break
+        trainer.send_signal(signal.SIGINT)
+        _, rest = trainer.communicate(timeout=120)
+    finally:
+        trainer.kill()  # no-op once it has exited
+    assert trainer.returncode == 130
     assert rest.strip().splitlines()[-1].startswith(
         'interrupted: --mode=train stopped; resume with the same command')
     assert 'Traceback' not in rest
@@ -182,5 +187,5 @@ def test_corrupt_record_mid_file_is_one_line_error(trained, digit_shards, tmp_pa
     result = run_module('trainer.main', '--mode=evaluate', f'--model_dir={trained[1]}',
                         f'--eval_files={data}/bad.tfrecord', '--eval_name=corrupt', check=False)
     last_line = result.stderr.strip().splitlines()[-1]
-    assert result.returncode == 1 and last_line.startswith('error: DataLossError: ')
+    assert result.returncode == 2 and last_line.startswith('error: DataLossError: ')
     assert 'Traceback' not in result.stderr

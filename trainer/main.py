@@ -105,11 +105,12 @@ def main(argv):
     quiet_tensorflow_logging()
     try:
         run(experiment.Settings.from_flags(FLAGS, trainer_flags.flagfile_text(FLAGS)), argv[1:])
-    except tf.errors.OpError as e:  # data that only failed once read, e.g. a corrupt record
+    except tf.errors.OpError as e:  # found only while running, e.g. a record corrupt mid-file
         logging.debug('traceback', exc_info=True)
         print(f'error: {type(e).__name__}: {op_error_summary(e)} (run with --verbosity=1 for '
               'the traceback)', file=sys.stderr)
-        return cli.EXIT_FAILURE
+        # A damaged file is bad input; anything else (out of memory...) failed while running.
+        return cli.EXIT_USAGE if isinstance(e, tf.errors.DataLossError) else cli.EXIT_FAILURE
     return cli.EXIT_OK
 
 

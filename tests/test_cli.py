@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 from tensorboard.plugins.hparams import metadata as hparams_metadata
 
-from conftest import REPO, run_module
+from conftest import REPO, default_sigint, run_module
 
 
 @pytest.fixture(scope='module')
@@ -119,12 +119,10 @@ def test_help_lists_the_trainers_own_flags_first():
 
 
 def test_ctrl_c_exits_130_and_says_how_to_resume(digit_shards, tmp_path):
-    # A shell's background job ignores SIGINT, and so would the trainer: restore the default.
     trainer = subprocess.Popen(
         [sys.executable, '-m', 'trainer.main', f'--model_dir={tmp_path}/m', '--batch_size=16',
          f'--train_files={digit_shards.train_pattern}', '--train_steps=100000'],
-        cwd=REPO, stderr=subprocess.PIPE, text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        cwd=REPO, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
     try:
         for line in trainer.stderr:
             if 'Saving checkpoints for 0' in line:

@@ -8,8 +8,10 @@
 #   ./run.sh prepare ...     python -m input_fns.prepare ...
 #   ./run.sh trainer ...     python -m trainer.main ...
 #   ./run.sh cluster ...     python -m trainer.local_cluster ...: chief, workers, ps, evaluator on loopback
+#   ./run.sh status --model_dir=M [--format=json]   where a run stands: steps, checkpoints, eval jobs, exports
 #   ./run.sh bench [ARGS]    the input-pipeline benchmark (python -m benchmarks.input_bench)
 #   ./run.sh deploy tfjob|vertex ...   print a Kubeflow TFJob or Vertex AI job (python -m trainer.deploy)
+#   ./run.sh screenshots --model_dir=M [--output_dir=docs]   TensorBoard dashboards in headless Chromium
 #   ./run.sh python ...      the venv's python
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -77,6 +79,8 @@ case "$command" in
   cluster) exec "$py" -m trainer.local_cluster "$@" ;;
   bench)   exec "$py" -m benchmarks.input_bench "$@" ;;
   deploy)  exec "$py" -m trainer.deploy "$@" ;;
+  screenshots) exec "$py" -m tools.screenshots "$@" ;;
+  status)  exec "$py" -m trainer.status "$@" ;;
   python)  exec "$py" "$@" ;;
-  *) echo "run.sh: unknown command '$command' (use: demo, faces, test, prepare, trainer, cluster, bench, deploy, python)" >&2; exit 2 ;;
+  *) echo "run.sh: unknown command '$command' (use: demo, faces, test, prepare, trainer, cluster, status, bench, screenshots, deploy, python)" >&2; exit 2 ;;
 esac

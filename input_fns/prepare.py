@@ -17,9 +17,9 @@ import sys
 from typing import Dict
 
 import numpy as np
-from absl import app, flags
-from common import files
+from absl import flags
 
+from common import cli, files
 from common.errors import UserError
 from input_fns import csv_records, digit_sources, image_records, prepare_faces, shards
 
@@ -136,17 +136,13 @@ def main(argv):
         print(f'usage: python -m input_fns.prepare {{{"|".join(DATASETS)}}} --output_dir=DIR ...',
               file=sys.stderr)
         return 2
-    try:
-        # A missing bucket or unreachable endpoint: one line now, not retries later.
-        files.check_buckets([flags.FLAGS.output_dir, flags.FLAGS.source_dir,
-                             flags.FLAGS.pairs_file, flags.FLAGS.train_people_file])
-        prepare_fn = {'mnist': prepare_mnist, 'digits': prepare_digits,
-                   'faces': prepare_faces.prepare_faces,
-                   'face_pairs': prepare_faces.prepare_face_pairs, 'csv': prepare_csv}[argv[1]]
-        entries = call_with_flags(prepare_fn, flags.FLAGS)
-    except UserError as e:
-        print(f'error: {e}', file=sys.stderr)
-        return 2
+    # A missing bucket or unreachable endpoint: one line now, not retries later.
+    files.check_buckets([flags.FLAGS.output_dir, flags.FLAGS.source_dir,
+                         flags.FLAGS.pairs_file, flags.FLAGS.train_people_file])
+    prepare_fn = {'mnist': prepare_mnist, 'digits': prepare_digits,
+                  'faces': prepare_faces.prepare_faces,
+                  'face_pairs': prepare_faces.prepare_face_pairs, 'csv': prepare_csv}[argv[1]]
+    entries = call_with_flags(prepare_fn, flags.FLAGS)
     counts = ', '.join(f'{split}: {entry["num_records"]}' for split, entry in entries.items())
     print(f'wrote {counts} records to {flags.FLAGS.output_dir}')
     return 0
@@ -154,4 +150,6 @@ def main(argv):
 
 if __name__ == '__main__':
     define_flags()
-    app.run(files.cli_main(main))
+    cli.run(main, own_modules=[], user_errors=(UserError,),
+            interrupted_message='interrupted: no half-written shard is left (each is renamed when '
+                                'complete); run the same command again')

@@ -5,10 +5,12 @@ labels 1.0 for the same person, 0.0 for different people); csv_mlp one per row.
 """
 import tensorflow as tf
 
-from models import precision, training
+from models import eval_pictures, precision, training
+
 
 def binary_estimator_spec(logits, labels, mode, params, predictions=None, export_outputs=None,
-                        update_ops=()):
+                          update_ops=(), eval_pictures_fn=None):
+    """eval_pictures_fn(labels, logits): more evaluation pictures ({name: metric op}), if any."""
     logits = tf.identity(tf.reshape(precision.float32(logits), [-1]), name='logits')
     probability = tf.sigmoid(logits, name='probability')
     predictions = {'probability': probability, 'logit': logits, **(predictions or {})}
@@ -29,6 +31,8 @@ def binary_estimator_spec(logits, labels, mode, params, predictions=None, export
                                             summation_method='careful_interpolation'),
             'precision': tf.compat.v1.metrics.precision(labels, decisions),
             'recall': tf.compat.v1.metrics.recall(labels, decisions),
+            'pr_curve': eval_pictures.pr_curve(labels, probability),
+            **(eval_pictures_fn(labels, logits) if eval_pictures_fn else {}),
         })
 
     batch_accuracy = tf.reduce_mean(tf.cast(tf.equal(decisions, labels), tf.float32),

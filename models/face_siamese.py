@@ -6,7 +6,7 @@ tower can index faces once and compare them later.
 """
 import tensorflow as tf
 
-from models import binary_head, precision, registry
+from models import binary_head, eval_pictures, precision, registry
 
 IMAGE_SHAPE = (64, 64, 1)
 DEFAULT_PARAMS = {
@@ -50,7 +50,8 @@ def model_fn(features, labels, mode, params):
     return binary_head.binary_estimator_spec(
         logits, labels, mode, params, update_ops=tower.updates + head.updates,
         predictions={'embedding_a': embedding_a, 'embedding_b': embedding_b},
-        export_outputs={'embed': tf.estimator.export.PredictOutput({'embedding': embedding_a})})
+        export_outputs={'embed': tf.estimator.export.PredictOutput({'embedding': embedding_a})},
+        eval_pictures_fn=eval_pictures.face_pairs_fn(features))
 
 
 SPEC = registry.register(registry.ModelSpec(

@@ -1,7 +1,7 @@
 """The MNIST CNN: conv 5x5x32, max-pool, conv 5x5x64, max-pool, dense 1024, dropout 0.4, 10 logits."""
 import tensorflow as tf
 
-from models import precision, registry, training
+from models import eval_pictures, precision, registry, training
 
 NUM_CLASSES = 10
 IMAGE_SHAPE = (28, 28, 1)
@@ -49,7 +49,12 @@ def model_fn(features, labels, mode, params):
     accuracy = tf.compat.v1.metrics.accuracy(labels=labels, predictions=classes, name='accuracy')
 
     if mode == tf.estimator.ModeKeys.EVAL:
-        return tf.estimator.EstimatorSpec(mode, loss=loss, eval_metric_ops={'accuracy': accuracy})
+        return tf.estimator.EstimatorSpec(mode, loss=loss, eval_metric_ops={
+            'accuracy': accuracy,
+            'most_confident_mistakes': eval_pictures.most_confident_mistakes(
+                images, labels, classes, probabilities),
+            'confusion_matrix': eval_pictures.confusion_matrix(labels, classes, NUM_CLASSES),
+        })
 
     batch_accuracy = tf.reduce_mean(
         tf.cast(tf.equal(tf.cast(labels, tf.int64), classes), tf.float32), name='train_accuracy')

@@ -20,14 +20,24 @@ def learning_rate(params):
     return tf.identity(rate, name='learning_rate')
 
 
+def scalar_summary(tag, value):
+    """A training summary under exactly `tag`, like Estimator's own `loss`.
+
+    tf.compat.v1.summary.scalar takes its tag from a unique op name, so a tensor of the
+    same name (learning_rate, or the accuracy metric's scope) would make it `tag_1`.
+    """
+    tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.SUMMARIES,
+                                   tf.raw_ops.ScalarSummary(tags=tag, values=value))
+
+
 def train_op(loss, params, batch_accuracy, update_ops=()):
     """Minimizes loss with params['optimizer']; summarizes the learning rate and batch accuracy.
 
     update_ops (e.g. a Keras model's batch-norm moving averages) run with each step.
     """
     rate = learning_rate(params)
-    tf.compat.v1.summary.scalar('learning_rate', rate)
-    tf.compat.v1.summary.scalar('train_accuracy', batch_accuracy)
+    scalar_summary('learning_rate', rate)
+    scalar_summary('accuracy', batch_accuracy)  # the tag evaluation uses: one chart for both
     optimizer = precision.loss_scaled(OPTIMIZERS[params['optimizer']](rate))
     with tf.control_dependencies(list(update_ops)):
         return optimizer.minimize(loss, global_step=tf.compat.v1.train.get_or_create_global_step())

@@ -2,6 +2,7 @@
 import gzip
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -79,11 +80,17 @@ def run_module(module, *args, check=True, timeout=300):
     return result
 
 
+def default_sigint():
+    """For a child: Ctrl-C (SIGINT) raises KeyboardInterrupt again, even when the tests run as a
+    shell's background job, which ignores SIGINT and passes that on to its children."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_module(module, *args, log_path):
     """Starts `python -m module args` in the background, its output (stdout and stderr) to log_path."""
     with open(log_path, 'w') as log:
         return subprocess.Popen([sys.executable, '-m', module, *args], cwd=REPO, stdout=log,
-                                stderr=subprocess.STDOUT, text=True)
+                                stderr=subprocess.STDOUT, text=True, preexec_fn=default_sigint)
 
 
 def wait_for_log(log_path, pattern, process, timeout=120):

@@ -1,12 +1,17 @@
 """The trainer CLI in subprocesses, as a user runs it: train -> resume -> evaluate -> export -> predict."""
 import json
 import os
+import re
+import signal
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorboard.plugins.hparams import metadata as hparams_metadata
 
-from conftest import run_module
+from conftest import REPO, default_sigint, run_module
 
 
 @pytest.fixture(scope='module')
@@ -26,18 +31,29 @@ def trained(digit_shards, tmp_path_factory):
 
 def test_train_logs_progress_and_writes_flags_and_summaries(trained):
     _, model_dir, first, _ = trained
-    assert 'step 2, loss ' in first.stderr and ' examples/sec' in first.stderr
+    assert re.search(r'step 2/3 \(67%\), loss [\d.]+, accuracy [\d.]+, [\d,]+ examples/sec, '
+                     r'ETA \d+s$', first.stderr, re.MULTILINE)
     assert tf.train.load_variable(tf.train.latest_checkpoint(model_dir), 'global_step') == 5
     flags_txt = open(os.path.join(model_dir, 'flags.txt')).read().splitlines()
     assert '--model=mnist_cnn' in flags_txt and '--train_steps=5' in flags_txt
-    assert any(name.startswith('events.out.tfevents') for name in os.listdir(model_dir))
+    summaries = {}  # tag -> last value written
+    for name in sorted(os.listdir(model_dir)):
+        if name.startswith('events.out.tfevents'):
+            for event in tf.compat.v1.train.summary_iterator(os.path.join(model_dir, name)):
+                summaries.update((value.tag, value) for value in event.summary.value)
+    assert {'loss', 'accuracy', 'learning_rate', 'global_step/sec', 'examples_per_sec'} <= set(summaries)
+    started = hparams_metadata.parse_session_start_info_plugin_data(
+        summaries[hparams_metadata.SESSION_START_INFO_TAG].metadata.plugin_data.content)
+    assert started.hparams['batch_size'].number_value == 16
+    assert started.hparams['optimizer'].string_value == 'adam'  # the model's own, not a flag
+    assert hparams_metadata.SESSION_END_INFO_TAG in summaries
 
 
 def test_second_run_resumes_from_the_checkpoint(trained):
     _, _, first, second = trained
     assert 'Restoring parameters from' not in first.stderr
     assert 'model.ckpt-3' in second.stderr and 'Restoring parameters from' in second.stderr
-    assert 'step 4, loss' in second.stderr
+    assert 'step 4/5 (80%), loss' in second.stderr
 
 
 def test_evaluate_export_predict(trained, digit_shards):
@@ -87,9 +103,38 @@ def test_evaluate_export_predict(trained, digit_shards):
 ])
 def test_bad_flag_values_are_one_line_errors(args, message):
     result = run_module('trainer.main', *args, check=False)
-    assert result.returncode != 0
+    assert result.returncode == 2
     assert message in result.stderr
     assert 'Traceback' not in result.stderr
+
+
+def test_help_lists_the_trainers_own_flags_first():
+    short = run_module('trainer.main', '--helpshort').stdout
+    assert '--train_steps: Train until the global step reaches this.' in short
+    assert '--verbosity' not in short  # absl's logging flags only in --helpfull
+    full = run_module('trainer.main', '--helpfull').stdout
+    modules = re.findall(r'^(\S+):$', full, re.MULTILINE)
+    assert modules[:2] == ['flags', 'trainer.flags'] and 'absl.logging' in modules
+    assert not [m for m in modules if 'absltest' in m or 'tpu' in m]
+
+
+def test_ctrl_c_exits_130_and_says_how_to_resume(digit_shards, tmp_path):
+    trainer = subprocess.Popen(
+        [sys.executable, '-m', 'trainer.main', f'--model_dir={tmp_path}/m', '--batch_size=16',
+         f'--train_files={digit_shards.train_pattern}', '--train_steps=100000'],
+        cwd=REPO, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
+    try:
+        for line in trainer.stderr:
+            if 'Saving checkpoints for 0' in line:
+                break
+        trainer.send_signal(signal.SIGINT)
+        _, rest = trainer.communicate(timeout=120)
+    finally:
+        trainer.kill()  # no-op once it has exited
+    assert trainer.returncode == 130
+    assert rest.strip().splitlines()[-1].startswith(
+        'interrupted: --mode=train stopped; resume with the same command')
+    assert 'Traceback' not in rest
 
 
 def test_evaluate_without_checkpoint(digit_shards, tmp_path):
@@ -140,5 +185,5 @@ def test_corrupt_record_mid_file_is_one_line_error(trained, digit_shards, tmp_pa
     result = run_module('trainer.main', '--mode=evaluate', f'--model_dir={trained[1]}',
                         f'--eval_files={data}/bad.tfrecord', '--eval_name=corrupt', check=False)
     last_line = result.stderr.strip().splitlines()[-1]
-    assert result.returncode == 1 and last_line.startswith('error: DataLossError: ')
+    assert result.returncode == 2 and last_line.startswith('error: DataLossError: ')
     assert 'Traceback' not in result.stderr

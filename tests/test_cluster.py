@@ -54,7 +54,7 @@ def test_ctrl_c_stops_every_task(digit_shards, tmp_path):
         tmp_path / 'model', digit_shards, 1_000_000), log_path=log)
     started = wait_for_log(log, r'started (.*); TF_CONFIG', launcher).group(1)
     pids = [int(pid) for pid in re.findall(r'pid (\d+)', started)]
-    wait_for_log(log, r'^\[chief\] .*step \d+, loss', launcher)
+    wait_for_log(log, r'^\[chief\] .*step [\d,]+/[\d,]+ \(\d+%\), loss', launcher)
     launcher.send_signal(signal.SIGINT)
     assert launcher.wait(timeout=60) == 130
     assert len(pids) == len(ROLES)

@@ -74,6 +74,38 @@ def test_best_export_and_pointer(side_by_side):
     assert exported == expected
 
 
+def test_eval_job_logs_its_checkpoint_and_how_many_wait(side_by_side):
+    model_dir, _, logs = side_by_side
+    assert f'eval_validation: on checkpoint {model_dir}/model.ckpt-8, 0 waiting' in logs['validation']
+
+
+def test_status_of_a_model_dir_with_a_trainer_eval_jobs_and_exports(side_by_side, digit_shards):
+    model_dir, export_dir, _ = side_by_side
+    report = json.loads(run_module('trainer.status', f'--model_dir={model_dir}',
+                                   '--format=json').stdout)
+    assert report['model'] == 'mnist_cnn' and report['flags']['train_steps'] == '8'
+    assert report['training'] == {'latest_step': 8, 'train_steps': 8, 'percent': 100.0,
+                                  'state': 'finished', 'final_step': 8,
+                                  'reason': 'reached train_steps'}
+    assert report['checkpoints'] == [0, 2, 4, 6, 8]
+    jobs = {job['name']: job for job in report['eval_jobs']}
+    assert set(jobs) == {'train', 'validation'}
+    validation = jobs['validation']
+    assert validation['evaluated'] == [0, 2, 4, 6, 8] and validation['waiting'] == []
+    assert validation['eval_files'] == digit_shards.validation_pattern
+    entries = Ledger(str(model_dir), 'validation').entries()
+    best = max(entries, key=lambda e: e['metrics']['accuracy'])
+    assert validation['best']['accuracy'] == {'step': best['step'], 'mode': 'max',
+                                              'value': best['metrics']['accuracy']}
+    [exports] = report['exports']  # found through the eval job's ledger
+    assert exports['export_dir'] == str(export_dir)
+    assert exports['pointers'] == {'best': best['step']}
+
+    text = run_module('trainer.status', f'--model_dir={model_dir}').stdout
+    assert 'training    step 8/8 (100%), finished: reached train_steps' in text.splitlines()
+    assert f'exports     {export_dir}: ' in text and f'best -> {best["step"]}' in text
+
+
 def test_one_shot_evaluate_never_evaluates_a_checkpoint_twice(side_by_side, digit_shards):
     model_dir, _, _ = side_by_side
     common = ['--mode=evaluate', f'--model_dir={model_dir}', '--eval_name=scheduled',

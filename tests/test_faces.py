@@ -204,7 +204,8 @@ def test_face_model_fns_in_all_modes(module):
     train = spec_for(tf.estimator.ModeKeys.TRAIN)
     assert train.train_op is not None and train.loss.shape == ()
     evaluate = spec_for(tf.estimator.ModeKeys.EVAL)
-    assert set(evaluate.eval_metric_ops) == {'accuracy', 'auc', 'precision', 'recall'}
+    assert set(evaluate.eval_metric_ops) == {'accuracy', 'auc', 'precision', 'recall', 'pr_curve',
+                                             'hardest_pairs'}
     predict = spec_for(tf.estimator.ModeKeys.PREDICT)
     assert predict.predictions['probability'].shape.as_list() == [4]
     if module is face_siamese:

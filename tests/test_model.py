@@ -30,7 +30,7 @@ def test_train_spec():
 
 def test_eval_spec():
     spec = spec_for(tf.estimator.ModeKeys.EVAL)
-    assert set(spec.eval_metric_ops) == {'accuracy'}
+    assert set(spec.eval_metric_ops) == {'accuracy', 'most_confident_mistakes', 'confusion_matrix'}
     assert spec.loss.shape == ()
 
 

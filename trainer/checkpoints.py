@@ -1,6 +1,7 @@
 """A model_dir's checkpoints: every complete one, oldest first, and one named by a flag."""
 import os
 import re
+import time
 from typing import Dict, List, Optional, Tuple
 
 import tensorflow as tf
@@ -59,6 +60,11 @@ def latest_saved_step(model_dir: str) -> int:
     """The global step of model_dir's latest checkpoint; 0 before the first."""
     checkpoint = tf.train.latest_checkpoint(model_dir) if model_dir else None
     return saved_step(checkpoint) if checkpoint else 0
+
+
+def age_secs(checkpoint_path: str) -> float:
+    """Seconds since the checkpoint was saved."""
+    return time.time() - tf.io.gfile.stat(checkpoint_path + '.index').mtime_nsec / 1e9
 
 
 def exists(checkpoint_path: str) -> bool:

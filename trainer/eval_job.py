@@ -48,7 +48,8 @@ class EvalJob:
         try:
             metrics = self.estimator.evaluate(self.input_fn, checkpoint_path=path,
                                               name=self.ledger.eval_name)
-            metrics = {key: run_files.json_value(value) for key, value in metrics.items()}
+            metrics = {key: run_files.json_value(value) for key, value in metrics.items()
+                       if not isinstance(value, bytes)}  # pictures, already in TensorBoard
             if self.extra_metrics:
                 metrics.update(self.extra_metrics(path))
         except (tf.errors.OpError, ValueError):  # ValueError: 'not a valid checkpoint'
@@ -57,6 +58,7 @@ class EvalJob:
             return self._skip(step, path)  # the trainer deleted it while it was being restored
         entry = self.ledger.append(
             step, path, ledger.EVALUATED, eval_files=self.eval_files,
+            export_dir=self.exports.export_dir if self.exports else None,  # for ./run.sh status
             eval_secs=round(time.time() - started, 2),
             metrics=dict(sorted(metrics.items())))
         logging.info('eval_%s: step %d: %s', self.ledger.eval_name, step, ', '.join(
@@ -90,14 +92,21 @@ def continuous_eval(job: EvalJob, model_dir: str, train_steps: Optional[int],
             logging.info('eval_%s: resuming after step %d (%s)', job.ledger.eval_name, last,
                          job.ledger.path)
         listed = {}  # step -> path of every checkpoint seen, so one deleted later is logged
-        waiting_since = time.time()
+        waiting_since, said_waiting = time.time(), False
         while not _is_final(last, model_dir, train_steps):
             listed.update(checkpoints.list_checkpoints(model_dir))
             pending = sorted(step for step in listed if step > last)
             if pending:
                 last = pending[0]
-                job.evaluate(last, listed.pop(last))
-                waiting_since = time.time()
+                path = listed.pop(last)
+                logging.info('eval_%s: on checkpoint %s, %d waiting', job.ledger.eval_name, path,
+                             len(pending) - 1)
+                job.evaluate(last, path)
+                waiting_since, said_waiting = time.time(), False
+            elif not said_waiting:
+                logging.info('eval_%s: waiting for %s', job.ledger.eval_name,
+                             f'a checkpoint after step {last}' if last >= 0 else 'the first checkpoint')
+                said_waiting = True
             elif time.time() - waiting_since > timeout_secs:
                 logging.info('eval_%s: no new checkpoint in %d s (--eval_timeout_secs); '
                              'stopping after step %d', job.ledger.eval_name, timeout_secs, last)
@@ -125,9 +134,11 @@ def evaluate_once(job: EvalJob, chosen: List[Tuple[int, str]]) -> List[Dict]:
     entries = []
     with job.ledger.lock():
         job.start()
-        for step, path in chosen:
+        for index, (step, path) in enumerate(chosen):
             entry = job.ledger.find(step)
             if entry is None:
+                logging.info('eval_%s: on checkpoint %s, %d waiting', job.ledger.eval_name, path,
+                             len(chosen) - index - 1)
                 entry = job.evaluate(step, path)
             else:
                 logging.info('eval_%s: step %d is already in %s; not evaluated again',

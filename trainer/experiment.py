@@ -12,7 +12,7 @@ from typing import Callable, Dict, Optional
 import tensorflow as tf
 
 from models import precision
-from trainer import checkpoints, devices, eval_job, export, hooks, ledger, run_files
+from trainer import checkpoints, devices, eval_job, export, hooks, hparams, ledger, run_files
 from trainer import vertex_env
 from trainer.export_policy import LedgerExports
 from trainer.input_kinds import registry as input_kinds
@@ -20,6 +20,9 @@ from trainer.input_kinds.base import InputOptions
 from trainer.metric_goal import MetricGoal
 
 MODEL_PARAM_FLAGS = ('learning_rate', 'learning_rate_decay_steps', 'optimizer')
+# What the HParams dashboard shows of a training run (with the input options and model params).
+TRAINING_SETTINGS = ('model', 'mode', 'train_files', 'batch_size', 'train_steps',
+                     'save_checkpoints_steps', 'random_seed', 'early_stopping_eval_name')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +88,14 @@ class Settings:
             flagfile_text=flagfile_text)
 
 
+def hparam_settings(settings: Settings) -> Dict:
+    """The settings that shape a training run, flat, as the HParams dashboard compares them."""
+    values = {field.name: getattr(settings, field.name) for field in dataclasses.fields(settings)
+              if field.name in TRAINING_SETTINGS}
+    values.update(dataclasses.asdict(settings.input_options))
+    return values
+
+
 def model_params(settings: Settings, spec) -> Dict:
     """The model's params: its defaults, overridden by the settings that were given."""
     return {**spec.default_params, **settings.model_params}
@@ -137,12 +148,22 @@ class Experiment:
 
     @functools.cached_property
     def train_spec(self) -> tf.estimator.TrainSpec:
-        progress = hooks.ProgressHook(self.settings.log_every_n_steps, self.settings.batch_size,
-                                      self.settings.model_dir)
-        tensorboard = vertex_env.tensorboard_hooks(self.settings.log_every_n_steps,
+        s = self.settings
+        progress = hooks.ProgressHook(s.log_every_n_steps, s.batch_size, s.model_dir,
+                                      total_steps=s.train_steps)
+        tensorboard = vertex_env.tensorboard_hooks(s.log_every_n_steps,
                                                    self.estimator.config.is_chief)
-        return tf.estimator.TrainSpec(self.train_input_fn(), max_steps=self.settings.train_steps,
-                                      hooks=[progress] + self.early_stopping_hooks + tensorboard)
+        return tf.estimator.TrainSpec(self.train_input_fn(), max_steps=s.train_steps,
+                                      hooks=[progress] + self.hparams_hooks
+                                      + self.early_stopping_hooks + tensorboard)
+
+    @functools.cached_property
+    def hparams_hooks(self):
+        """The chief logs the run's settings to TensorBoard's HParams dashboard."""
+        if not self.estimator.config.is_chief:
+            return []
+        return [hparams.HParamsHook(self.settings.model_dir, hparams.run_hparams(
+            hparam_settings(self.settings), model_params(self.settings, self.spec)))]
 
     @functools.cached_property
     def eval_spec(self) -> tf.estimator.EvalSpec:

@@ -16,6 +16,20 @@ from common import files
 from trainer import checkpoints, export
 from trainer.metric_goal import MetricGoal, evaluated_by_step
 
+POLICIES = ('best', 'latest')  # each also names the pointer to the chosen export
+
+def listed_exports(export_dir: str) -> Dict:
+    """{'steps': the complete exports' steps, oldest first, 'pointers': {'best' or 'latest': step}}."""
+    if not files.isdir(export_dir):
+        return {'steps': [], 'pointers': {}}
+    pointers = {}
+    for name in POLICIES:
+        pointer = files.join(export_dir, name)
+        if files.exists(pointer) and files.read_text(pointer).strip().isdigit():
+            pointers[name] = int(files.read_text(pointer).strip())
+    return {'steps': export.complete_versions(export_dir), 'pointers': pointers}
+
+
 class LedgerExports:
     def __init__(self, export_dir: str, policy: str, goal: MetricGoal, keep: int,
                  export_fn: Callable[[str], str]):

@@ -1,20 +1,30 @@
 """Training hooks."""
 import time
+from typing import Optional
 
 import tensorflow as tf
 from absl import logging
 
+from common import progress
 from trainer.metric_goal import MetricGoal
 
 
 class ProgressHook(tf.estimator.SessionRunHook):
-    """Every N steps logs step, loss, accuracy and examples/sec, and writes examples/sec to TensorBoard."""
+    """Every N steps logs progress and the time left, and writes the speed to TensorBoard.
+
+    'step 1,200/12,000 (10%), loss 0.0425, accuracy 0.9900, 3,310 examples/sec, ETA 5m26s':
+    the ETA is at the speed of about the last minute (common/progress.py). TensorBoard
+    gets `global_step/sec` (the name tf.estimator's own step counter uses) and
+    `examples_per_sec`.
+    """
 
     def __init__(self, every_n_steps: int, batch_size: int, model_dir: str,
+                 total_steps: Optional[int] = None,
                  loss_tensor='cross_entropy:0', accuracy_tensor='train_accuracy:0'):
         self._every_n_steps = every_n_steps
         self._batch_size = batch_size
         self._model_dir = model_dir
+        self._total_steps = total_steps
         self._tensor_names = {'loss': loss_tensor, 'accuracy': accuracy_tensor}
 
     def begin(self):
@@ -29,6 +39,7 @@ class ProgressHook(tf.estimator.SessionRunHook):
         self._writer = tf.compat.v1.summary.FileWriterCache.get(self._model_dir)
         self._last_step = None
         self._last_time = None
+        self._recent = progress.RecentRate()
 
     def before_run(self, run_context):
         return tf.estimator.SessionRunArgs(self._tensors)
@@ -36,19 +47,24 @@ class ProgressHook(tf.estimator.SessionRunHook):
     def after_run(self, run_context, run_values):
         values = run_values.results
         step, now = int(values['step']), time.time()
-        if self._last_step is None:
+        if self._last_step is None:  # the first step includes the graph's warm-up: not timed
             self._last_step, self._last_time = step, now
+            self._recent.add(step, now)
             return
         if step - self._last_step < self._every_n_steps:
             return
-        examples_per_sec = (step - self._last_step) * self._batch_size / (now - self._last_time)
-        parts = [f'step {step}']
+        steps_per_sec = (step - self._last_step) / (now - self._last_time)
+        examples_per_sec = steps_per_sec * self._batch_size
+        self._recent.add(step, now)
+        parts = [f'step {progress.fraction_text(step, self._total_steps)}']
         parts += [f'{key} {values[key]:.4f}' for key in ('loss', 'accuracy') if key in values]
-        parts.append(f'{examples_per_sec:.0f} examples/sec')
-        logging.info(', '.join(parts))
-        summary = tf.compat.v1.Summary(value=[
-            tf.compat.v1.Summary.Value(tag='examples_per_sec', simple_value=examples_per_sec)])
-        self._writer.add_summary(summary, step)
+        parts.append(f'{examples_per_sec:,.0f} examples/sec')
+        parts.append(progress.eta_text(step, self._total_steps, self._recent.per_sec()))
+        logging.info(', '.join(part for part in parts if part))
+        self._writer.add_summary(tf.compat.v1.Summary(value=[
+            tf.compat.v1.Summary.Value(tag='global_step/sec', simple_value=steps_per_sec),
+            tf.compat.v1.Summary.Value(tag='examples_per_sec', simple_value=examples_per_sec),
+        ]), step)
         self._last_step, self._last_time = step, now
 
 

@@ -36,6 +36,15 @@ def result_name(step: int) -> str:
     return f'step-{step:09d}.json'
 
 
+def eval_names(model_dir: str) -> List[str]:
+    """The names of the eval jobs that have a ledger in model_dir."""
+    if not files.isdir(model_dir):
+        return []
+    return sorted(name[len('eval_'):] for name in files.listdir(model_dir)
+                  if name.startswith('eval_')
+                  and files.isdir(files.join(model_dir, name, RESULTS_DIR)))
+
+
 class Ledger:
     def __init__(self, model_dir: str, eval_name: str):
         self.dir = eval_dir(model_dir, eval_name)

@@ -8,7 +8,8 @@
   python -m trainer.main --mode=predict --saved_model=EXPORTS/1000 digit.png ...
   python -m trainer.main --model=csv_mlp --mode=benchmark_input --train_files='csv/train-*'
 
-All flags can come from a file: --flagfile=FILE.
+All flags can come from a file: --flagfile=FILE. Exit status: 0 done, 1 a failure while
+running, 2 bad flags or input, 130 interrupted (train and eval modes resume when run again).
 """
 import json
 import os
@@ -17,9 +18,9 @@ import sys
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
 
 import tensorflow as tf  # noqa: E402
-from absl import app, flags, logging  # noqa: E402
+from absl import flags, logging  # noqa: E402
 
-from common import files  # noqa: E402
+from common import cli  # noqa: E402
 from common.errors import UserError  # noqa: E402
 from models import registry  # noqa: E402
 from trainer import benchmark_input, checkpoints, eval_job, experiment, predict  # noqa: E402
@@ -62,6 +63,8 @@ def export(run: experiment.Experiment):
     print(json.dumps({'saved_model': run.export_checkpoint(path)}), flush=True)
 
 
+# Modes that take up where they stopped when run again.
+RESUMABLE_MODES = ('train', 'train_and_evaluate', 'continuous_eval', 'evaluate')
 RUNNERS = {'train': train, 'train_and_evaluate': train_and_evaluate,
            'continuous_eval': continuous_eval, 'evaluate': evaluate, 'export': export}
 
@@ -92,27 +95,31 @@ def op_error_summary(error) -> str:
     return lines[0]
 
 
+def interrupted_message() -> str:
+    if FLAGS.mode in RESUMABLE_MODES:
+        return (f'interrupted: --mode={FLAGS.mode} stopped; resume with the same command '
+                '(it goes on from the last checkpoint or ledger entry)')
+    return f'interrupted: --mode={FLAGS.mode} stopped'
+
+
 def main(argv):
     if argv[1:] and FLAGS.mode != 'predict':
-        print(f'error: unexpected arguments {argv[1:]}; only --mode=predict takes file names',
-              file=sys.stderr)
-        return 2
+        raise UserError(f'unexpected arguments {argv[1:]}; only --mode=predict takes file names')
     quiet_tensorflow_logging()
     try:
         # A missing bucket or unreachable endpoint: one line now, not retries or empty listings later.
         files.check_buckets([FLAGS[name].value for name in PATH_FLAGS] + argv[1:])
         run(experiment.Settings.from_flags(FLAGS, trainer_flags.flagfile_text(FLAGS)), argv[1:])
-    except UserError as e:
-        print(f'error: {e}', file=sys.stderr)
-        return 2
-    except tf.errors.OpError as e:  # data that only failed once read, e.g. a corrupt record
+    except tf.errors.OpError as e:  # found only while running, e.g. a record corrupt mid-file
         logging.debug('traceback', exc_info=True)
         print(f'error: {type(e).__name__}: {op_error_summary(e)} (run with --verbosity=1 for '
               'the traceback)', file=sys.stderr)
-        return 1
-    return 0
+        # A damaged file is bad input; anything else (out of memory...) failed while running.
+        return cli.EXIT_USAGE if isinstance(e, tf.errors.DataLossError) else cli.EXIT_FAILURE
+    return cli.EXIT_OK
 
 
 if __name__ == '__main__':
     trainer_flags.define_flags()
-    app.run(files.cli_main(main))
+    cli.run(main, own_modules=[trainer_flags.__name__], user_errors=(UserError,),
+            interrupted_message=interrupted_message)

@@ -1,4 +1,6 @@
 """What the trainer keeps beside the checkpoints in model_dir."""
+from typing import Optional
+
 import numpy as np
 import tensorflow as tf
 
@@ -25,6 +27,12 @@ def record_flags(model_dir: str, model_name: str, flagfile_text: str) -> None:
     files.write_text_atomic(path, flagfile_text)
 
 
+def recorded_flags(model_dir: str) -> Optional[str]:
+    """The text of model_dir/flags.txt, or None before the first training run."""
+    path = files.join(model_dir, FLAGS_FILE)
+    return files.read_text(path) if files.exists(path) else None
+
+
 def write_train_finished(model_dir: str, train_steps: int, early_stop_reason=None) -> None:
     files.write_json_atomic(files.join(model_dir, TRAIN_FINISHED_FILE), {
         'step': checkpoints.latest_saved_step(model_dir), 'train_steps': train_steps,
@@ -43,7 +51,8 @@ def train_finished(model_dir: str):
         if finished is None:
             return None
         return {'step': int(finished['step']), 'train_steps': int(finished['train_steps']),
-                'early_stopped': bool(finished['early_stopped'])}
+                'early_stopped': bool(finished['early_stopped']),
+                'reason': finished.get('reason')}
     except tf.errors.NotFoundError:  # removed by a new training run since it was listed
         return None
     except (ValueError, KeyError, TypeError) as e:

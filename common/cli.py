@@ -1,0 +1,123 @@
+"""absl conventions for this project's commands: help that shows their own flags, and exit statuses.
+
+  0    done (and --help, --helpshort, --helpfull)
+  1    a failure while running
+  2    bad flags or bad input: a one-line error naming the flag or file
+  130  interrupted (Ctrl-C); the message says whether the same command resumes
+
+--helpshort (and --help) lists the command's own flags; --helpfull lists them
+first, then absl's logging and flag-file flags, leaving out the flags that
+imported test and TPU modules define (they do nothing here).
+"""
+import sys
+from typing import Callable, Sequence, Tuple, Type, Union
+
+from absl import app, flags
+
+from common import files
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+# Modules whose flags TensorFlow's imports bring along but no command here reads.
+UNRELATED_FLAG_MODULES = ('absl.testing.', 'tensorflow.python.tpu.',
+                          'tensorflow.python.ops.parallel_for.')
+
+FLAGS = flags.FLAGS
+
+
+def main_module_name() -> str:
+    """The name absl files the main module's flags under (the script path, even with -m)."""
+    return sys.argv[0]
+
+
+def adopt_flags(modules: Sequence[str]) -> None:
+    """Makes the flags defined in these modules key flags of the main module: --helpshort lists them."""
+    for module in modules:
+        for flag in FLAGS.get_flags_for_module(module):
+            FLAGS.register_key_flag_for_module(main_module_name(), flag)
+
+
+def full_help(own_modules: Sequence[str]) -> str:
+    """The command's own flags first, then the other modules' flags, without unrelated ones."""
+    by_module = FLAGS.flags_by_module_dict()
+    first = [main_module_name()] if main_module_name() in by_module else []
+    first += own_modules
+    others = sorted(module for module in by_module if module not in first
+                    and not module.startswith(UNRELATED_FLAG_MODULES))
+    return '\n\n'.join(FLAGS.module_help(module) for module in [*first, *others])
+
+
+def _usage(flag_text: str) -> None:
+    doc = sys.modules['__main__'].__doc__ or f'USAGE: {sys.argv[0]} [flags]\n'
+    sys.stdout.write(f'{doc}\nflags:\n{flag_text}\n')
+    sys.stdout.flush()
+    sys.exit(EXIT_OK)
+
+
+class _ShortHelpFlag(flags.BooleanFlag):
+    def __init__(self, name, short_name=None):
+        super().__init__(name, False, 'show this command\'s flags', short_name=short_name,
+                         allow_hide_cpp=True)
+
+    def parse(self, argument):
+        if self._parse(argument):
+            _usage(FLAGS.main_module_help())
+
+
+class _FullHelpFlag(flags.BooleanFlag):
+    def __init__(self, own_modules):
+        super().__init__('helpfull', False, 'show this command\'s flags, then the general ones',
+                         allow_hide_cpp=True)
+        self._own_modules = own_modules
+
+    def parse(self, argument):
+        if self._parse(argument):
+            _usage(full_help(self._own_modules))
+
+
+def install_help(own_modules: Sequence[str]) -> None:
+    """Replaces absl's help flags (which exit 1 and list every imported module's flags)."""
+    adopt_flags(own_modules)
+    app.define_help_flags()
+    for name in ('help', '?', 'helpshort', 'helpfull'):
+        delattr(FLAGS, name)
+    flags.DEFINE_flag(_ShortHelpFlag('help', short_name='?'))
+    flags.DEFINE_flag(_ShortHelpFlag('helpshort'))
+    flags.DEFINE_flag(_FullHelpFlag(tuple(own_modules)))
+
+
+def parse_flags(argv):
+    """absl's parsing, but a bad flag is a one-line error and exit status 2."""
+    try:
+        return FLAGS(argv)
+    except flags.Error as error:
+        message = ' '.join(str(error).split())
+        if message.startswith('flags ') and ': --' in message:  # drop absl's list of every value
+            message = message[message.index(': --') + 2:]
+        sys.stderr.write(f'error: {message}\n(--helpshort lists the flags)\n')
+        sys.exit(EXIT_USAGE)
+
+
+def run(main: Callable, own_modules: Sequence[str],
+        user_errors: Tuple[Type[Exception], ...] = (),
+        interrupted_message: Union[str, Callable[[], str]] = 'interrupted') -> None:
+    """app.run(main) with this project's help and exit statuses.
+
+    user_errors: exceptions that mean bad input (exit 2 with their message).
+    interrupted_message: what Ctrl-C prints, e.g. '...; resume with the same command', or a
+      function returning it (called after the flags are parsed).
+    """
+    install_help(own_modules)
+
+    def guarded_main(argv):
+        try:
+            return main(argv)
+        except user_errors as error:
+            print(f'error: {error}', file=sys.stderr)
+            return EXIT_USAGE
+        except KeyboardInterrupt:
+            message = interrupted_message() if callable(interrupted_message) else interrupted_message
+            print(f'\n{message}', file=sys.stderr)
+            return EXIT_INTERRUPTED
+
+    # files.cli_main: the exit status survives tensorflow-io's abort at exit after s3:// use.
+    app.run(files.cli_main(guarded_main), flags_parser=parse_flags)

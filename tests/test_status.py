@@ -1,0 +1,71 @@
+"""The status report: a pure function from what a model_dir holds to a dict, shown as text."""
+import json
+
+from trainer import status
+
+
+def entry(step, status_='evaluated', **metrics):
+    return {'step': step, 'checkpoint': f'm/model.ckpt-{step}', 'status': status_,
+            'eval_files': 'data/validation-*', 'metrics': {'global_step': step, **metrics}}
+
+
+def snapshot(**overrides):
+    values = dict(
+        model_dir='runs/m', flags={'model': 'mnist_cnn', 'train_steps': '400', 'batch_size': '16'},
+        checkpoints=[200, 300, 400], latest_checkpoint_age_secs=None,
+        train_finished={'step': 400, 'train_steps': 400, 'early_stopped': False,
+                        'reason': 'reached train_steps'},
+        eval_ledgers={'validation': [entry(100, loss=0.5, accuracy=0.8),
+                                     entry(200, 'skipped'),
+                                     entry(300, loss=0.3, accuracy=0.85)]},
+        exports={'exports/m': {'steps': [100, 300], 'pointers': {'best': 300}}})
+    values.update(overrides)
+    return status.Snapshot(**values)
+
+
+def test_finished_run_with_an_eval_job_and_exports():
+    report = status.summarize(snapshot())
+    assert report['model'] == 'mnist_cnn'
+    assert report['training'] == {'latest_step': 400, 'train_steps': 400, 'percent': 100.0,
+                                  'state': 'finished', 'final_step': 400,
+                                  'reason': 'reached train_steps'}
+    [job] = report['eval_jobs']
+    assert job['evaluated'] == [100, 300] and job['skipped'] == [200] and job['waiting'] == [400]
+    assert job['latest'] == {'step': 300, 'metrics': {'accuracy': 0.85, 'loss': 0.3}}
+    assert job['best'] == {'accuracy': {'step': 300, 'value': 0.85, 'mode': 'max'},
+                           'loss': {'step': 300, 'value': 0.3, 'mode': 'min'}}
+    assert report['exports'] == [{'export_dir': 'exports/m', 'steps': [100, 300],
+                                  'pointers': {'best': 300}}]
+    json.dumps(report)  # --format=json prints exactly this
+    text = status.render_text(report).splitlines()
+    assert 'training    step 400/400 (100%), finished: reached train_steps' in text
+    assert ('eval_validation  on data/validation-*: 2 evaluated, 1 skipped (200), '
+            '1 waiting (400)') in text
+    assert '    best    accuracy 0.85 (step 300), loss 0.3 (step 300)' in text
+    assert 'exports     exports/m: 100, 300; best -> 300' in text
+
+
+def test_best_is_per_metric_direction():
+    ledgers = {'v': [entry(100, loss=0.2, accuracy=0.7), entry(200, loss=0.4, accuracy=0.9)]}
+    best = status.summarize(snapshot(eval_ledgers=ledgers))['eval_jobs'][0]['best']
+    assert best['loss']['step'] == 100 and best['accuracy']['step'] == 200
+
+
+def test_early_stopped_and_unfinished_runs():
+    stopped = status.summarize(snapshot(train_finished={
+        'step': 300, 'train_steps': 400, 'early_stopped': True, 'reason': 'loss has not improved'}))
+    assert stopped['training']['state'] == 'stopped early'
+    assert 'stopped early: loss has not improved' in status.render_text(stopped)
+
+    running = status.summarize(snapshot(train_finished=None, latest_checkpoint_age_secs=12.0,
+                                        checkpoints=[100]))
+    assert running['training']['percent'] == 25.0
+    assert ('training    step 100/400 (25%), not finished: running, or stopped before '
+            '--train_steps; latest checkpoint 12 s ago') in status.render_text(running).splitlines()
+
+
+def test_empty_model_dir():
+    report = status.summarize(status.Snapshot('runs/new', {}, [], None, None, {}, {}))
+    assert report['training']['state'] == 'no checkpoint yet'
+    text = status.render_text(report)
+    assert 'never trained here' in text and 'eval jobs   none' in text

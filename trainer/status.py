@@ -1,0 +1,217 @@
+"""Where a run stands, on one screen: ./run.sh status --model_dir=M [--format=json]
+
+  python -m trainer.status --model_dir=runs/mnist [--export_dir=EXPORTS] [--format=json]
+
+The model and its flags, the latest step against --train_steps, the checkpoints
+kept, whether training finished or stopped early and why, each eval job (steps
+evaluated, skipped, waiting; latest and best metrics), the exports and their pointers.
+
+summarize() is a pure function from what was read (a Snapshot) to a plain dict;
+render_text() and json.dumps() show that dict; read_snapshot() reads the model_dir
+through the modules that own each file.
+"""
+import dataclasses
+import json
+import math
+import textwrap
+from typing import Dict, List, Optional
+
+from absl import flags
+
+from common import cli, files
+from common.errors import UserError
+from trainer import checkpoints, export_policy, ledger, run_files
+from trainer.metric_goal import MetricGoal, evaluated_by_step
+
+NOT_METRICS = ('global_step',)
+FLAGS = flags.FLAGS
+
+
+@dataclasses.dataclass
+class Snapshot:
+    model_dir: str
+    flags: Dict[str, str]  # the last training run's flags (flags.txt), name -> value as text
+    checkpoints: List[int]  # steps of the complete checkpoints kept, oldest first
+    latest_checkpoint_age_secs: Optional[float]
+    train_finished: Optional[Dict]  # what the chief recorded when training ended, if it did
+    eval_ledgers: Dict[str, List[Dict]]  # eval name -> ledger entries
+    exports: Dict[str, Dict]  # export dir -> {'steps': [...], 'pointers': {'best': step}}
+
+
+def summarize(snapshot: Snapshot) -> Dict:
+    return {
+        'model_dir': snapshot.model_dir,
+        'model': snapshot.flags.get('model'),
+        'flags': snapshot.flags,
+        'training': training_summary(snapshot),
+        'checkpoints': snapshot.checkpoints,
+        'eval_jobs': [eval_job_summary(name, entries, snapshot.checkpoints)
+                      for name, entries in sorted(snapshot.eval_ledgers.items())],
+        'exports': [{'export_dir': export_dir, **exports}
+                    for export_dir, exports in sorted(snapshot.exports.items())],
+    }
+
+
+def training_summary(snapshot: Snapshot) -> Dict:
+    train_steps = snapshot.flags.get('train_steps')
+    train_steps = int(train_steps) if train_steps else None
+    latest = snapshot.checkpoints[-1] if snapshot.checkpoints else None
+    summary = {'latest_step': latest, 'train_steps': train_steps,
+               'percent': (round(100 * latest / train_steps, 1)
+                           if latest is not None and train_steps else None)}
+    finished = snapshot.train_finished
+    if finished:
+        summary.update(state='stopped early' if finished['early_stopped'] else 'finished',
+                       final_step=finished['step'], reason=finished.get('reason'))
+    elif latest is None:
+        summary.update(state='no checkpoint yet')
+    else:
+        summary.update(state='not finished', reason='running, or stopped before --train_steps',
+                       latest_checkpoint_age_secs=snapshot.latest_checkpoint_age_secs)
+    return summary
+
+
+def numeric_metrics(entry: Dict) -> Dict[str, float]:
+    return {name: value for name, value in sorted(entry['metrics'].items())
+            if isinstance(value, (int, float)) and not isinstance(value, bool)
+            and name not in NOT_METRICS}
+
+
+def eval_job_summary(name: str, entries: List[Dict], checkpoint_steps: List[int]) -> Dict:
+    """Steps evaluated, skipped and waiting; the latest metrics; the best value of each metric."""
+    evaluated = evaluated_by_step(entries)
+    last = max((e['step'] for e in entries), default=-1)
+    summary = {
+        'name': name,
+        'eval_files': entries[-1].get('eval_files') if entries else None,
+        'evaluated': [e['step'] for e in evaluated],
+        'skipped': sorted(e['step'] for e in entries if e['status'] == ledger.SKIPPED),
+        'waiting': [step for step in checkpoint_steps if step > last],
+        'latest': None, 'best': {},
+    }
+    if evaluated:
+        summary['latest'] = {'step': evaluated[-1]['step'],
+                             'metrics': numeric_metrics(evaluated[-1])}
+        for metric in summary['latest']['metrics']:
+            goal = MetricGoal.of(metric, None, '--metric')
+            best = goal.best([e for e in evaluated if metric in e['metrics']])
+            if best is not None:
+                summary['best'][metric] = {'step': best['step'], 'value': best['metrics'][metric],
+                                           'mode': goal.mode}
+    return summary
+
+
+def _number(value) -> str:
+    if isinstance(value, float):
+        return 'nan' if math.isnan(value) else f'{value:.4g}'
+    return str(value)
+
+
+def _steps(steps: List[int], most: int = 8) -> str:
+    if not steps:
+        return 'none'
+    shown = ', '.join(str(step) for step in steps[-most:])
+    return shown if len(steps) <= most else f'... {shown}'
+
+
+def render_text(report: Dict) -> str:
+    lines = [f'model_dir   {report["model_dir"]}',
+             f'model       {report["model"] or "unknown (no flags.txt: never trained here)"}']
+    flags = report['flags']
+    if flags:
+        shown = [f'--{name}={value}' for name, value in sorted(flags.items())
+                 if name not in ('model', 'model_dir')]
+        lines += textwrap.wrap(' '.join(shown), width=100, initial_indent='flags       ',
+                               subsequent_indent=' ' * 12, break_on_hyphens=False)
+    training = report['training']
+    progress = f'step {_number(training["latest_step"])}'
+    if training['train_steps']:
+        progress += f'/{training["train_steps"]}'
+        if training['percent'] is not None:
+            progress += f' ({training["percent"]:g}%)'
+    state = training['state']
+    if training.get('reason'):
+        state += f': {training["reason"]}'
+    if training.get('latest_checkpoint_age_secs') is not None:
+        state += f'; latest checkpoint {training["latest_checkpoint_age_secs"]:.0f} s ago'
+    lines.append(f'training    {progress}, {state}')
+    lines.append(f'checkpoints {_steps(report["checkpoints"])}')
+    for job in report['eval_jobs']:
+        lines.append(f'eval_{job["name"]}  on {job["eval_files"]}: {len(job["evaluated"])} '
+                     f'evaluated, {len(job["skipped"])} skipped'
+                     + (f' ({_steps(job["skipped"])})' if job['skipped'] else '')
+                     + f', {len(job["waiting"])} waiting'
+                     + (f' ({_steps(job["waiting"])})' if job['waiting'] else ''))
+        if job['latest']:
+            lines.append(f'    latest  step {job["latest"]["step"]}: ' + ', '.join(
+                f'{name} {_number(value)}' for name, value in job['latest']['metrics'].items()))
+            lines.append('    best    ' + ', '.join(
+                f'{name} {_number(best["value"])} (step {best["step"]})'
+                for name, best in job['best'].items()))
+    if not report['eval_jobs']:
+        lines.append('eval jobs   none')
+    for exports in report['exports']:
+        pointers = ', '.join(f'{name} -> {step}' for name, step in sorted(exports['pointers'].items()))
+        lines.append(f'exports     {exports["export_dir"]}: {_steps(exports["steps"])}'
+                     + (f'; {pointers}' if pointers else ''))
+    return '\n'.join(lines)
+
+
+def read_flagfile(text: str) -> Dict[str, str]:
+    """flags.txt lines '--name=value' (and '--noname' for False booleans) as {name: value}."""
+    values = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith('--') and '=' in line:
+            name, value = line[2:].split('=', 1)
+            values[name] = value
+        elif line.startswith('--no'):
+            values[line[4:]] = 'false'
+        elif line.startswith('--'):
+            values[line[2:]] = 'true'
+    return values
+
+
+def read_snapshot(model_dir: str, export_dirs: List[str] = ()) -> Snapshot:
+    """What status shows, read through the modules that own each file.
+
+    Exports: the --export_dir of each eval job (from its ledger), of the trainer's flags,
+    and export_dirs.
+    """
+    flags = read_flagfile(run_files.recorded_flags(model_dir) or '')
+    listed = checkpoints.list_checkpoints(model_dir)
+    ledgers = {name: ledger.Ledger(model_dir, name).entries()
+               for name in ledger.eval_names(model_dir)}
+    export_dirs = set(export_dirs) | {entry['export_dir'] for entries in ledgers.values()
+                                      for entry in entries if entry.get('export_dir')}
+    if flags.get('export_dir'):
+        export_dirs.add(flags['export_dir'])
+    return Snapshot(
+        model_dir=model_dir, flags=flags, checkpoints=[step for step, _ in listed],
+        latest_checkpoint_age_secs=checkpoints.age_secs(listed[-1][1]) if listed else None,
+        train_finished=run_files.train_finished(model_dir), eval_ledgers=ledgers,
+        exports={export_dir: export_policy.listed_exports(export_dir) for export_dir in export_dirs})
+
+
+def define_flags():
+    flags.DEFINE_string('model_dir', None, 'The model_dir to report on.')
+    flags.DEFINE_list('export_dir', [], 'More export folders to list (those the eval jobs '
+                      'exported to are found in their ledgers).')
+    flags.DEFINE_enum('format', 'text', ('text', 'json'), 'text: one screen; json: the same, '
+                      'as one JSON object.')
+    flags.mark_flag_as_required('model_dir')
+
+
+def main(argv):
+    if argv[1:]:
+        raise UserError(f'unexpected arguments {argv[1:]}')
+    if not files.isdir(FLAGS.model_dir):
+        raise UserError(f'--model_dir={FLAGS.model_dir}: no such folder')
+    report = summarize(read_snapshot(FLAGS.model_dir, FLAGS.export_dir))
+    print(json.dumps(report, indent=1) if FLAGS.format == 'json' else render_text(report))
+    return 0
+
+
+if __name__ == '__main__':
+    define_flags()
+    cli.run(main, own_modules=[], user_errors=(UserError,))

@@ -150,3 +150,6 @@ def define_cluster_flags():
     flags.DEFINE_integer('cluster_ps', 1, 'Parameter servers.', lower_bound=0)
     flags.DEFINE_boolean('cluster_evaluator', True, 'Run an evaluator task: the eval job '
                          '(--eval_name, --export_dir...) of --mode=continuous_eval.')
+    flags.DEFINE_boolean('cluster_private_network', True, 'Run the tasks in a private network '
+                         'namespace (unshare --user --net) so that nothing outside can reach '
+                         'their ports; where the system does not allow it, warn and run without.')

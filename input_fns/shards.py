@@ -73,6 +73,25 @@ def set_source_root(output_dir: str, root: str) -> None:
     write_json_atomic(os.path.join(output_dir, MANIFEST_NAME), manifest)
 
 
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        pass
+    return True
+
+
+def remove_killed_writers_files(output_dir: str) -> None:
+    """Temporary files (NAME.tmp-PID) that a killed job left: they match the shard globs."""
+    for path in glob.glob(os.path.join(output_dir, '*.tmp-*')):
+        pid = path.rsplit('.tmp-', 1)[1]
+        if pid.isdigit() and not pid_alive(int(pid)):
+            logging.info('removing %s, left by a killed prepare (pid %s)', path, pid)
+            os.remove(path)
+
+
 def _remove_stale_shards(output_dir: str, split: str, keep: Iterable[str], suffix: str) -> None:
     keep = set(keep)
     for path in glob.glob(os.path.join(output_dir, f'{split}-*-of-*{suffix}')):
@@ -102,6 +121,7 @@ def write_split(output_dir: str,
     if num_shards < 1:
         raise ValueError(f'num_shards must be >= 1, got {num_shards}')
     os.makedirs(output_dir, exist_ok=True)
+    remove_killed_writers_files(output_dir)
     _set_manifest_split(output_dir, split, None, dataset)
 
     order = np.random.RandomState(seed).permutation(num_records)
@@ -131,7 +151,8 @@ def write_split(output_dir: str,
         finally:
             if os.path.exists(temp_path):
                 os.remove(temp_path)
-        shards.append({'file': name, 'records': written})
+        # The input check compares sizes with these: a shard cut short is caught before reading.
+        shards.append({'file': name, 'records': written, 'bytes': os.path.getsize(final_path)})
         logging.info('%s: wrote %s (%d records, shard %d/%d)', split, name, written,
                      shard_index + 1, num_shards)
 

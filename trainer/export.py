@@ -9,6 +9,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
 from input_fns.errors import DataError
+from input_fns.shards import pid_alive
 
 def _rename_signatures(saved_model_dir: str, renames) -> None:
     """Estimator names alternative-input signatures '<receiver>:<output>'; give them plain names."""
@@ -31,23 +32,13 @@ def _rename_signatures(saved_model_dir: str, renames) -> None:
         f.write(saved_model.SerializeToString())
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
-
-
 def _remove_leftovers(export_dir: str) -> None:
     """Staging folders of exports killed midway (kill -9 skips the cleanup below)."""
     if not os.path.isdir(export_dir):
         return
     for name in os.listdir(export_dir):
         match = re.fullmatch(r'(?:\.staging|\d+\.old)-(\d+)', name)
-        if match and not _pid_alive(int(match.group(1))):
+        if match and not pid_alive(int(match.group(1))):
             shutil.rmtree(os.path.join(export_dir, name), ignore_errors=True)
 
 

@@ -31,6 +31,10 @@ def list_record_files(file_pattern: str, flag_name: str = 'file pattern') -> Lis
     if not files:
         raise DataError(f'{flag_name}: no files match {file_pattern!r}; check the path, or '
                         'write shards first with `python -m input_fns.prepare`')
+    if all(tf.io.gfile.stat(path).length == 0 for path in files):  # training or evaluating on nothing
+        raise DataError(f'{flag_name}: the {len(files)} file(s) matching {file_pattern!r} hold no '
+                        'records (all empty); check the path, or write shards again with '
+                        '`python -m input_fns.prepare`')
     return files
 
 
@@ -59,27 +63,37 @@ def check_record_files(files: List[str], feature_spec: Dict[str, tf.io.FixedLenF
 
 
 def check_listed_in_manifests(files: List[str]) -> None:
-    """A file absent from its folder's manifest.json (when there is one) is left over
-    from an interrupted job: refuse it, naming it."""
+    """Where a folder has a manifest.json, each file must be listed in it (else it is left
+    over from an interrupted job) and be the size it lists (else it was cut short or
+    damaged): refuse it, naming it, before reading anything."""
     manifests = {}
     for path in files:
         folder = os.path.dirname(path)
         if folder not in manifests:
             manifests[folder] = _listed_shards(folder)
         listed = manifests[folder]
-        if listed is not None and os.path.basename(path) not in listed:
-            raise DataError(f'{path}: not listed in {os.path.join(folder, shards.MANIFEST_NAME)}; '
-                            'it may be left over from an interrupted or older prepare run: '
-                            'delete it or run prepare again')
+        if listed is None:
+            continue
+        manifest_path = os.path.join(folder, shards.MANIFEST_NAME)
+        entry = listed.get(os.path.basename(path))
+        if entry is None:
+            raise DataError(f'{path}: not listed in {manifest_path}; it may be left over from an '
+                            'interrupted or older prepare run: delete it or run prepare again')
+        size = tf.io.gfile.stat(path).length
+        if 'bytes' in entry and size != entry['bytes']:  # older manifests list no sizes
+            raise DataError(f'{path}: {size} bytes, but {manifest_path} lists {entry["bytes"]} bytes '
+                            f'({entry["records"]} records); it was cut short or damaged: restore '
+                            'it, or run prepare again')
 
 
-def _listed_shards(folder: str) -> Optional[set]:
+def _listed_shards(folder: str) -> Optional[Dict[str, Dict]]:
+    """{file name: its manifest entry (records, bytes)}, or None without a manifest."""
     path = os.path.join(folder, shards.MANIFEST_NAME)
     if not os.path.exists(path):
         return None
     try:
         manifest = shards.read_manifest(folder)
-        return {s['file'] for split in manifest['splits'].values() for s in split['shards']}
+        return {s['file']: s for split in manifest['splits'].values() for s in split['shards']}
     except (ValueError, KeyError, TypeError) as e:
         raise DataError(f'{path}: unreadable manifest ({e}); run prepare again')
 

@@ -58,8 +58,12 @@ def check_csv_files(files, num_features: int) -> None:
     """Fails early, naming the file, on shards whose first line the parser would reject."""
     pipeline.check_listed_in_manifests(files)
     for path in files:
-        with tf.io.gfile.GFile(path, 'r') as f:
-            line = f.readline().strip()
+        try:
+            with tf.io.gfile.GFile(path, 'r') as f:
+                line = f.readline().strip()
+        except UnicodeDecodeError:
+            raise DataError(f'{path}: not a CSV text file (binary data on line 1); this model '
+                            'reads CSV shards (one line an example: the features, then the label)')
         if not line:
             continue
         fields = line.split(',')

@@ -12,10 +12,12 @@
 Shards are named SPLIT-00000-of-00010.tfrecord; records are shuffled with --seed
 before writing, so reading the shards in shuffled order is enough.
 """
+import os
 import sys
 from typing import Dict
 
 import numpy as np
+import tensorflow as tf
 from absl import app, flags
 
 from input_fns import csv_records, digit_sources, image_records, prepare_faces, shards
@@ -125,6 +127,13 @@ def main(argv):
         print(f'usage: python -m input_fns.prepare {{{"|".join(DATASETS)}}} --output_dir=DIR ...',
               file=sys.stderr)
         return 2
+    output_dir = flags.FLAGS.output_dir
+    try:
+        os.makedirs(output_dir, exist_ok=True)
+    except OSError as e:
+        print(f'error: --output_dir={output_dir}: cannot make that folder ({e.strerror}); '
+              'give a folder path', file=sys.stderr)
+        return 2
     try:
         prepare_fn = {'mnist': prepare_mnist, 'digits': prepare_digits,
                    'faces': prepare_faces.prepare_faces,
@@ -133,6 +142,11 @@ def main(argv):
     except DataError as e:
         print(f'error: {e}', file=sys.stderr)
         return 2
+    except (OSError, tf.errors.OpError) as e:  # e.g. a full disk; the split is left unlisted
+        reason = getattr(e, 'strerror', None) or getattr(e, 'message', None) or str(e)
+        print(f'error: writing under {output_dir} failed ({reason}); free space or fix the folder, '
+              'then run prepare again', file=sys.stderr)
+        return 1
     counts = ', '.join(f'{split}: {entry["num_records"]}' for split, entry in entries.items())
     print(f'wrote {counts} records to {flags.FLAGS.output_dir}')
     return 0

@@ -7,6 +7,7 @@ latest, which skips those saved during an evaluation. evaluate_once serves a
 scheduler: the latest checkpoint, all of them, or one step. Both skip what the
 ledger already has and export as the ledger says (trainer/export_policy.py).
 """
+import os
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -18,6 +19,10 @@ from trainer import checkpoints, ledger, run_files
 from trainer.export_policy import LedgerExports
 
 POLL_SECS = 1.0
+
+
+class EvalTimeout(RuntimeError):
+    """No checkpoint ever came: a runtime failure (exit 1), not bad input."""
 
 
 class EvalJob:
@@ -52,9 +57,16 @@ class EvalJob:
             if self.extra_metrics:
                 metrics.update(self.extra_metrics(path))
         except (tf.errors.OpError, ValueError):  # ValueError: 'not a valid checkpoint'
-            if checkpoints.exists(path):
+            if not checkpoints.exists(path):
+                return self._skip(step, path)  # the trainer deleted it while it was being restored
+            problem = checkpoints.damage(path)
+            if problem is None:
                 raise
-            return self._skip(step, path)  # the trainer deleted it while it was being restored
+            logging.warning('eval_%s: step %d: %s cannot be read (%s); recorded as damaged, '
+                            'going on with the next checkpoint', self.ledger.eval_name, step,
+                            path, problem)
+            return self.ledger.append(step, path, ledger.DAMAGED, eval_files=self.eval_files,
+                                      reason=problem)
         entry = self.ledger.append(
             step, path, ledger.EVALUATED, eval_files=self.eval_files,
             eval_secs=round(time.time() - started, 2),
@@ -83,6 +95,9 @@ def continuous_eval(job: EvalJob, model_dir: str, train_steps: Optional[int],
 
     train_steps: the trainer's --train_steps if known; None takes the trainer's word.
     """
+    if not os.path.isdir(model_dir):  # a typo would otherwise wait --eval_timeout_secs
+        raise DataError(f'--model_dir={model_dir}: no such folder; check the path (start the '
+                        'eval job once its trainer has created the model_dir)')
     with job.ledger.lock():
         job.start()
         last = job.ledger.last_step()
@@ -99,6 +114,10 @@ def continuous_eval(job: EvalJob, model_dir: str, train_steps: Optional[int],
                 job.evaluate(last, listed.pop(last))
                 waiting_since = time.time()
             elif time.time() - waiting_since > timeout_secs:
+                if last < 0:
+                    raise EvalTimeout(f'--model_dir={model_dir}: no checkpoint appeared in '
+                                      f'{timeout_secs} s (--eval_timeout_secs); is a trainer '
+                                      'writing there?')
                 logging.info('eval_%s: no new checkpoint in %d s (--eval_timeout_secs); '
                              'stopping after step %d', job.ledger.eval_name, timeout_secs, last)
                 return

@@ -19,6 +19,7 @@ LEDGER_NAME = 'results.jsonl'
 LOCK_NAME = '.lock'
 EVALUATED = 'evaluated'
 SKIPPED = 'skipped'
+DAMAGED = 'damaged'  # its files could not be read: recorded so that later checkpoints go on
 
 
 def eval_dir(model_dir: str, eval_name: str) -> str:

@@ -21,16 +21,22 @@ def latest_step(model_dir: str) -> int:
     return int(tf.train.load_variable(checkpoint, 'global_step')) if checkpoint else 0
 
 
+def check_model(model_dir: str, model_name: str, what_to_do: str) -> None:
+    """Refuses to train, evaluate or export --model on a model_dir that holds another model."""
+    path = os.path.join(model_dir, FLAGS_FILE)
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        previous = [line.strip()[len('--model='):] for line in f if line.startswith('--model=')]
+    if previous and previous[0] != model_name:
+        raise DataError(f'--model={model_name}: --model_dir={model_dir} holds a {previous[0]} model '
+                        f'(see {path}); {what_to_do.format(previous=previous[0])}')
+
+
 def record_flags(FLAGS, model_name: str) -> None:
     """Writes the trainer's flags to model_dir/flags.txt, refusing to resume a different model."""
+    check_model(FLAGS.model_dir, model_name, f'use another --model_dir for {model_name}')
     path = os.path.join(FLAGS.model_dir, FLAGS_FILE)
-    if os.path.exists(path):
-        with open(path) as f:
-            previous = [line.strip()[len('--model='):] for line in f
-                        if line.startswith('--model=')]
-        if previous and previous[0] != model_name:
-            raise DataError(f'--model_dir={FLAGS.model_dir} holds a {previous[0]} model (see {path}); '
-                            f'use another --model_dir for {model_name}')
     lines = [flag.serialize() for flag in FLAGS.get_flags_for_module(TRAINER_FLAGS_MODULE)]
     os.makedirs(FLAGS.model_dir, exist_ok=True)
     write_text_atomic(path, ''.join(f'{line}\n' for line in sorted(lines) if line))

@@ -7,6 +7,7 @@ Evaluation: files in sorted order, one deterministic pass, no dropped remainder.
 """
 import json
 import os
+import re
 from typing import Callable, Dict, List, Optional, Tuple
 
 import tensorflow as tf
@@ -23,9 +24,10 @@ READ_BLOCK = 64
 
 
 def list_record_files(file_pattern: str, flag_name: str = 'file pattern') -> List[str]:
-    """Expands a glob (or comma-separated globs) into a sorted file list."""
+    """Expands a glob, or comma-separated globs (`\\,` is a comma in a path), into sorted files."""
     files = []
-    for pattern in filter(None, (p.strip() for p in file_pattern.split(','))):
+    patterns = (p.strip().replace('\\,', ',') for p in re.split(r'(?<!\\),', file_pattern))
+    for pattern in filter(None, patterns):
         files.extend(tf.io.gfile.glob(pattern))
     files = sorted(set(files))
     if not files:

@@ -183,3 +183,13 @@ def test_prepare_faces_refuses_photos_training_cannot_decode(tmp_path):
     skipped = {split: entry['num_skipped'] for split, entry in manifest['splits'].items()
                if entry.get('kind') != 'pairs'}
     assert sum(skipped.values()) == 1
+
+
+def test_a_comma_inside_a_path_is_written_backslash_comma(tmp_path):
+    from input_fns import pipeline
+    folder = tmp_path / 'runs,2026'
+    folder.mkdir()
+    (folder / 'train-0.tfrecord').write_bytes(b'x')
+    (tmp_path / 'extra.tfrecord').write_bytes(b'x')
+    files = pipeline.list_record_files(f'{tmp_path}/runs\\,2026/train-*,{tmp_path}/extra.tfrecord')
+    assert files == [f'{tmp_path}/extra.tfrecord', f'{folder}/train-0.tfrecord']

@@ -24,8 +24,10 @@ def define_flags():
     flags.DEFINE_string('model', 'mnist_cnn', 'Registered model: ' + ', '.join(registry.names()))
     flags.DEFINE_enum('mode', 'train', MODES, 'What to do.')
     flags.DEFINE_string('model_dir', None, 'Checkpoints, summaries and the flags used.')
-    flags.DEFINE_string('train_files', None, 'Glob (or comma-separated globs) of training shards.')
-    flags.DEFINE_string('eval_files', None, 'Glob (or comma-separated globs) of evaluation shards.')
+    flags.DEFINE_string('train_files', None, 'Glob (or comma-separated globs) of training shards; '
+                        'write a comma inside a path as \\,.')
+    flags.DEFINE_string('eval_files', None, 'Glob (or comma-separated globs) of evaluation shards; '
+                        'write a comma inside a path as \\,.')
     flags.DEFINE_integer('batch_size', 100, 'Examples per training and evaluation batch.',
                          lower_bound=1)
     flags.DEFINE_integer('train_steps', 1000, 'Train until the global step reaches this.',

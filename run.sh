@@ -36,8 +36,8 @@ export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-1}
 command=${1:-demo}
 [ $# -gt 0 ] && shift
 case "$command" in
-  demo)    exec "$py" -m trainer.demo "$@" ;;
-  faces)   exec "$py" -m trainer.faces_demo "$@" ;;
+  demo)    exec "$py" -m demos.digits "$@" ;;
+  faces)   exec "$py" -m demos.faces "$@" ;;
   test)    exec "$py" -m pytest "$@" ;;  # pytest.ini: testpaths = tests
   prepare) exec "$py" -m input_fns.prepare "$@" ;;
   trainer) exec "$py" -m trainer.main "$@" ;;

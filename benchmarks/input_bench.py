@@ -21,21 +21,21 @@ import shutil
 import sys
 import tempfile
 import time
-import types
 
 import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
 from benchmarks import baselines, python_work
-from input_fns import (digit_sources, face_records, image_records, lfw_files, parallel_python,
-                       prepare, prepare_faces, shards, synthetic_faces)
+from common import atomic_files
+from input_fns import (digit_sources, face_images, face_pairs, face_records, image_records,
+                       lfw_files, parallel_python, prepare, prepare_faces, shards, synthetic_faces)
 from models import registry
 from trainer import benchmark_input, timing
 
 FLAGS = flags.FLAGS
 IMAGE_SHAPE = (28, 28, 1)
-FACE_GEOMETRY = face_records.FaceGeometry(image_size=64, channels=1, crop_fraction=0.5)
+FACE_GEOMETRY = face_images.FaceGeometry(image_size=64, channels=1, crop_fraction=0.5)
 TARGETS = [  # (what, numerator row, denominator row, target, at least (True) or at most)
     ('MNIST input_fn vs one record at a time', 'mnist.input_fn', 'mnist.floatlist', 5.0, True),
     ('MNIST input_fn vs in-memory tensors', 'mnist.input_fn', 'mnist.in_memory', 0.8, True),
@@ -218,18 +218,18 @@ def face_pairs(work_dir, results):
     """3. Training pairs/sec: the generator way, the in-graph sampler, and decode-only."""
     root, source = face_photo_root(work_dir)
     shard_dir = os.path.join(work_dir, 'face_shards')
-    prepare_faces.prepare_faces(types.SimpleNamespace(
+    prepare_faces.prepare_faces(
         source_dir=root, output_dir=shard_dir, validation_fraction=0.0, train_people_file=None,
-        num_pairs=0, pair_folds=1, strict=False, seed=0, num_shards=4, num_eval_shards=1))
+        num_pairs=0, pair_folds=1, strict=False, seed=0, num_shards=4, num_eval_shards=1)
     files = sorted(glob.glob(os.path.join(shard_dir, 'train-*')))
-    index = face_records.read_photo_index(files)
+    index = face_pairs.read_photo_index(files)
     batch_size, section = FLAGS.pair_batch_size, '3 face pairs'
     pairs = lambda rate: rate.per_sec * batch_size  # noqa: E731
-    rate = timing.dataset_rate(lambda: face_records.generator_pairs_dataset(
+    rate = timing.dataset_rate(lambda: baselines.generator_pairs_dataset(
         index, FACE_GEOMETRY, batch_size), **feeding_timing())
     results.add('faces.generator', section, 'Python generator of paths, map to read and decode',
                 pairs(rate), 'pairs/s', rate)
-    rate = timing.dataset_rate(lambda: face_records.sampled_pairs_dataset(
+    rate = timing.dataset_rate(lambda: face_pairs.sampled_pairs_dataset(
         files, index, FACE_GEOMETRY, batch_size), **feeding_timing())
     results.add('faces.sampler', section, "this service's in-graph sampler", pairs(rate),
                 'pairs/s', rate)
@@ -338,7 +338,7 @@ def main(argv):
     targets = check_targets(results)
     print(report(results, header, targets), flush=True)
     os.makedirs(os.path.dirname(os.path.abspath(FLAGS.output_json)), exist_ok=True)
-    shards.write_json_atomic(FLAGS.output_json, {
+    atomic_files.write_json_atomic(FLAGS.output_json, {
         'machine': machine, 'settings': settings, 'wall_seconds': elapsed,
         'data': {'mnist': mnist_source, 'faces': face_source},
         'rows': results.rows, 'targets': targets})

@@ -10,8 +10,8 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
+from common.errors import UserError
 from input_fns import pipeline, shards
-from input_fns.errors import DataError
 
 CSV_SUFFIX = '.csv'
 FEATURE_KEY = 'inputs'
@@ -62,29 +62,25 @@ def check_csv_files(files, num_features: int) -> None:
             with tf.io.gfile.GFile(path, 'r') as f:
                 line = f.readline().strip()
         except UnicodeDecodeError:
-            raise DataError(f'{path}: not a CSV text file (binary data on line 1); this model '
+            raise UserError(f'{path}: not a CSV text file (binary data on line 1); this model '
                             'reads CSV shards (one line an example: the features, then the label)')
         if not line:
             continue
         fields = line.split(',')
         if len(fields) != num_features + 1:
-            raise DataError(f'{path}: line 1 has {len(fields)} columns; the model expects '
+            raise UserError(f'{path}: line 1 has {len(fields)} columns; the model expects '
                             f'{num_features} features and a label ({num_features + 1} columns)')
         try:
             for field in fields[:-1]:
                 float(field)
             int(fields[-1])
         except ValueError as e:
-            raise DataError(f'{path}: line 1 is not {num_features} numbers and an integer '
+            raise UserError(f'{path}: line 1 is not {num_features} numbers and an integer '
                             f'label ({e})')
 
 
-def make_input_fn(file_pattern: str,
-                  num_features: int,
-                  batch_size: int,
-                  training: bool,
-                  seed: Optional[int] = None,
-                  flag_name: str = 'file pattern',
+def make_input_fn(file_pattern: str, num_features: int, batch_size: int, training: bool,
+                  seed: Optional[int] = None, flag_name: str = 'file pattern',
                   shuffle_buffer: int = pipeline.DEFAULT_SHUFFLE_BUFFER):
     """An Estimator input_fn over CSV shards; checks the files now, not mid-training."""
     files = pipeline.list_record_files(file_pattern, flag_name)

@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 from absl import logging
 
-from input_fns.errors import DataError
+from common.errors import UserError
 
 IMAGES_MAGIC = 2051  # IDX: unsigned bytes, 3 dimensions
 LABELS_MAGIC = 2049  # IDX: unsigned bytes, 1 dimension
@@ -26,25 +26,25 @@ def read_idx(path: str, expected_magic: int) -> np.ndarray:
         with opener(path, 'rb') as f:
             data = f.read()
     except (OSError, EOFError) as e:
-        raise DataError(f'{path}: cannot be read ({e}); the file is damaged or truncated: '
+        raise UserError(f'{path}: cannot be read ({e}); the file is damaged or truncated: '
                         'download it again')
     if len(data) < 8:
-        raise DataError(f'{path}: truncated ({len(data)} bytes, shorter than an IDX header)')
+        raise UserError(f'{path}: truncated ({len(data)} bytes, shorter than an IDX header)')
     magic = int.from_bytes(data[:4], 'big')
     if magic != expected_magic:
         kind = 'images' if expected_magic == IMAGES_MAGIC else 'labels'
-        raise DataError(f'{path}: magic number {magic}, expected {expected_magic} for an MNIST '
+        raise UserError(f'{path}: magic number {magic}, expected {expected_magic} for an MNIST '
                         f'{kind} file; is this the right file?')
     num_dims = magic & 0xFF
     header_size = 4 + 4 * num_dims
     if len(data) < header_size:
-        raise DataError(f'{path}: truncated inside its header')
+        raise UserError(f'{path}: truncated inside its header')
     dims = struct.unpack(f'>{num_dims}I', data[4:header_size])
     expected_bytes = int(np.prod(dims))
     body_bytes = len(data) - header_size
     if body_bytes != expected_bytes:
         problem = 'truncated' if body_bytes < expected_bytes else 'longer than its header says'
-        raise DataError(f'{path}: {problem}: header says {"x".join(map(str, dims))} '
+        raise UserError(f'{path}: {problem}: header says {"x".join(map(str, dims))} '
                         f'({expected_bytes} bytes) but {body_bytes} bytes follow; download it again')
     return np.frombuffer(data, np.uint8, offset=header_size).reshape(dims)
 
@@ -70,7 +70,7 @@ def load_idx_dir(source_dir: str) -> Dict[str, Split]:
             continue
         if images_path is None or labels_path is None:
             missing, dims = ('images', 3) if images_path is None else ('labels', 1)
-            raise DataError(f'{source_dir}: the {split} split has no {missing} file '
+            raise UserError(f'{source_dir}: the {split} split has no {missing} file '
                             f'({prefix}-{missing}-idx{dims}-ubyte[.gz]); add it or remove its partner')
         images = read_idx(images_path, IMAGES_MAGIC)
         labels = read_idx(labels_path, LABELS_MAGIC)
@@ -85,17 +85,17 @@ def load_npz(path: str) -> Dict[str, Split]:
         with np.load(path) as data:
             arrays = {key: data[key] for key in data.files}
     except (OSError, ValueError) as e:
-        raise DataError(f'{path}: not a readable .npz file ({e})')
+        raise UserError(f'{path}: not a readable .npz file ({e})')
     splits = {}
     for split in ('train', 'test'):
         if f'x_{split}' not in arrays:
             logging.info('%s split: no x_%s in %s; skipping it', split, split, path)
             continue
         if f'y_{split}' not in arrays:
-            raise DataError(f'{path}: has x_{split} but no y_{split}')
+            raise UserError(f'{path}: has x_{split} but no y_{split}')
         images, labels = arrays[f'x_{split}'], arrays[f'y_{split}']
         if images.dtype != np.uint8 or images.ndim != 3:
-            raise DataError(f'{path}: x_{split} must be uint8 [N, H, W], got {images.dtype} '
+            raise UserError(f'{path}: x_{split} must be uint8 [N, H, W], got {images.dtype} '
                             f'{list(images.shape)}')
         _check_pair(images, labels.astype(np.uint8), path, path)
         splits[split] = (images, labels.astype(np.uint8), [path])
@@ -110,9 +110,9 @@ def load_mnist(source: str) -> Dict[str, Split]:
         npz = os.path.join(source, 'mnist.npz')
         splits = load_npz(npz) if os.path.exists(npz) else load_idx_dir(source)
     else:
-        raise DataError(f'--source_dir={source}: no such folder or .npz file')
+        raise UserError(f'--source_dir={source}: no such folder or .npz file')
     if not splits:
-        raise DataError(f'--source_dir={source}: no MNIST files found (expected '
+        raise UserError(f'--source_dir={source}: no MNIST files found (expected '
                         'train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz], '
                         'the t10k-* pair, or mnist.npz)')
     return splits
@@ -120,10 +120,10 @@ def load_mnist(source: str) -> Dict[str, Split]:
 
 def _check_pair(images, labels, images_path, labels_path):
     if len(images) != len(labels):
-        raise DataError(f'{images_path}: {len(images)} images but {labels_path} has '
+        raise UserError(f'{images_path}: {len(images)} images but {labels_path} has '
                         f'{len(labels)} labels; the files do not belong together')
     if len(labels) and labels.max() > 9:
-        raise DataError(f'{labels_path}: label {int(labels.max())} is not a digit 0-9')
+        raise UserError(f'{labels_path}: label {int(labels.max())} is not a digit 0-9')
 
 
 def load_sklearn_digits() -> Split:

@@ -8,8 +8,8 @@ from typing import Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
+from common.errors import UserError
 from input_fns import pipeline
-from input_fns.errors import DataError
 
 FEATURE_SPEC = {
     'image': tf.io.FixedLenFeature([], tf.string),
@@ -65,19 +65,15 @@ def _check_image_shape(image_shape: Sequence[int]):
     def check(example, path):
         found = (int(example['height']), int(example['width']), len(example['image'].numpy()))
         if found != (height, width, expected_bytes):
-            raise DataError(f'{path}: images are {found[0]}x{found[1]} ({found[2]} bytes), but the '
+            raise UserError(f'{path}: images are {found[0]}x{found[1]} ({found[2]} bytes), but the '
                             f'model expects {"x".join(map(str, image_shape))} ({expected_bytes} bytes); '
                             'use shards prepared for this model')
 
     return check
 
 
-def make_input_fn(file_pattern: str,
-                  image_shape: Sequence[int],
-                  batch_size: int,
-                  training: bool,
-                  seed: Optional[int] = None,
-                  flag_name: str = 'file pattern',
+def make_input_fn(file_pattern: str, image_shape: Sequence[int], batch_size: int, training: bool,
+                  seed: Optional[int] = None, flag_name: str = 'file pattern',
                   shuffle_buffer: int = pipeline.DEFAULT_SHUFFLE_BUFFER):
     """An Estimator input_fn over image shards; checks the files now, not mid-training."""
     files = pipeline.list_record_files(file_pattern, flag_name)

@@ -12,7 +12,7 @@ import os
 import re
 from typing import Dict, List
 
-from input_fns.errors import DataError
+from common.errors import UserError
 
 PHOTO_NAME = re.compile(r'^(?P<name>.+)_(?P<number>\d{4})\.jpe?g$', re.IGNORECASE)
 
@@ -33,7 +33,7 @@ class Pair:
 
 def resolve_root(source_dir: str) -> str:
     if not os.path.isdir(source_dir):
-        raise DataError(f'--source_dir={source_dir}: no such folder')
+        raise UserError(f'--source_dir={source_dir}: no such folder')
     nested = os.path.join(source_dir, 'lfw')
     return nested if os.path.isdir(nested) else source_dir
 
@@ -53,7 +53,7 @@ def scan_people(root: str) -> Dict[str, List[str]]:
         if photos:
             people[name] = photos
     if not people:
-        raise DataError(f'{root}: no photos in the LFW layout <Name>/<Name>_0001.jpg')
+        raise UserError(f'{root}: no photos in the LFW layout <Name>/<Name>_0001.jpg')
     return people
 
 
@@ -62,9 +62,9 @@ def _lines(path: str) -> List[List[str]]:
         with open(path) as f:
             return [line.split() for line in f]
     except OSError as e:
-        raise DataError(f'{path}: cannot read it ({e.strerror})')
+        raise UserError(f'{path}: cannot read it ({e.strerror})')
     except UnicodeDecodeError as e:
-        raise DataError(f'{path}: not a text file (byte {e.start} is not UTF-8); give an LFW '
+        raise UserError(f'{path}: not a text file (byte {e.start} is not UTF-8); give an LFW '
                         'list such as pairsDevTest.txt or peopleDevTrain.txt')
 
 
@@ -76,9 +76,9 @@ def read_people_file(path: str) -> List[str]:
         if len(fields) == 2 and fields[1].isdigit():
             names.append(fields[0])
         elif not (len(fields) == 1 and fields[0].isdigit()) and fields:  # per-set count lines
-            raise DataError(f'{path}:{number}: expected "Name count", got {" ".join(fields)!r}')
+            raise UserError(f'{path}:{number}: expected "Name count", got {" ".join(fields)!r}')
     if not names:
-        raise DataError(f'{path}: no people listed')
+        raise UserError(f'{path}: no people listed')
     return names
 
 
@@ -86,7 +86,7 @@ def read_pairs_file(path: str) -> List[Pair]:
     """Pairs from pairsDevTrain.txt / pairsDevTest.txt (fold 0) or the 10-fold pairs.txt."""
     rows = _lines(path)
     if not rows or not rows[0] or not all(field.isdigit() for field in rows[0]):
-        raise DataError(f'{path}:1: expected a header "N" or "FOLDS N", got {rows[:1]}')
+        raise UserError(f'{path}:1: expected a header "N" or "FOLDS N", got {rows[:1]}')
     if len(rows[0]) == 1:
         folds, per_kind = 1, int(rows[0][0])
     else:
@@ -94,7 +94,7 @@ def read_pairs_file(path: str) -> List[Pair]:
     expected = folds * 2 * per_kind
     body = [(number, fields) for number, fields in enumerate(rows[1:], start=2) if fields]
     if len(body) != expected:
-        raise DataError(f'{path}: header says {folds} fold(s) of {per_kind} same and {per_kind} '
+        raise UserError(f'{path}: header says {folds} fold(s) of {per_kind} same and {per_kind} '
                         f'different pairs ({expected} lines), but {len(body)} lines follow')
     pairs = []
     for index, (number, fields) in enumerate(body):
@@ -109,7 +109,7 @@ def read_pairs_file(path: str) -> List[Pair]:
         except ValueError:
             pass
         shape = '"name i j"' if same else '"name1 i name2 j"'
-        raise DataError(f'{path}:{number}: expected a {"same" if same else "different"}-person '
+        raise UserError(f'{path}:{number}: expected a {"same" if same else "different"}-person '
                         f'pair {shape}, got {" ".join(fields)!r}')
     return pairs
 

@@ -13,8 +13,8 @@ from typing import Callable, Dict, List, Optional, Tuple
 import tensorflow as tf
 from absl import logging
 
+from common.errors import UserError
 from input_fns import shards
-from input_fns.errors import DataError
 
 AUTOTUNE = tf.data.AUTOTUNE
 DEFAULT_SHUFFLE_BUFFER = 10_000
@@ -31,10 +31,10 @@ def list_record_files(file_pattern: str, flag_name: str = 'file pattern') -> Lis
         files.extend(tf.io.gfile.glob(pattern))
     files = sorted(set(files))
     if not files:
-        raise DataError(f'{flag_name}: no files match {file_pattern!r}; check the path, or '
+        raise UserError(f'{flag_name}: no files match {file_pattern!r}; check the path, or '
                         'write shards first with `python -m input_fns.prepare`')
     if all(tf.io.gfile.stat(path).length == 0 for path in files):  # training or evaluating on nothing
-        raise DataError(f'{flag_name}: the {len(files)} file(s) matching {file_pattern!r} hold no '
+        raise UserError(f'{flag_name}: the {len(files)} file(s) matching {file_pattern!r} hold no '
                         'records (all empty); check the path, or write shards again with '
                         '`python -m input_fns.prepare`')
     return files
@@ -52,13 +52,13 @@ def check_record_files(files: List[str], feature_spec: Dict[str, tf.io.FixedLenF
         try:
             first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
         except tf.errors.OpError as e:
-            raise DataError(f'{path}: not a readable TFRecord file ({e.message.splitlines()[0]})')
+            raise UserError(f'{path}: not a readable TFRecord file ({e.message.splitlines()[0]})')
         if first is None:
             continue
         try:
             example = tf.io.parse_single_example(first, feature_spec)
         except tf.errors.OpError as e:
-            raise DataError(f'{path}: records do not match the expected features '
+            raise UserError(f'{path}: records do not match the expected features '
                             f'{sorted(feature_spec)}: {e.message.splitlines()[0]}')
         if check_example is not None:
             check_example(example, path)
@@ -79,11 +79,11 @@ def check_listed_in_manifests(files: List[str]) -> None:
         manifest_path = os.path.join(folder, shards.MANIFEST_NAME)
         entry = listed.get(os.path.basename(path))
         if entry is None:
-            raise DataError(f'{path}: not listed in {manifest_path}; it may be left over from an '
+            raise UserError(f'{path}: not listed in {manifest_path}; it may be left over from an '
                             'interrupted or older prepare run: delete it or run prepare again')
         size = tf.io.gfile.stat(path).length
         if 'bytes' in entry and size != entry['bytes']:  # older manifests list no sizes
-            raise DataError(f'{path}: {size} bytes, but {manifest_path} lists {entry["bytes"]} bytes '
+            raise UserError(f'{path}: {size} bytes, but {manifest_path} lists {entry["bytes"]} bytes '
                             f'({entry["records"]} records); it was cut short or damaged: restore '
                             'it, or run prepare again')
 
@@ -97,7 +97,7 @@ def _listed_shards(folder: str) -> Optional[Dict[str, Dict]]:
         manifest = shards.read_manifest(folder)
         return {s['file']: s for split in manifest['splits'].values() for s in split['shards']}
     except (ValueError, KeyError, TypeError) as e:
-        raise DataError(f'{path}: unreadable manifest ({e}); run prepare again')
+        raise UserError(f'{path}: unreadable manifest ({e}); run prepare again')
 
 
 def worker_share_from_tf_config(tf_config: Optional[str] = None) -> Tuple[int, int]:
@@ -112,7 +112,7 @@ def worker_share_from_tf_config(tf_config: Optional[str] = None) -> Tuple[int, i
     try:
         config = json.loads(raw)
     except ValueError as e:
-        raise DataError(f'TF_CONFIG is not valid JSON ({e}); fix the environment variable')
+        raise UserError(f'TF_CONFIG is not valid JSON ({e}); fix the environment variable')
     cluster = config.get('cluster', {})
     task = config.get('task', {})
     num_chief = len(cluster.get('chief', []))
@@ -128,7 +128,7 @@ def worker_share(files: List[str], num_workers: int, worker_index: int) -> List[
     if num_workers <= 1:
         return files
     if len(files) < num_workers:
-        raise DataError(f'{len(files)} files cannot be shared among {num_workers} workers: '
+        raise UserError(f'{len(files)} files cannot be shared among {num_workers} workers: '
                         f'write at least {num_workers} shards (prepare --num_shards)')
     share = files[worker_index::num_workers]
     logging.info('training worker %d of %d reads its share: %s', worker_index, num_workers,

@@ -12,6 +12,7 @@
 Shards are named SPLIT-00000-of-00010.tfrecord; records are shuffled with --seed
 before writing, so reading the shards in shuffled order is enough.
 """
+import inspect
 import os
 import sys
 from typing import Dict
@@ -20,8 +21,8 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
+from common.errors import UserError
 from input_fns import csv_records, digit_sources, image_records, prepare_faces, shards
-from input_fns.errors import DataError
 
 DATASETS = ('mnist', 'digits', 'faces', 'face_pairs', 'csv')
 
@@ -81,45 +82,54 @@ def write_digit_splits(output_dir: str, dataset: str, splits: Dict, num_shards: 
     return entries
 
 
-def prepare_mnist(FLAGS) -> Dict:
-    if not FLAGS.source_dir:
-        raise DataError('--source_dir is required for mnist: a folder of IDX files or mnist.npz')
-    splits = digit_sources.load_mnist(FLAGS.source_dir)
-    if FLAGS.validation_size:
+def prepare_mnist(*, source_dir: str, output_dir: str, validation_size: int, num_shards: int,
+                  num_eval_shards: int, seed: int) -> Dict:
+    if not source_dir:
+        raise UserError('--source_dir is required for mnist: a folder of IDX files or mnist.npz')
+    splits = digit_sources.load_mnist(source_dir)
+    if validation_size:
         if 'train' not in splits:
-            raise DataError('--validation_size needs a train split, and none was found')
+            raise UserError('--validation_size needs a train split, and none was found')
         images, labels, sources = splits['train']
-        if FLAGS.validation_size >= len(labels):
-            raise DataError(f'--validation_size={FLAGS.validation_size} leaves no training data '
+        if validation_size >= len(labels):
+            raise UserError(f'--validation_size={validation_size} leaves no training data '
                             f'({len(labels)} training images)')
-        (train_x, train_y), (val_x, val_y) = hold_out(images, labels, FLAGS.validation_size,
-                                                      FLAGS.seed)
+        (train_x, train_y), (val_x, val_y) = hold_out(images, labels, validation_size,
+                                                      seed)
         splits['train'] = (train_x, train_y, sources)
         splits['validation'] = (val_x, val_y, sources)
-    return write_digit_splits(FLAGS.output_dir, 'mnist', splits, FLAGS.num_shards,
-                              FLAGS.num_eval_shards, FLAGS.seed)
+    return write_digit_splits(output_dir, 'mnist', splits, num_shards,
+                              num_eval_shards, seed)
 
 
-def prepare_digits(FLAGS) -> Dict:
+def prepare_digits(*, output_dir: str, validation_fraction: float, num_shards: int,
+                   num_eval_shards: int, seed: int) -> Dict:
     images, labels, sources = digit_sources.load_sklearn_digits()
-    count = int(round(len(labels) * FLAGS.validation_fraction))
-    (train_x, train_y), (val_x, val_y) = hold_out(images, labels, count, FLAGS.seed)
+    count = int(round(len(labels) * validation_fraction))
+    (train_x, train_y), (val_x, val_y) = hold_out(images, labels, count, seed)
     splits = {'train': (train_x, train_y, sources)}
     if count:
         splits['validation'] = (val_x, val_y, sources)
-    return write_digit_splits(FLAGS.output_dir, 'digits', splits, FLAGS.num_shards,
-                              FLAGS.num_eval_shards, FLAGS.seed)
+    return write_digit_splits(output_dir, 'digits', splits, num_shards,
+                              num_eval_shards, seed)
 
 
-def prepare_csv(FLAGS) -> Dict:
+def prepare_csv(*, output_dir: str, rows_per_shard: int, num_features: int, num_shards: int,
+                num_eval_shards: int, seed: int) -> Dict:
     """The source documents' example: --num_shards training files (and --num_eval_shards
     validation files) of --rows_per_shard rows of --num_features floats."""
     def write(split, num_shards, seed):
-        return csv_records.write_example_split(FLAGS.output_dir, split, num_shards,
-                                               FLAGS.rows_per_shard, FLAGS.num_features, seed)
+        return csv_records.write_example_split(output_dir, split, num_shards,
+                                               rows_per_shard, num_features, seed)
 
-    return {'train': write('train', FLAGS.num_shards, FLAGS.seed),
-            'validation': write('validation', FLAGS.num_eval_shards, FLAGS.seed + 1)}
+    return {'train': write('train', num_shards, seed),
+            'validation': write('validation', num_eval_shards, seed + 1)}
+
+
+def call_with_flags(prepare_fn, flag_values):
+    """prepare_fn(name=value...) with the value of the flag of each of its parameters."""
+    return prepare_fn(**{name: getattr(flag_values, name)
+                         for name in inspect.signature(prepare_fn).parameters})
 
 
 def main(argv):
@@ -138,8 +148,8 @@ def main(argv):
         prepare_fn = {'mnist': prepare_mnist, 'digits': prepare_digits,
                    'faces': prepare_faces.prepare_faces,
                    'face_pairs': prepare_faces.prepare_face_pairs, 'csv': prepare_csv}[argv[1]]
-        entries = prepare_fn(flags.FLAGS)
-    except DataError as e:
+        entries = call_with_flags(prepare_fn, flags.FLAGS)
+    except UserError as e:
         print(f'error: {e}', file=sys.stderr)
         return 2
     except (OSError, tf.errors.OpError) as e:  # e.g. a full disk; the split is left unlisted

@@ -13,8 +13,9 @@ from typing import Dict, List, Tuple
 import tensorflow as tf
 from absl import logging
 
+from common import atomic_files
+from common.errors import UserError
 from input_fns import face_records, lfw_files, shards
-from input_fns.errors import DataError
 from input_fns.lfw_files import Pair
 
 
@@ -39,7 +40,7 @@ class PhotoReader:
         except (OSError, tf.errors.InvalidArgumentError) as e:
             reason = getattr(e, 'strerror', None) or 'not a decodable JPEG'
             if self.strict:
-                raise DataError(f'{path}: {reason} (without --strict it would be skipped)')
+                raise UserError(f'{path}: {reason} (without --strict it would be skipped)')
             logging.warning('skipping %s: %s', path, reason)
             self.bad[relative_path] = reason
             return None
@@ -65,7 +66,7 @@ def split_people(people: Dict[str, List[str]], people_file: str, fraction: float
         count = int(round(len(names) * fraction))
         validation, train = sorted(shuffled[:count]), sorted(shuffled[count:])
     if not train:
-        raise DataError('no training people: check --train_people_file or --validation_fraction')
+        raise UserError('no training people: check --train_people_file or --validation_fraction')
     return train, validation
 
 
@@ -99,7 +100,7 @@ def write_pair_split(output_dir: str, split: str, pairs: List[Pair], reader: Pho
             path = lfw_files.photo_relpath(name, number)
             exists = os.path.exists(os.path.join(reader.root, path))
             if not exists and reader.strict:
-                raise DataError(f'{sources[0]}:{pair.line}: {os.path.join(reader.root, path)} '
+                raise UserError(f'{sources[0]}:{pair.line}: {os.path.join(reader.root, path)} '
                                 'does not exist')
             jpegs.append(reader.read(path) if exists else None)
         if None in jpegs:
@@ -124,18 +125,20 @@ def write_pair_split(output_dir: str, split: str, pairs: List[Pair], reader: Pho
     return entry
 
 
-def prepare_faces(FLAGS) -> Dict:
-    if not FLAGS.source_dir:
-        raise DataError('--source_dir is required for faces: ROOT/<Name>/<Name>_0001.jpg')
-    if FLAGS.num_pairs % FLAGS.pair_folds:
-        raise DataError(f'--num_pairs={FLAGS.num_pairs} is not a multiple of '
-                        f'--pair_folds={FLAGS.pair_folds}')
-    root = lfw_files.resolve_root(FLAGS.source_dir)
+def prepare_faces(*, source_dir: str, output_dir: str, train_people_file: str,
+                  validation_fraction: float, num_pairs: int, pair_folds: int, strict: bool,
+                  num_shards: int, num_eval_shards: int, seed: int) -> Dict:
+    if not source_dir:
+        raise UserError('--source_dir is required for faces: ROOT/<Name>/<Name>_0001.jpg')
+    if num_pairs % pair_folds:
+        raise UserError(f'--num_pairs={num_pairs} is not a multiple of '
+                        f'--pair_folds={pair_folds}')
+    root = lfw_files.resolve_root(source_dir)
     people = lfw_files.scan_people(root)
     identity = {name: i for i, name in enumerate(sorted(people))}
-    train, validation = split_people(people, FLAGS.train_people_file, FLAGS.validation_fraction,
-                                     FLAGS.seed)
-    reader = PhotoReader(root, FLAGS.strict)
+    train, validation = split_people(people, train_people_file, validation_fraction,
+                                     seed)
+    reader = PhotoReader(root, strict)
     entries = {}
     for split, names in (('train', train), ('validation', validation)):
         if not names:
@@ -149,38 +152,39 @@ def prepare_faces(FLAGS) -> Dict:
                 jpeg, identity[name], name, f'{name}/{photo}')
 
         entries[split] = shards.write_split(
-            FLAGS.output_dir, split, len(photos), make_record,
-            FLAGS.num_shards if split == 'train' else FLAGS.num_eval_shards, FLAGS.seed,
+            output_dir, split, len(photos), make_record,
+            num_shards if split == 'train' else num_eval_shards, seed,
             dataset='faces', features=face_records.PHOTO_MANIFEST_FEATURES, sources=[root],
             extra={'kind': 'photos', 'num_people': len(names),
                    'num_people_with_2_or_more': sum(len(people[n]) >= 2 for n in names),
-                   'people_file': FLAGS.train_people_file or None})
+                   'people_file': train_people_file or None})
         if reader.bad:
             entries[split]['skipped_files'] = {p: r for p, r in reader.bad.items()
                                                if p.split('/')[0] in set(names)}
-            shards.update_split(FLAGS.output_dir, split, entries[split])
+            shards.update_split(output_dir, split, entries[split])
 
-        same, different = draw_pairs(people, names, FLAGS.num_pairs, FLAGS.seed + 1)
-        folds = FLAGS.pair_folds if split == 'validation' else 1
+        same, different = draw_pairs(people, names, num_pairs, seed + 1)
+        folds = pair_folds if split == 'validation' else 1
         if same:
-            pairs_txt = os.path.join(FLAGS.output_dir, f'{split}_pairs.txt')
-            shards.write_text_atomic(pairs_txt, lfw_files.write_pairs_file(
+            pairs_txt = os.path.join(output_dir, f'{split}_pairs.txt')
+            atomic_files.write_text_atomic(pairs_txt, lfw_files.write_pairs_file(
                 pairs_txt, same, different, folds))
             pairs = lfw_files.read_pairs_file(pairs_txt)  # line numbers for messages
             entries[f'{split}_pairs'] = write_pair_split(
-                FLAGS.output_dir, f'{split}_pairs', pairs, reader, FLAGS.num_eval_shards,
-                FLAGS.seed, [pairs_txt])
-    shards.set_source_root(FLAGS.output_dir, root)
+                output_dir, f'{split}_pairs', pairs, reader, num_eval_shards,
+                seed, [pairs_txt])
+    shards.set_source_root(output_dir, root)
     return entries
 
 
-def prepare_face_pairs(FLAGS) -> Dict:
-    if not (FLAGS.source_dir and FLAGS.pairs_file):
-        raise DataError('face_pairs needs --source_dir (the photo folder) and --pairs_file')
-    root = lfw_files.resolve_root(FLAGS.source_dir)
-    pairs = lfw_files.read_pairs_file(FLAGS.pairs_file)
-    split = FLAGS.split or os.path.splitext(os.path.basename(FLAGS.pairs_file))[0]
-    entry = write_pair_split(FLAGS.output_dir, split, pairs, PhotoReader(root, FLAGS.strict),
-                             FLAGS.num_eval_shards, FLAGS.seed, [FLAGS.pairs_file])
-    shards.set_source_root(FLAGS.output_dir, root)
+def prepare_face_pairs(*, source_dir: str, pairs_file: str, output_dir: str, split: str,
+                       strict: bool, num_eval_shards: int, seed: int) -> Dict:
+    if not (source_dir and pairs_file):
+        raise UserError('face_pairs needs --source_dir (the photo folder) and --pairs_file')
+    root = lfw_files.resolve_root(source_dir)
+    pairs = lfw_files.read_pairs_file(pairs_file)
+    split = split or os.path.splitext(os.path.basename(pairs_file))[0]
+    entry = write_pair_split(output_dir, split, pairs, PhotoReader(root, strict),
+                             num_eval_shards, seed, [pairs_file])
+    shards.set_source_root(output_dir, root)
     return {split: entry}

@@ -15,30 +15,14 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from common.atomic_files import pid_alive, write_bytes_atomic, write_json_atomic
+
 MANIFEST_NAME = 'manifest.json'
 SHARD_SUFFIX = '.tfrecord'
 
 
 def shard_name(split: str, index: int, num_shards: int, suffix: str = SHARD_SUFFIX) -> str:
     return f'{split}-{index:05d}-of-{num_shards:05d}{suffix}'
-
-
-def write_bytes_atomic(path: str, data: bytes) -> None:
-    """Writes to a temporary name, then renames: readers never see half a file."""
-    temp_path = f'{path}.tmp-{os.getpid()}'
-    with open(temp_path, 'wb') as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(temp_path, path)
-
-
-def write_text_atomic(path: str, text: str) -> None:
-    write_bytes_atomic(path, text.encode('utf-8'))
-
-
-def write_json_atomic(path: str, obj) -> None:
-    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True) + '\n')
 
 
 def read_manifest(output_dir: str) -> Dict:
@@ -71,16 +55,6 @@ def set_source_root(output_dir: str, root: str) -> None:
     manifest = read_manifest(output_dir)
     manifest['source_root'] = os.path.abspath(root)
     write_json_atomic(os.path.join(output_dir, MANIFEST_NAME), manifest)
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        pass
-    return True
 
 
 def remove_killed_writers_files(output_dir: str) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
-from input_fns.shards import write_bytes_atomic
+from common.atomic_files import write_bytes_atomic
 
 
 def _identity(rng: np.random.RandomState) -> Dict[str, float]:

@@ -53,6 +53,4 @@ def model_fn(features, labels, mode, params):
 
 SPEC = registry.register(registry.ModelSpec(
     name='face_siamese', model_fn=model_fn, default_params=DEFAULT_PARAMS,
-    input_kind='face_pairs', image_shape=IMAGE_SHAPE,
-    # The 'single' receiver feeds image_a alone: its 'embed' output is the embed signature.
-    signature_renames={'single:embed': 'embed', 'embed': None}))
+    input_kind='face_pairs', image_shape=IMAGE_SHAPE))

@@ -59,5 +59,4 @@ def model_fn(features, labels, mode, params):
 
 SPEC = registry.register(registry.ModelSpec(
     name='mnist_cnn', model_fn=model_fn, default_params=DEFAULT_PARAMS,
-    input_kind='image_classification', image_shape=IMAGE_SHAPE,
-    signature_renames={'pixels:serving_default': 'predict_pixels'}))
+    input_kind='image_classification', image_shape=IMAGE_SHAPE))

@@ -31,14 +31,27 @@ def write_idx(path, array, magic):
         f.write(header + array.astype(np.uint8).tobytes())
 
 
-def prepare_flags(**overrides):
-    """The flag values input_fns.prepare reads, as a plain object."""
+def run_prepare(prepare_fn, **overrides):
+    """Calls an input_fns.prepare* function with the prepare flags' defaults, except overrides."""
+    from input_fns import prepare as prepare_module
     values = dict(source_dir=None, output_dir=None, num_shards=4, num_eval_shards=2,
                   validation_size=0, validation_fraction=0.2, seed=0, train_people_file=None,
                   num_pairs=300, pairs_file=None, split=None, strict=False, pair_folds=1,
                   rows_per_shard=100, num_features=1024)
     values.update(overrides)
-    return types.SimpleNamespace(**values)
+    return prepare_module.call_with_flags(prepare_fn, types.SimpleNamespace(**values))
+
+
+def trainer_flags(*args):
+    """absl's FLAGS with the trainer's flags parsed from args (defined in this process once)."""
+    from absl import flags
+
+    from trainer import flags as trainer_flags_module
+    if 'model_dir' not in flags.FLAGS:
+        trainer_flags_module.define_flags()
+    flags.FLAGS.unparse_flags()
+    flags.FLAGS(['trainer.main', *args])
+    return flags.FLAGS
 
 
 @pytest.fixture(scope='session')

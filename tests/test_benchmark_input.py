@@ -4,10 +4,11 @@ import json
 import numpy as np
 import pytest
 
-from conftest import prepare_flags, run_module
+from conftest import run_module, run_prepare
 from input_fns import prepare
 from models import registry
-from trainer import benchmark_input, inputs
+from trainer import benchmark_input
+from trainer.input_kinds import registry as input_kinds
 
 STAGES = [('read', 1000.0), ('+ parse', 200.0), ('+ prefetch', 210.0)]
 
@@ -30,8 +31,9 @@ def test_verdict_input_bound_and_not():
 
 
 def test_image_stages_build_on_each_other(digit_shards):
-    stages = inputs.training_input_stages(registry.get('mnist_cnn'), digit_shards.train_pattern,
-                                          '--train_files', batch_size=8)
+    spec = registry.get('mnist_cnn')
+    stages = input_kinds.for_model(spec).training_input_stages(spec, digit_shards.train_pattern,
+                                                               '--train_files', batch_size=8)
     names = [name for name, _ in stages]
     assert names == ['read: interleave, shuffle, batch', '+ parse the batch',
                      '+ prefetch: the input_fn']
@@ -42,8 +44,8 @@ def test_image_stages_build_on_each_other(digit_shards):
 
 def test_cli_prints_its_verdict(tmp_path):
     out = str(tmp_path / 'csv')
-    prepare.prepare_csv(prepare_flags(output_dir=out, num_shards=2, num_eval_shards=1,
-                                      rows_per_shard=16, num_features=1024))
+    run_prepare(prepare.prepare_csv, output_dir=out, num_shards=2, num_eval_shards=1,
+                                      rows_per_shard=16, num_features=1024)
     result = run_module('trainer.main', '--model=csv_mlp', '--mode=benchmark_input',
                         f'--train_files={out}/train-*', '--batch_size=8',
                         '--benchmark_batches=6', '--benchmark_train_steps=3')

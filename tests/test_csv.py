@@ -7,17 +7,17 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import prepare_flags, run_module
+from common.errors import UserError
+from conftest import run_module, run_prepare
 from input_fns import csv_records, prepare
-from input_fns.errors import DataError
 
 
 @pytest.fixture(scope='module')
 def mlp_csv(tmp_path_factory):
     """The csv_mlp model's data in small: 2 training shards and 1 validation shard of 1,024 floats."""
     out = str(tmp_path_factory.mktemp('csv'))
-    prepare.prepare_csv(prepare_flags(output_dir=out, num_shards=2, num_eval_shards=1,
-                                      rows_per_shard=24, num_features=1024, seed=5))
+    run_prepare(prepare.prepare_csv, output_dir=out, num_shards=2, num_eval_shards=1,
+                                      rows_per_shard=24, num_features=1024, seed=5)
     return out
 
 
@@ -31,8 +31,8 @@ def collect(input_fn):
 
 def test_shards_parse_to_the_values_written(tmp_path):
     out = str(tmp_path)
-    entries = prepare.prepare_csv(prepare_flags(output_dir=out, num_shards=3, num_eval_shards=1,
-                                                rows_per_shard=7, num_features=5, seed=2))
+    entries = run_prepare(prepare.prepare_csv, output_dir=out, num_shards=3, num_eval_shards=1,
+                                                rows_per_shard=7, num_features=5, seed=2)
     assert entries['train']['num_records'] == 21 and entries['validation']['num_records'] == 7
     assert sorted(map(os.path.basename, glob.glob(os.path.join(out, 'train-*')))) == [
         f'train-0000{i}-of-00003.csv' for i in range(3)]
@@ -63,7 +63,7 @@ def test_training_batches_are_full_and_repeat(mlp_csv):
 def test_bad_first_line_names_the_file(tmp_path, line, message):
     path = tmp_path / 'bad.csv'
     path.write_text(line)
-    with pytest.raises(DataError, match=f'{path}: {message}'):
+    with pytest.raises(UserError, match=f'{path}: {message}'):
         csv_records.make_input_fn(str(path), 5, 4, True)
 
 
@@ -87,7 +87,7 @@ def test_csv_mlp_trains_evaluates_and_exports(mlp_csv, tmp_path):
     metrics = json.loads(run_module(
         'trainer.main', '--model=csv_mlp', '--mode=evaluate', f'--model_dir={model_dir}',
         f'--eval_files={mlp_csv}/validation-*', '--batch_size=8').stdout)
-    assert metrics['global_step'] == 4 and 0.0 <= metrics['accuracy'] <= 1.0
+    assert metrics['global_step'] == 4 and 'accuracy' in metrics
     exported = json.loads(run_module(
         'trainer.main', '--model=csv_mlp', '--mode=export', f'--model_dir={model_dir}',
         f'--export_dir={tmp_path}/export').stdout)['saved_model']

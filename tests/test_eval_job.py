@@ -7,8 +7,9 @@ import shutil
 import pytest
 
 from conftest import run_module, run_together
-from trainer import checkpoints, hooks
+from trainer import checkpoints
 from trainer.ledger import Ledger
+from trainer.metric_goal import MetricGoal
 
 
 def train_args(model_dir, shards, steps, *extra):
@@ -145,4 +146,4 @@ def test_trainer_stops_early_on_the_eval_jobs_ledger(digit_shards, tmp_path):
     assert entries[-1]['step'] == final_step and entries[-1]['status'] == 'evaluated'
     assert f'evaluated the final checkpoint (step {final_step})' in eval_log
     before_stop = [e for e in entries if e['step'] < final_step]
-    assert hooks.no_improvement_reason(before_stop, 'accuracy', 'max', 2, 'ledger')
+    assert MetricGoal('accuracy', 'max').stalled(before_stop, 2)

@@ -7,13 +7,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import prepare_flags, run_module
-from input_fns import face_records, lfw_files, prepare_faces, synthetic_faces
-from input_fns.errors import DataError
+from common.errors import UserError
+from conftest import run_module, run_prepare
+from input_fns import (face_images, face_pairs, face_records, lfw_files, prepare_faces,
+                       synthetic_faces)
 from models import face_diff, face_siamese
 from trainer import pair_protocol
+from trainer.input_kinds import registry as input_kinds
 
-GEOMETRY = face_records.FaceGeometry(image_size=64, channels=1, crop_fraction=0.5)
+GEOMETRY = face_images.FaceGeometry(image_size=64, channels=1, crop_fraction=0.5)
 
 
 @pytest.fixture(scope='module')
@@ -22,8 +24,8 @@ def faces(tmp_path_factory):
     root = str(tmp_path_factory.mktemp('faces') / 'lfw')
     written = synthetic_faces.write_faces(root, num_people=40, size=64, seed=3)
     out = str(tmp_path_factory.mktemp('face_shards'))
-    entries = prepare_faces.prepare_faces(prepare_flags(
-        source_dir=os.path.dirname(root), output_dir=out, validation_fraction=0.3, num_pairs=20))
+    entries = run_prepare(prepare_faces.prepare_faces,
+        source_dir=os.path.dirname(root), output_dir=out, validation_fraction=0.3, num_pairs=20)
     return root, written, out, entries
 
 
@@ -65,15 +67,15 @@ def test_validation_pairs_in_folds(tmp_path):
     root = str(tmp_path / 'lfw')
     synthetic_faces.write_faces(root, num_people=12, min_photos=2, size=48, seed=4)
     out = str(tmp_path / 'out')
-    entries = prepare_faces.prepare_faces(prepare_flags(
-        source_dir=root, output_dir=out, validation_fraction=0.5, num_pairs=6, pair_folds=3))
+    entries = run_prepare(prepare_faces.prepare_faces,
+        source_dir=root, output_dir=out, validation_fraction=0.5, num_pairs=6, pair_folds=3)
     assert open(os.path.join(out, 'validation_pairs.txt')).readline() == '3 2\n'
     assert entries['validation_pairs']['num_folds'] == 3
     folds = face_records.read_pair_labels(os.path.join(out, 'validation_pairs-*'))['fold']
     assert sorted(set(folds.tolist())) == [0, 1, 2] and len(folds) == 12
-    with pytest.raises(DataError, match='--num_pairs=7 is not a multiple of --pair_folds=3'):
-        prepare_faces.prepare_faces(prepare_flags(source_dir=root, output_dir=out, num_pairs=7,
-                                                  pair_folds=3))
+    with pytest.raises(UserError, match='--num_pairs=7 is not a multiple of --pair_folds=3'):
+        run_prepare(prepare_faces.prepare_faces, source_dir=root, output_dir=out, num_pairs=7,
+                                                  pair_folds=3)
 
 
 def test_undecodable_photo_is_skipped_and_counted_or_fatal_when_strict(tmp_path):
@@ -81,14 +83,14 @@ def test_undecodable_photo_is_skipped_and_counted_or_fatal_when_strict(tmp_path)
     synthetic_faces.write_faces(root, num_people=6, min_photos=2, size=48, seed=1)
     bad = os.path.join(root, 'Synthetic_Person_0002', 'Synthetic_Person_0002_0001.jpg')
     open(bad, 'wb').write(b'not a jpeg')
-    entries = prepare_faces.prepare_faces(prepare_flags(
-        source_dir=root, output_dir=str(tmp_path / 'out'), validation_fraction=0.0, num_pairs=3))
+    entries = run_prepare(prepare_faces.prepare_faces,
+        source_dir=root, output_dir=str(tmp_path / 'out'), validation_fraction=0.0, num_pairs=3)
     assert entries['train']['num_skipped'] == 1
     assert entries['train']['skipped_files'] == {
         'Synthetic_Person_0002/Synthetic_Person_0002_0001.jpg': 'not a decodable JPEG'}
-    with pytest.raises(DataError, match='Synthetic_Person_0002_0001.jpg: not a decodable JPEG'):
-        prepare_faces.prepare_faces(prepare_flags(
-            source_dir=root, output_dir=str(tmp_path / 'out2'), strict=True, num_pairs=3))
+    with pytest.raises(UserError, match='Synthetic_Person_0002_0001.jpg: not a decodable JPEG'):
+        run_prepare(prepare_faces.prepare_faces,
+            source_dir=root, output_dir=str(tmp_path / 'out2'), strict=True, num_pairs=3)
 
 
 def test_people_file_splits_by_people(tmp_path):
@@ -131,7 +133,7 @@ def test_read_ten_fold_pairs_file(tmp_path):
 def test_malformed_pairs_file(tmp_path, text, message):
     path = tmp_path / 'pairs.txt'
     path.write_text(text)
-    with pytest.raises(DataError, match=message):
+    with pytest.raises(UserError, match=message):
         lfw_files.read_pairs_file(str(path))
 
 
@@ -140,24 +142,24 @@ def test_pair_naming_a_missing_photo_is_reported(faces, tmp_path):
     path = tmp_path / 'pairsDevTest.txt'
     path.write_text('1\nSynthetic_Person_0001\t1\t99\n'
                     'Synthetic_Person_0001\t1\tSynthetic_Person_0005\t1\n')
-    entries = prepare_faces.prepare_face_pairs(prepare_flags(
-        source_dir=root, pairs_file=str(path), output_dir=str(tmp_path / 'out')))
+    entries = run_prepare(prepare_faces.prepare_face_pairs,
+        source_dir=root, pairs_file=str(path), output_dir=str(tmp_path / 'out'))
     entry = entries['pairsDevTest']
     assert entry['num_records'] == 1 and entry['num_skipped'] == 1
     assert entry['missing_pairs'] == ['Synthetic_Person_0001 1 Synthetic_Person_0001 99']
-    with pytest.raises(DataError, match=r'pairsDevTest.txt:2: .*Synthetic_Person_0001_0099.jpg '
+    with pytest.raises(UserError, match=r'pairsDevTest.txt:2: .*Synthetic_Person_0001_0099.jpg '
                                         'does not exist'):
-        prepare_faces.prepare_face_pairs(prepare_flags(
-            source_dir=root, pairs_file=str(path), output_dir=str(tmp_path / 'o2'), strict=True))
+        run_prepare(prepare_faces.prepare_face_pairs,
+            source_dir=root, pairs_file=str(path), output_dir=str(tmp_path / 'o2'), strict=True)
 
 
 @pytest.mark.parametrize('same_fraction', [0.5, 0.2])
 def test_sampler_ratio_and_same_pairs_share_identity(same_fraction):
     # Photos stand in as their person's id, so a pair shows whose photos it drew.
     identities = np.array([0, 0, 0, 1, 2, 2, 3, 4, 4, 4, 4, 5])
-    index = face_records.PhotoIndex(identities, [''] * len(identities), None)
+    index = face_pairs.PhotoIndex(identities, [''] * len(identities), None)
     photos = tf.constant([str(i).encode() for i in identities])
-    pairs = face_records._sampled_pairs(photos, index, seed=5, same_fraction=same_fraction)
+    pairs = face_pairs._sampled_pairs(photos, index, seed=5, same_fraction=same_fraction)
     drawn = list(pairs.take(3000).as_numpy_iterator())
     same = np.array([label for _, _, label, _ in drawn])
     assert abs(same.mean() - same_fraction) < 0.03
@@ -172,8 +174,9 @@ def test_sampler_ratio_and_same_pairs_share_identity(same_fraction):
 def test_training_input_fn_shapes_for_both_samplers(faces):
     _, _, out, _ = faces
     for sampler in ('graph', 'generator'):
-        input_fn = face_records.make_train_input_fn(os.path.join(out, 'train-*'), GEOMETRY,
-                                                    batch_size=8, seed=1, sampler=sampler)
+        input_fn = face_pairs.make_train_input_fn(
+            os.path.join(out, 'train-*'), GEOMETRY, batch_size=8, seed=1,
+            pairs_dataset=input_kinds.get('face_pairs').pair_samplers[sampler])
         features, labels = next(iter(input_fn()))
         assert features['image_a'].shape == (8, 64, 64, 1) == features['image_b'].shape
         assert features['image_a'].dtype == tf.float32 and labels.shape == (8,)
@@ -184,7 +187,7 @@ def test_training_input_fn_shapes_for_both_samplers(faces):
 def test_eval_pairs_one_pass_in_order(faces):
     _, _, out, _ = faces
     pattern = os.path.join(out, 'validation_pairs-*')
-    input_fn = face_records.make_eval_input_fn(pattern, GEOMETRY, batch_size=16)
+    input_fn = face_pairs.make_eval_input_fn(pattern, GEOMETRY, batch_size=16)
     labels = np.concatenate([label.numpy() for _, label in input_fn()])
     np.testing.assert_array_equal(labels, face_records.read_pair_labels(pattern)['label'])
     assert len(labels) == 40

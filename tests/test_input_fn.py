@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from common.errors import UserError
 from conftest import make_digit_arrays
 from input_fns import image_records, pipeline
-from input_fns.errors import DataError
 
 SHAPE = (28, 28, 1)
 
@@ -82,7 +82,7 @@ def test_each_worker_reads_its_own_files(tmp_path):
 
 def test_missing_pattern_names_it(tmp_path):
     pattern = str(tmp_path / 'nothing-*')
-    with pytest.raises(DataError, match=f'--train_files: no files match .*nothing-'):
+    with pytest.raises(UserError, match=f'--train_files: no files match .*nothing-'):
         image_records.make_input_fn(pattern, SHAPE, 8, True, flag_name='--train_files')
 
 
@@ -92,7 +92,7 @@ def test_record_missing_a_feature_names_the_file(tmp_path):
         writer.write(tf.train.Example(features=tf.train.Features(feature={
             'image': tf.train.Feature(bytes_list=tf.train.BytesList(value=[bytes(784)]))
         })).SerializeToString())
-    with pytest.raises(DataError, match=f'{path}: records do not match .*label'):
+    with pytest.raises(UserError, match=f'{path}: records do not match .*label'):
         image_records.make_input_fn(path, SHAPE, 8, True)
 
 
@@ -100,7 +100,7 @@ def test_wrong_image_size_names_the_file(tmp_path):
     path = str(tmp_path / 'small.tfrecord')
     with tf.io.TFRecordWriter(path) as writer:
         writer.write(image_records.encode_example(np.zeros((8, 8), np.uint8), 3))
-    with pytest.raises(DataError, match=f'{path}: images are 8x8 .* expects 28x28x1'):
+    with pytest.raises(UserError, match=f'{path}: images are 8x8 .* expects 28x28x1'):
         image_records.make_input_fn(path, SHAPE, 8, True)
 
 
@@ -108,12 +108,12 @@ def test_shard_not_in_manifest_is_refused(digit_shards, tmp_path):
     folder = tmp_path / 'copy'
     shutil.copytree(digit_shards.dir, folder)
     shutil.copy(folder / 'train-00000-of-00004.tfrecord', folder / 'train-00000-of-00003.tfrecord')
-    with pytest.raises(DataError, match='train-00000-of-00003.tfrecord: not listed in .*manifest'):
+    with pytest.raises(UserError, match='train-00000-of-00003.tfrecord: not listed in .*manifest'):
         image_records.make_input_fn(str(folder / 'train-*'), SHAPE, 8, True)
 
 
 def test_not_a_tfrecord_file(tmp_path):
     path = tmp_path / 'junk.tfrecord'
     path.write_bytes(b'this is not a TFRecord file at all')
-    with pytest.raises(DataError, match='junk.tfrecord: not a readable TFRecord file'):
+    with pytest.raises(UserError, match='junk.tfrecord: not a readable TFRecord file'):
         image_records.make_input_fn(str(path), SHAPE, 8, True)

@@ -1,14 +1,14 @@
 """The ledger file, its lock, checkpoint listing and the export policy, without training."""
-import math
 import os
 
 import pytest
 
-from input_fns.errors import DataError
-from trainer import checkpoints, flags, hooks
+from common.errors import UserError
+from trainer import checkpoints
 from trainer.eval_job import EvalJob
 from trainer.export_policy import LedgerExports
-from trainer.ledger import Ledger, best_entry, better
+from trainer.ledger import Ledger
+from trainer.metric_goal import MetricGoal
 
 
 def evaluated(step, **metrics):
@@ -34,43 +34,22 @@ def test_a_damaged_middle_line_names_the_file_and_line(tmp_path):
     ledger.append(0, 'model.ckpt-0', 'evaluated', metrics={})
     with open(ledger.path, 'a') as f:
         f.write('garbage\n{"step": 5}\n')
-    with pytest.raises(DataError, match=f'{ledger.path}:2: not a JSON line'):
+    with pytest.raises(UserError, match=f'{ledger.path}:2: not a JSON line'):
         ledger.entries()
-    with pytest.raises(DataError, match=f'{ledger.path}:2: not a JSON line'):
+    with pytest.raises(UserError, match=f'{ledger.path}:2: not a JSON line'):
         ledger.append(6, 'model.ckpt-6', 'evaluated', metrics={})
 
 
 def test_one_process_at_a_time_evaluates_under_a_name(tmp_path):
     ledger = Ledger(str(tmp_path), 'val')
     with ledger.lock():
-        with pytest.raises(DataError, match=f'pid {os.getpid()} is evaluating under this name'):
+        with pytest.raises(UserError, match=f'pid {os.getpid()} is evaluating under this name'):
             with Ledger(str(tmp_path), 'val').lock():
                 pass
         with Ledger(str(tmp_path), 'other').lock():  # another name is independent
             pass
     with ledger.lock():  # released
         pass
-
-
-def test_better_and_best():
-    assert better(0.9, None, 'max') and better(0.1, 0.2, 'min') and not better(0.2, 0.2, 'min')
-    assert not better(math.nan, 1.0, 'min') and better(1.0, math.nan, 'min')
-    entries = [evaluated(0, loss=2.0), evaluated(2, loss=0.5), evaluated(4, loss=0.5),
-               {'step': 6, 'status': 'skipped'}, evaluated(8, loss=math.nan)]
-    assert best_entry(entries, 'loss', 'min', '--export_metric')['step'] == 2
-    with pytest.raises(DataError, match='--export_metric=auc: .* it has loss'):
-        best_entry(entries, 'auc', 'min', '--export_metric')
-    assert flags.metric_mode('loss', None) == 'min' and flags.metric_mode('accuracy', None) == 'max'
-    assert flags.metric_mode('loss', 'max') == 'max'
-
-
-def test_no_improvement_counts_evaluations_after_the_best():
-    entries = [evaluated(0, accuracy=0.5), evaluated(2, accuracy=0.8), evaluated(4, accuracy=0.8),
-               {'step': 6, 'status': 'skipped'}]
-    assert hooks.no_improvement_reason(entries, 'accuracy', 'max', 2, 'L') is None
-    entries.append(evaluated(8, accuracy=0.7))
-    assert hooks.no_improvement_reason(entries, 'accuracy', 'max', 2, 'L') == (
-        'accuracy has not improved on 0.8 (step 2) in 2 evaluations (L)')
 
 
 def write_fake_checkpoints(model_dir, steps, newest_saved):
@@ -109,7 +88,8 @@ def fake_exports(tmp_path, policy, keep, saved_past_name=0):
         made.append(step)
         return str(export_dir / str(step))
 
-    return LedgerExports(str(export_dir), policy, 'loss', 'min', keep, export), export_dir, made
+    exports = LedgerExports(str(export_dir), policy, MetricGoal('loss', 'min'), keep, export)
+    return exports, export_dir, made
 
 
 def ledger_entry(tmp_path, step, loss, saved_past_name=0):

@@ -52,7 +52,7 @@ def test_estimator_trains_two_steps_and_evaluates(tmp_path):
     estimator.train(input_fn, steps=2)
     assert estimator.get_variable_value('global_step') == 2
     metrics = estimator.evaluate(input_fn, steps=2)
-    assert 0.0 <= metrics['accuracy'] <= 1.0 and np.isfinite(metrics['loss'])
+    assert np.isfinite(metrics['loss'])
     predictions = list(estimator.predict(lambda: tf.data.Dataset.from_tensor_slices(
         {'image': images[:3]}).batch(3)))
     assert len(predictions) == 3

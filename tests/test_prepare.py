@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import make_digit_arrays, prepare_flags, run_module, write_idx
+from common.errors import UserError
+from conftest import make_digit_arrays, run_module, run_prepare, write_idx
 from input_fns import digit_sources, image_records, prepare, shards
-from input_fns.errors import DataError
 
 
 def read_split(output_dir, split):
@@ -44,7 +44,7 @@ def idx_dir(tmp_path):
 def test_idx_round_trip_and_manifest(idx_dir, tmp_path):
     source, train, test = idx_dir
     out = str(tmp_path / 'out')
-    prepare.prepare_mnist(prepare_flags(source_dir=str(source), output_dir=out, num_shards=3))
+    run_prepare(prepare.prepare_mnist, source_dir=str(source), output_dir=out, num_shards=3)
     manifest = json.load(open(os.path.join(out, 'manifest.json')))
     assert set(manifest['splits']) == {'train', 'test'}
     for split, (images, labels) in (('train', train), ('test', test)):
@@ -63,7 +63,7 @@ def test_records_are_shuffled_with_fixed_seed(idx_dir, tmp_path):
     orders = []
     for run in range(2):
         out = str(tmp_path / f'out{run}')
-        prepare.prepare_mnist(prepare_flags(source_dir=str(source), output_dir=out, num_shards=1))
+        run_prepare(prepare.prepare_mnist, source_dir=str(source), output_dir=out, num_shards=1)
         records = list(tf.data.TFRecordDataset(
             os.path.join(out, shards.shard_name('train', 0, 1))).as_numpy_iterator())
         orders.append([tf.io.parse_single_example(r, image_records.FEATURE_SPEC)['label'].numpy()
@@ -75,7 +75,7 @@ def test_records_are_shuffled_with_fixed_seed(idx_dir, tmp_path):
 def test_validation_hold_out_is_disjoint_and_complete(idx_dir, tmp_path):
     source, train, _ = idx_dir
     out = str(tmp_path / 'out')
-    prepare.prepare_mnist(prepare_flags(source_dir=str(source), output_dir=out, validation_size=20))
+    run_prepare(prepare.prepare_mnist, source_dir=str(source), output_dir=out, validation_size=20)
     train_pairs, _ = read_split(out, 'train')
     validation_pairs, _ = read_split(out, 'validation')
     assert len(validation_pairs) == 20 and len(train_pairs) == 100
@@ -86,7 +86,7 @@ def test_npz_source_and_missing_split_is_skipped(tmp_path):
     images, labels = make_digit_arrays(40)
     np.savez(tmp_path / 'mnist.npz', x_train=images, y_train=labels)
     out = str(tmp_path / 'out')
-    prepare.prepare_mnist(prepare_flags(source_dir=str(tmp_path), output_dir=out, num_shards=2))
+    run_prepare(prepare.prepare_mnist, source_dir=str(tmp_path), output_dir=out, num_shards=2)
     manifest = json.load(open(os.path.join(out, 'manifest.json')))
     assert list(manifest['splits']) == ['train']
     assert read_split(out, 'train')[0] == as_pairs(images, labels)
@@ -95,8 +95,8 @@ def test_npz_source_and_missing_split_is_skipped(tmp_path):
 def test_rewrite_with_fewer_shards_removes_stale_ones(idx_dir, tmp_path):
     source, _, _ = idx_dir
     out = str(tmp_path / 'out')
-    prepare.prepare_mnist(prepare_flags(source_dir=str(source), output_dir=out, num_shards=4))
-    prepare.prepare_mnist(prepare_flags(source_dir=str(source), output_dir=out, num_shards=2))
+    run_prepare(prepare.prepare_mnist, source_dir=str(source), output_dir=out, num_shards=4)
+    run_prepare(prepare.prepare_mnist, source_dir=str(source), output_dir=out, num_shards=2)
     assert sorted(os.path.basename(p) for p in glob.glob(os.path.join(out, 'train-*'))) == [
         'train-00000-of-00002.tfrecord', 'train-00001-of-00002.tfrecord']
     assert not glob.glob(os.path.join(out, '*.tmp-*'))
@@ -125,7 +125,7 @@ def test_damaged_idx_file_names_the_file(idx_dir, damage, message):
         data = path.read_bytes()
         data = data[:-100] if damage == 'truncate' else (2049).to_bytes(4, 'big') + data[4:]
         path.write_bytes(data)
-    with pytest.raises(DataError, match=message) as error:
+    with pytest.raises(UserError, match=message) as error:
         digit_sources.load_mnist(str(source))
     assert str(path) in str(error.value)
 
@@ -133,7 +133,7 @@ def test_damaged_idx_file_names_the_file(idx_dir, damage, message):
 def test_label_count_mismatch(idx_dir):
     source, train, _ = idx_dir
     write_idx(str(source / 'train-labels-idx1-ubyte.gz'), train[1][:-5], 2049)
-    with pytest.raises(DataError, match='120 images but .* has 115 labels'):
+    with pytest.raises(UserError, match='120 images but .* has 115 labels'):
         digit_sources.load_mnist(str(source))
 
 

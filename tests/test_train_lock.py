@@ -3,14 +3,14 @@ import time
 
 import pytest
 
-from input_fns.errors import DataError
+from common.errors import UserError
 from trainer import train_lock
 
 
 def test_local_lock_refuses_a_second_holder_until_released(tmp_path):
     first = train_lock.LocalLock(str(tmp_path / 'model'))
     first.acquire()
-    with pytest.raises(DataError, match=r'is in use by another training run \(pid \d+ on '):
+    with pytest.raises(UserError, match=r'is in use by another training run \(pid \d+ on '):
         train_lock.LocalLock(str(tmp_path / 'model')).acquire()
     first.release()
     second = train_lock.LocalLock(str(tmp_path / 'model'))
@@ -25,7 +25,7 @@ def test_bucket_lease_is_refreshed_and_taken_over_only_after_it_expires(tmp_path
     first = train_lock.Lease(model_dir, lease_secs=1.0, settle_secs=0)
     first.acquire()
     time.sleep(1.5)  # past the first expiry: only the refreshes keep it
-    with pytest.raises(DataError, match='is in use by another training run'):
+    with pytest.raises(UserError, match='is in use by another training run'):
         train_lock.Lease(model_dir, lease_secs=1.0, settle_secs=0).acquire()
 
     first._stop.set()  # the holder dies without releasing: its lease lapses

@@ -14,8 +14,9 @@ from typing import List, Tuple
 
 import tensorflow as tf
 
-from trainer import flags as trainer_flags
-from trainer import inputs, timing
+from trainer import timing
+from trainer.experiment import Settings, model_params
+from trainer.input_kinds import registry as input_kinds
 
 REPETITIONS = 3
 
@@ -52,12 +53,13 @@ def in_memory_input_fn(input_fn):
     return lambda: tf.data.Dataset.from_tensors(batch).repeat()
 
 
-def run(spec, FLAGS) -> dict:
-    options = trainer_flags.input_options(FLAGS)
-    stages = inputs.training_input_stages(spec, FLAGS.train_files, '--train_files',
-                                          FLAGS.batch_size, FLAGS.random_seed, options)
-    batches = max(1, FLAGS.benchmark_batches // REPETITIONS)
-    print(f'benchmark_input: --model={spec.name} --batch_size={FLAGS.batch_size}, '
+def run(settings: Settings, spec) -> dict:
+    """Trains in a temporary folder, never settings.model_dir."""
+    stages = input_kinds.for_model(spec).training_input_stages(
+        spec, settings.train_files, '--train_files', settings.batch_size, settings.random_seed,
+        settings.input_options)
+    batches = max(1, settings.benchmark_batches // REPETITIONS)
+    print(f'benchmark_input: --model={spec.name} --batch_size={settings.batch_size}, '
           f'{batches * REPETITIONS} batches a stage (median of {REPETITIONS}), graph mode',
           flush=True)
     stage_rates = []
@@ -71,8 +73,8 @@ def run(spec, FLAGS) -> dict:
     model_dir = tempfile.mkdtemp(prefix='benchmark_input-')
     try:
         estimator = timing.timing_estimator(spec.model_fn,
-                                            trainer_flags.model_params(FLAGS, spec), model_dir)
-        steps = max(1, FLAGS.benchmark_train_steps // REPETITIONS)
+                                            model_params(settings, spec), model_dir)
+        steps = max(1, settings.benchmark_train_steps // REPETITIONS)
         train = timing.training_rate(estimator, in_memory_input_fn(stages[-1][1]), steps,
                                      REPETITIONS, warmup_steps=max(2, steps // 5))
     finally:
@@ -80,7 +82,7 @@ def run(spec, FLAGS) -> dict:
     print(f'  {"training step, input in memory":<40} {train.per_sec:10.1f} steps/sec   '
           f'{1000 / train.per_sec:9.2f} ms/step', flush=True)
     result = {
-        'model': spec.name, 'batch_size': FLAGS.batch_size,
+        'model': spec.name, 'batch_size': settings.batch_size,
         'stages': [{'stage': name, 'batches_per_sec': per_sec, 'adds_ms': cost}
                    for (name, per_sec), (_, cost) in zip(stage_rates, stage_costs(stage_rates))],
         'train_steps_per_sec': train.per_sec,

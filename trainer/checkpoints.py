@@ -3,12 +3,12 @@ import glob
 import os
 import re
 import shutil
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import tensorflow as tf
 from absl import logging
 
-from input_fns.errors import DataError
+from common.errors import UserError
 
 CHECKPOINT_INDEX = re.compile(r'^model\.ckpt-(\d+)\.index$')
 
@@ -33,11 +33,37 @@ def list_checkpoints(model_dir: str) -> List[Tuple[int, str]]:
 
 
 def step_of(checkpoint_path: str) -> int:
-    """The global step in a checkpoint's name (model.ckpt-STEP), as Estimator names them."""
+    """The step that names a checkpoint (model.ckpt-STEP) in listings and ledgers.
+
+    Falls back to the step saved inside it for a path named otherwise.
+    """
     match = re.search(r'-(\d+)$', checkpoint_path)
     if match:
         return int(match.group(1))
+    return saved_step(checkpoint_path)
+
+
+def saved_step(checkpoint_path: str, metrics: Optional[Dict] = None) -> int:
+    """The global step saved inside a checkpoint, which names its export.
+
+    On a cluster it can be past the step in the checkpoint's name: the other workers go
+    on training while the chief saves. An evaluation's metrics hold it already
+    (global_step), so a checkpoint deleted since need not be read.
+    """
+    if metrics is not None:
+        return int(metrics['global_step']) if 'global_step' in metrics else step_of(checkpoint_path)
     return int(tf.train.load_variable(checkpoint_path, 'global_step'))
+
+
+def latest_saved_step(model_dir: str) -> int:
+    """The global step of model_dir's latest checkpoint; 0 before the first."""
+    checkpoint = tf.train.latest_checkpoint(model_dir) if model_dir else None
+    if not checkpoint:
+        return 0
+    try:
+        return saved_step(checkpoint)
+    except Exception:  # noqa: BLE001: damaged; prepare_to_resume names it before training
+        return step_of(checkpoint)
 
 
 def exists(checkpoint_path: str) -> bool:
@@ -50,7 +76,7 @@ def resolve(model_dir: str, which: str) -> List[Tuple[int, str]]:
         return [(step_of(which), which)]
     available = list_checkpoints(model_dir)
     if not available:
-        raise DataError(f'--model_dir={model_dir}: no checkpoint yet; train first '
+        raise UserError(f'--model_dir={model_dir}: no checkpoint yet; train first '
                         'or pass --checkpoint')
     if which == 'all':
         return available
@@ -58,7 +84,7 @@ def resolve(model_dir: str, which: str) -> List[Tuple[int, str]]:
         return available[-1:]
     chosen = [pair for pair in available if pair[0] == int(which)]
     if not chosen:
-        raise DataError(f'--checkpoint={which}: no checkpoint for that step in {model_dir}; it has '
+        raise UserError(f'--checkpoint={which}: no checkpoint for that step in {model_dir}; it has '
                         'steps ' + ', '.join(str(step) for step, _ in available))
     return chosen
 
@@ -104,7 +130,7 @@ def prepare_to_resume(model_dir: str) -> None:
         if problem:
             older = [path for step, path in _listed_by_files(model_dir) if step < step_of(latest)]
             instead = f'to resume from {older[-1]}' if older else 'to start afresh'
-            raise DataError(f'checkpoint {latest} is damaged ({problem}); restore its files, or '
+            raise UserError(f'checkpoint {latest} is damaged ({problem}); restore its files, or '
                             f'move {latest}.* away {instead}')
         return
     state_file = os.path.join(model_dir, 'checkpoint')
@@ -119,6 +145,6 @@ def prepare_to_resume(model_dir: str) -> None:
                 model_dir, os.path.basename(path), all_model_checkpoint_paths=complete)
             return
     if _listed_by_files(model_dir):
-        raise DataError(f'--model_dir={model_dir}: its checkpoints are all damaged and the state '
+        raise UserError(f'--model_dir={model_dir}: its checkpoints are all damaged and the state '
                         f'file {state_file} names none; restore them, or move them away to '
                         'start afresh')

@@ -14,7 +14,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import tensorflow as tf
 from absl import logging
 
-from input_fns.errors import DataError
+from common.errors import UserError
 from trainer import checkpoints, ledger, run_files
 from trainer.export_policy import LedgerExports
 
@@ -40,7 +40,7 @@ class EvalJob:
         """Checks the ledger holds results on the same data, and mends exports a kill left undone."""
         for entry in self.ledger.entries():
             if entry.get('eval_files', self.eval_files) != self.eval_files:
-                raise DataError(f'--eval_name={self.ledger.eval_name}: {self.ledger.path} holds '
+                raise UserError(f'--eval_name={self.ledger.eval_name}: {self.ledger.path} holds '
                                 f'results on --eval_files={entry["eval_files"]}; give '
                                 f'{self.eval_files} its own --eval_name')
         self.update_exports()
@@ -96,7 +96,7 @@ def continuous_eval(job: EvalJob, model_dir: str, train_steps: Optional[int],
     train_steps: the trainer's --train_steps if known; None takes the trainer's word.
     """
     if not os.path.isdir(model_dir):  # a typo would otherwise wait --eval_timeout_secs
-        raise DataError(f'--model_dir={model_dir}: no such folder; check the path (start the '
+        raise UserError(f'--model_dir={model_dir}: no such folder; check the path (start the '
                         'eval job once its trainer has created the model_dir)')
     with job.ledger.lock():
         job.start()

@@ -13,27 +13,15 @@ from typing import Callable, Dict, List, Optional
 
 from absl import logging
 
-from trainer import checkpoints, ledger
-
-POLICIES = ('best', 'latest')
-
-
-def export_step(entry: Dict) -> int:
-    """The global step inside the checkpoint, which names its export folder.
-
-    On a cluster it can be past the step in the checkpoint's name: the other workers
-    go on training while the chief saves.
-    """
-    return int(entry['metrics'].get('global_step', entry['step']))
-
+from trainer import checkpoints
+from trainer.metric_goal import MetricGoal, evaluated_by_step
 
 class LedgerExports:
-    def __init__(self, export_dir: str, policy: str, metric: str, mode: str, keep: int,
+    def __init__(self, export_dir: str, policy: str, goal: MetricGoal, keep: int,
                  export_fn: Callable[[str], str]):
         self.export_dir = export_dir
         self.policy = policy
-        self.metric = metric
-        self.mode = mode
+        self.goal = goal  # which evaluation is best, for policy 'best'
         self.keep = keep
         self._export_fn = export_fn  # checkpoint path -> EXPORT_DIR/<its step>
 
@@ -42,18 +30,17 @@ class LedgerExports:
         return os.path.join(self.export_dir, self.policy)
 
     def chosen(self, entries: List[Dict]) -> Optional[Dict]:
-        evaluated = sorted((e for e in entries if e['status'] == ledger.EVALUATED),
-                           key=lambda e: e['step'])
         if self.policy == 'latest':
+            evaluated = evaluated_by_step(entries)
             return evaluated[-1] if evaluated else None
-        return ledger.best_entry(evaluated, self.metric, self.mode, '--export_metric')
+        return self.goal.best(entries)
 
     def update(self, entries: List[Dict]) -> Optional[str]:
         """Makes EXPORT_DIR agree with the ledger; returns the chosen export's folder."""
         entry = self.chosen(entries)
         if entry is None:
             return None
-        name = str(export_step(entry))
+        name = str(checkpoints.saved_step(entry['checkpoint'], entry['metrics']))
         target = os.path.join(self.export_dir, name)
         if not os.path.exists(target):
             if not checkpoints.exists(entry['checkpoint']):
@@ -69,7 +56,7 @@ class LedgerExports:
     def _why(self, entry: Dict) -> str:
         if self.policy == 'latest':
             return 'latest'
-        return f'best {self.metric} {entry["metrics"][self.metric]:.6g}'
+        return f'best {self.goal.metric} {entry["metrics"][self.goal.metric]:.6g}'
 
     def _point_to(self, name: str) -> None:
         if os.path.islink(self.pointer) and os.readlink(self.pointer) == name:

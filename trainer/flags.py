@@ -4,10 +4,12 @@ import re
 
 from absl import flags
 
-from models import registry
+from models import registry, training
+from trainer.input_kinds.base import InputOptions
 
 MODES = ('train', 'evaluate', 'continuous_eval', 'train_and_evaluate', 'export', 'predict',
          'benchmark_input')
+OPTIMIZER_NAMES = ', '.join(list(training.OPTIMIZERS)[:-1]) + ' or ' + list(training.OPTIMIZERS)[-1]
 # The flags each mode cannot run without.
 REQUIRED_BY_MODE = {
     'train': ('model_dir', 'train_files'),
@@ -37,7 +39,7 @@ def define_flags():
     flags.DEFINE_integer('learning_rate_decay_steps', None,
                          'Decay the learning rate 10x every this many steps (exponentially); '
                          'default: the model\'s own (constant).', lower_bound=0)
-    flags.DEFINE_string('optimizer', None, 'adam, sgd or momentum; default: the model\'s own.')
+    flags.DEFINE_string('optimizer', None, f'{OPTIMIZER_NAMES}; default: the model\'s own.')
     flags.DEFINE_integer('save_checkpoints_steps', 500, 'Save a checkpoint every N steps.',
                          lower_bound=1)
     flags.DEFINE_integer('keep_checkpoint_max', 5, 'Checkpoints to keep (0 keeps all).',
@@ -45,18 +47,18 @@ def define_flags():
     flags.DEFINE_integer('log_every_n_steps', 100, 'Log progress and write summaries every N steps.',
                          lower_bound=1)
     flags.DEFINE_integer('random_seed', 0, 'Seed for weights and the data order.')
-    flags.DEFINE_integer('shuffle_buffer', 10_000, 'Records in the training shuffle buffer.',
+    flags.DEFINE_integer('shuffle_buffer', InputOptions.shuffle_buffer, 'Records in the training shuffle buffer.',
                          lower_bound=1)
     flags.DEFINE_integer('eval_throttle_secs', 60, 'train_and_evaluate: at least this many seconds '
                          'between evaluations.', lower_bound=0)
     flags.DEFINE_string('threshold_files', None, 'Face pairs, evaluate: pair shards of training '
                         'people on which the decision threshold is chosen (LFW protocol); not '
                         'needed when --eval_files hold the 10 folds of pairs.txt.')
-    flags.DEFINE_enum('pair_sampler', 'graph', ('graph', 'generator'), 'Face pairs, training: '
+    flags.DEFINE_enum('pair_sampler', InputOptions.pair_sampler, ('graph', 'generator'), 'Face pairs, training: '
                       'draw pairs inside tf.data (graph), or with the naive Python generator.')
-    flags.DEFINE_float('same_fraction', 0.5, 'Face pairs, training: share of same-person pairs.',
+    flags.DEFINE_float('same_fraction', InputOptions.same_fraction, 'Face pairs, training: share of same-person pairs.',
                        lower_bound=0.0, upper_bound=1.0)
-    flags.DEFINE_float('face_crop_fraction', 0.5, 'Face pairs: side of the central square crop, '
+    flags.DEFINE_float('face_crop_fraction', InputOptions.face_crop_fraction, 'Face pairs: side of the central square crop, '
                        'as a fraction of the photo\'s shorter side.', lower_bound=0.05,
                        upper_bound=1.0)
     flags.DEFINE_string('checkpoint', None, 'evaluate: latest, all, a global step or a checkpoint '
@@ -91,8 +93,8 @@ def define_flags():
 
     flags.register_validator('model', lambda name: name in registry.names(),
                              message='--model must be one of: ' + ', '.join(registry.names()))
-    flags.register_validator('optimizer', lambda name: name in (None, 'adam', 'sgd', 'momentum'),
-                             message='--optimizer must be adam, sgd or momentum')
+    flags.register_validator('optimizer', lambda name: name is None or name in training.OPTIMIZERS,
+                             message=f'--optimizer must be {OPTIMIZER_NAMES}')
     flags.register_validator('learning_rate', lambda rate: rate is None or rate > 0,
                              message='--learning_rate must be positive')
     flags.register_validator('checkpoint', _checkpoint_exists,
@@ -124,26 +126,10 @@ def _required_for_mode(values):
     return True
 
 
-def input_options(FLAGS):
-    """The flags input_fns read, for trainer.inputs."""
-    return {name: getattr(FLAGS, name) for name in
-            ('shuffle_buffer', 'pair_sampler', 'same_fraction', 'face_crop_fraction')}
-
-
-def metric_mode(metric, mode):
-    """--export_mode/--early_stopping_mode, or the usual direction of the metric."""
-    if mode:
-        return mode
-    return 'min' if 'loss' in metric or 'error' in metric else 'max'
-
-
-def model_params(FLAGS, spec):
-    """The model's params: its defaults, overridden by the flags that were given."""
-    params = dict(spec.default_params)
-    for name in ('learning_rate', 'learning_rate_decay_steps', 'optimizer'):
-        if getattr(FLAGS, name) is not None:
-            params[name] = getattr(FLAGS, name)
-    return params
+def flagfile_text(flag_values) -> str:
+    """The trainer's flags as --flagfile lines, sorted (what MODEL_DIR/flags.txt holds)."""
+    lines = [flag.serialize() for flag in flag_values.get_flags_for_module(__name__)]
+    return ''.join(f'{line}\n' for line in sorted(lines) if line)
 
 
 def define_cluster_flags():

@@ -4,7 +4,7 @@ import time
 import tensorflow as tf
 from absl import logging
 
-from trainer import ledger
+from trainer.metric_goal import MetricGoal
 
 
 class ProgressHook(tf.estimator.SessionRunHook):
@@ -52,20 +52,6 @@ class ProgressHook(tf.estimator.SessionRunHook):
         self._last_step, self._last_time = step, now
 
 
-def no_improvement_reason(entries, metric: str, mode: str, patience: int, ledger_path: str):
-    """Why to stop, if the last `patience` evaluations did not improve on the best before them."""
-    evaluated = sorted((e for e in entries if e['status'] == ledger.EVALUATED),
-                       key=lambda e: e['step'])
-    best = ledger.best_entry(evaluated, metric, mode, '--early_stopping_metric')
-    if best is None:
-        return None
-    since = len([e for e in evaluated if e['step'] > best['step']])
-    if since < patience:
-        return None
-    return (f'{metric} has not improved on {best["metrics"][metric]:.6g} (step {best["step"]}) '
-            f'in {since} evaluations ({ledger_path})')
-
-
 class EarlyStoppingHook(tf.estimator.SessionRunHook):
     """Stops training when an eval job's ledger shows no improvement of a metric for N evaluations.
 
@@ -73,10 +59,9 @@ class EarlyStoppingHook(tf.estimator.SessionRunHook):
     itself, so the workers of a cluster stop too.
     """
 
-    def __init__(self, eval_ledger, metric: str, mode: str, patience: int,
-                 check_every_secs: float):
+    def __init__(self, eval_ledger, goal: MetricGoal, patience: int, check_every_secs: float):
         self._ledger = eval_ledger
-        self._metric, self._mode, self._patience = metric, mode, patience
+        self._goal, self._patience = goal, patience
         self._check_every_secs = check_every_secs
         self.reason = None
 
@@ -92,8 +77,8 @@ class EarlyStoppingHook(tf.estimator.SessionRunHook):
         if not self._timer.should_trigger_for_step(step):
             return
         self._timer.update_last_triggered_step(step)
-        self.reason = no_improvement_reason(self._ledger.entries(), self._metric, self._mode,
-                                            self._patience, self._ledger.path)
-        if self.reason:
+        stalled = self._goal.stalled(self._ledger.entries(), self._patience)
+        if stalled:
+            self.reason = f'{stalled} ({self._ledger.path})'
             logging.info('early stopping at step %d: %s', step, self.reason)
             run_context.request_stop()

@@ -8,12 +8,11 @@ holds that name's lock, so two of them never evaluate a checkpoint twice.
 """
 import fcntl
 import json
-import math
 import os
 import time
 from typing import Dict, List, Optional
 
-from input_fns.errors import DataError
+from common.errors import UserError
 
 LEDGER_NAME = 'results.jsonl'
 LOCK_NAME = '.lock'
@@ -52,7 +51,7 @@ class Ledger:
             try:
                 rows.append((json.loads(line), end))
             except ValueError:
-                raise DataError(f'{self.path}:{number}: not a JSON line; fix or delete that line')
+                raise UserError(f'{self.path}:{number}: not a JSON line; fix or delete that line')
             offset = end
         return rows
 
@@ -61,9 +60,6 @@ class Ledger:
 
     def find(self, step: int) -> Optional[Dict]:
         return next((entry for entry in self.entries() if entry['step'] == step), None)
-
-    def evaluated(self) -> List[Dict]:
-        return [entry for entry in self.entries() if entry['status'] == EVALUATED]
 
     def append(self, step: int, checkpoint: str, status: str, **fields) -> Dict:
         entry = {'step': step, 'checkpoint': checkpoint, 'status': status,
@@ -100,7 +96,7 @@ class EvalLock:
             self._file.seek(0)
             holder = self._file.read().strip() or 'another process'
             self._file.close()
-            raise DataError(f'--eval_name={self._eval_name}: {holder} is evaluating under this '
+            raise UserError(f'--eval_name={self._eval_name}: {holder} is evaluating under this '
                             f'name ({self._path}); wait for it, or use another --eval_name')
         self._file.seek(0)
         self._file.truncate()
@@ -111,32 +107,3 @@ class EvalLock:
     def __exit__(self, *exc):
         fcntl.flock(self._file, fcntl.LOCK_UN)
         self._file.close()
-
-
-def metric_value(entry: Dict, metric: str, flag_name: str) -> float:
-    metrics = entry['metrics']
-    if metric not in metrics:
-        raise DataError(f'{flag_name}={metric}: the evaluation has no such metric; it has '
-                        + ', '.join(sorted(metrics)))
-    return float(metrics[metric])
-
-
-def better(value: float, than: Optional[float], mode: str) -> bool:
-    """Strictly better; NaN is never better, and anything beats nothing."""
-    if math.isnan(value):
-        return False
-    if than is None or math.isnan(than):
-        return True
-    return value > than if mode == 'max' else value < than
-
-
-def best_entry(entries: List[Dict], metric: str, mode: str, flag_name: str) -> Optional[Dict]:
-    """The first evaluated entry with the best value of metric."""
-    best, best_value = None, None
-    for entry in entries:
-        if entry['status'] != EVALUATED:
-            continue
-        value = metric_value(entry, metric, flag_name)
-        if better(value, best_value, mode):
-            best, best_value = entry, value
-    return best

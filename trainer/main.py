@@ -19,12 +19,56 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
 import tensorflow as tf  # noqa: E402
 from absl import app, flags, logging  # noqa: E402
 
-from input_fns.errors import DataError  # noqa: E402
+from common.errors import UserError  # noqa: E402
 from models import registry  # noqa: E402
-from trainer import benchmark_input, checkpoints, eval_job, export, jobs  # noqa: E402
+from trainer import benchmark_input, checkpoints, eval_job, experiment, predict  # noqa: E402
 from trainer import flags as trainer_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
+
+
+def train(run: experiment.Experiment):
+    run.start_training()
+    run.estimator.train(run.train_spec.input_fn, max_steps=run.train_spec.max_steps,
+                        hooks=run.train_spec.hooks)
+    run.finish_training()
+
+
+def train_and_evaluate(run: experiment.Experiment):
+    if run.estimator.config.task_type == 'evaluator':  # tf.estimator's own skips checkpoints
+        return continuous_eval(run)
+    run.start_training()  # on a cluster (TF_CONFIG): the chief, a worker or a parameter server
+    tf.estimator.train_and_evaluate(run.estimator, run.train_spec, run.eval_spec)
+    run.finish_training()
+
+
+def continuous_eval(run: experiment.Experiment):
+    eval_job.continuous_eval(run.eval_job, run.settings.model_dir, run.settings.final_train_steps,
+                             run.settings.eval_timeout_secs)
+
+
+def evaluate(run: experiment.Experiment):
+    chosen = checkpoints.resolve(run.settings.model_dir, run.settings.checkpoint)
+    entries = eval_job.evaluate_once(run.eval_job, chosen)
+    predict.print_json_lines(entry.get('metrics', entry) for entry in entries)
+
+
+def export(run: experiment.Experiment):
+    [(_, path)] = checkpoints.resolve(run.settings.model_dir, run.settings.checkpoint)
+    print(json.dumps({'saved_model': run.export_checkpoint(path)}), flush=True)
+
+
+RUNNERS = {'train': train, 'train_and_evaluate': train_and_evaluate,
+           'continuous_eval': continuous_eval, 'evaluate': evaluate, 'export': export}
+
+
+def run(settings: experiment.Settings, image_paths):
+    spec = registry.get(settings.model)
+    if settings.mode == 'predict':
+        return predict.print_json_lines(predict.predict_files(settings.saved_model, image_paths))
+    if settings.mode == 'benchmark_input':  # trains in a temporary folder, never --model_dir
+        return benchmark_input.run(settings, spec)
+    RUNNERS[settings.mode](experiment.build(settings, spec))
 
 
 def quiet_tensorflow_logging():
@@ -32,30 +76,6 @@ def quiet_tensorflow_logging():
     tf_logger = tf.get_logger()
     tf_logger.handlers.clear()
     tf_logger.addFilter(lambda record: 'is deprecated and will be removed' not in record.getMessage())
-
-
-def run(spec, image_paths):
-    mode = FLAGS.mode
-    if mode == 'predict':
-        return export.print_json_lines(export.predict_files(FLAGS.saved_model, image_paths))
-    if mode == 'benchmark_input':  # trains in a temporary folder, never --model_dir
-        return benchmark_input.run(spec, FLAGS)
-    estimator = jobs.build_estimator(spec)
-    # A cluster's evaluator runs the eval job: tf.estimator's own evaluator skips checkpoints.
-    if mode == 'continuous_eval' or (mode == 'train_and_evaluate'
-                                     and estimator.config.task_type == 'evaluator'):
-        eval_job.continuous_eval(
-            jobs.make_eval_job(spec, estimator), FLAGS.model_dir,
-            FLAGS.train_steps if FLAGS['train_steps'].present else None, FLAGS.eval_timeout_secs)
-    elif mode in ('train', 'train_and_evaluate'):
-        jobs.train(spec, estimator)
-    elif mode == 'evaluate':
-        chosen = checkpoints.resolve(FLAGS.model_dir, FLAGS.checkpoint or 'latest')
-        entries = eval_job.evaluate_once(jobs.make_eval_job(spec, estimator), chosen)
-        export.print_json_lines(entry.get('metrics', entry) for entry in entries)
-    elif mode == 'export':
-        [(_, path)] = checkpoints.resolve(FLAGS.model_dir, FLAGS.checkpoint or 'latest')
-        print(json.dumps({'saved_model': jobs.export_checkpoint(spec, estimator, path)}), flush=True)
 
 
 def op_error_summary(error) -> str:
@@ -75,8 +95,8 @@ def main(argv):
         return 2
     quiet_tensorflow_logging()
     try:
-        run(registry.get(FLAGS.model), image_paths=argv[1:])
-    except DataError as e:
+        run(experiment.Settings.from_flags(FLAGS, trainer_flags.flagfile_text(FLAGS)), argv[1:])
+    except UserError as e:
         print(f'error: {e}', file=sys.stderr)
         return 2
     except tf.errors.OpError as e:  # data that only failed once read, e.g. a corrupt record

@@ -8,6 +8,8 @@ from typing import Dict, Optional
 
 import numpy as np
 
+from input_fns import face_records
+
 
 def best_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
     """The threshold (score >= t means "same") with the highest accuracy on these pairs."""
@@ -79,3 +81,27 @@ def evaluate(scores: np.ndarray, labels: np.ndarray, folds: np.ndarray,
             'threshold_pairs_accuracy': accuracy_at(threshold_scores, threshold_labels, threshold),
             'accuracy': accuracy_at(scores, labels, threshold),
             'auc': roc_auc(scores, labels), 'num_pairs': int(len(labels))}
+
+
+def pair_scores(estimator, checkpoint, input_fn) -> np.ndarray:
+    """Same-person probabilities, in the (deterministic) order of the pair shards."""
+    return np.concatenate([batch['probability'] for batch in estimator.predict(
+        input_fn, predict_keys=['probability'], checkpoint_path=checkpoint,
+        yield_single_examples=False)])
+
+
+def checkpoint_report(estimator, checkpoint, eval_input_fn, eval_pattern,
+                      threshold_input_fn=None, threshold_pattern=None) -> dict:
+    """LFW's protocol on a checkpoint's scores for the eval pairs (threshold from other pairs)."""
+    truth = face_records.read_pair_labels(eval_pattern, '--eval_files')
+    scores = pair_scores(estimator, checkpoint, eval_input_fn)
+    threshold_scores = threshold_labels = None
+    if threshold_input_fn:
+        threshold_scores = pair_scores(estimator, checkpoint, threshold_input_fn)
+        threshold_labels = face_records.read_pair_labels(threshold_pattern,
+                                                         '--threshold_files')['label']
+    elif len(np.unique(truth['fold'])) == 1:
+        return {'note': 'pass --threshold_files (pairs of training people) to get accuracy at a '
+                        'threshold chosen on them',
+                'auc': roc_auc(scores, truth['label'])}
+    return evaluate(scores, truth['label'], truth['fold'], threshold_scores, threshold_labels)

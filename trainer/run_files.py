@@ -3,22 +3,16 @@ import json
 import os
 
 import numpy as np
-import tensorflow as tf
 
-from input_fns.errors import DataError
-from input_fns.shards import write_json_atomic, write_text_atomic
+from common.atomic_files import write_json_atomic, write_text_atomic
+from common.errors import UserError
+from trainer import checkpoints
 
 # The flags of the last training run, in --flagfile format: rerun with --flagfile=MODEL_DIR/flags.txt.
 FLAGS_FILE = 'flags.txt'
-TRAINER_FLAGS_MODULE = 'trainer.flags'
 # Written by the chief when training ends, so eval jobs know which checkpoint is the final one
 # (on a cluster the last is past --train_steps; after early stopping, short of it).
 TRAIN_FINISHED_FILE = 'train_finished.json'
-
-
-def latest_step(model_dir: str) -> int:
-    checkpoint = tf.train.latest_checkpoint(model_dir) if model_dir else None
-    return int(tf.train.load_variable(checkpoint, 'global_step')) if checkpoint else 0
 
 
 def check_model(model_dir: str, model_name: str, what_to_do: str) -> None:
@@ -29,22 +23,20 @@ def check_model(model_dir: str, model_name: str, what_to_do: str) -> None:
     with open(path) as f:
         previous = [line.strip()[len('--model='):] for line in f if line.startswith('--model=')]
     if previous and previous[0] != model_name:
-        raise DataError(f'--model={model_name}: --model_dir={model_dir} holds a {previous[0]} model '
+        raise UserError(f'--model={model_name}: --model_dir={model_dir} holds a {previous[0]} model '
                         f'(see {path}); {what_to_do.format(previous=previous[0])}')
 
 
-def record_flags(FLAGS, model_name: str) -> None:
+def record_flags(model_dir: str, model_name: str, flagfile_text: str) -> None:
     """Writes the trainer's flags to model_dir/flags.txt, refusing to resume a different model."""
-    check_model(FLAGS.model_dir, model_name, f'use another --model_dir for {model_name}')
-    path = os.path.join(FLAGS.model_dir, FLAGS_FILE)
-    lines = [flag.serialize() for flag in FLAGS.get_flags_for_module(TRAINER_FLAGS_MODULE)]
-    os.makedirs(FLAGS.model_dir, exist_ok=True)
-    write_text_atomic(path, ''.join(f'{line}\n' for line in sorted(lines) if line))
+    check_model(model_dir, model_name, f'use another --model_dir for {model_name}')
+    os.makedirs(model_dir, exist_ok=True)
+    write_text_atomic(os.path.join(model_dir, FLAGS_FILE), flagfile_text)
 
 
 def write_train_finished(model_dir: str, train_steps: int, early_stop_reason=None) -> None:
     write_json_atomic(os.path.join(model_dir, TRAIN_FINISHED_FILE), {
-        'step': latest_step(model_dir), 'train_steps': train_steps,
+        'step': checkpoints.latest_saved_step(model_dir), 'train_steps': train_steps,
         'early_stopped': bool(early_stop_reason), 'reason': early_stop_reason or 'reached train_steps'})
 
 
@@ -65,7 +57,7 @@ def train_finished(model_dir: str):
     except FileNotFoundError:
         return None
     except (ValueError, KeyError, TypeError) as e:
-        raise DataError(f'{path}: unreadable ({e}); delete it')
+        raise UserError(f'{path}: unreadable ({e}); delete it')
 
 
 def json_value(value):

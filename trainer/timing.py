@@ -12,9 +12,6 @@ class Rate:
     per_sec: float  # the median over repetitions
     repetitions: List[float]
 
-    def to_json(self):
-        return {'per_sec': self.per_sec, 'repetitions': self.repetitions}
-
 
 def _run_for(run_once: Callable, steps: Optional[int], seconds: float) -> float:
     """Calls per second of run_once, over `steps` calls, or (steps=None) about `seconds`."""

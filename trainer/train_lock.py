@@ -19,7 +19,7 @@ import uuid
 import tensorflow as tf
 from absl import logging
 
-from input_fns.errors import DataError
+from common.errors import UserError
 
 LOCK_NAME = 'train.lock'
 LEASE_NAME = 'train.lease'
@@ -42,8 +42,8 @@ def describe(holder: dict) -> str:
             f"since {holder.get('since', '?')}")
 
 
-def _held_error(model_dir: str, holder: dict) -> DataError:
-    return DataError(f'--model_dir={model_dir} is in use by another training run '
+def _held_error(model_dir: str, holder: dict) -> UserError:
+    return UserError(f'--model_dir={model_dir} is in use by another training run '
                      f'({describe(holder)}); wait for it to finish or stop it, or train into '
                      'another --model_dir')
 
@@ -149,7 +149,7 @@ class Lease:
 
 
 class TrainLock:
-    """with TrainLock(model_dir): ... raises DataError naming the holder when another run has it."""
+    """with TrainLock(model_dir): ... raises UserError naming the holder when another run has it."""
 
     def __init__(self, model_dir: str):
         self._lock = Lease(model_dir) if is_object_store(model_dir) else LocalLock(model_dir)

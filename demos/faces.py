@@ -11,7 +11,7 @@ import time
 
 from absl import app, flags
 
-from trainer.demo import run_stage
+from demos.digits import run_stage
 
 FLAGS = flags.FLAGS
 

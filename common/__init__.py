@@ -1,0 +1,1 @@
+"""What every layer shares: the user-error type and atomic file writes."""

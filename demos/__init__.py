@@ -1,0 +1,1 @@
+"""The demos behind `./run.sh` (digits) and `./run.sh faces`: each stage a command a user types."""

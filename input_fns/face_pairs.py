@@ -1,0 +1,161 @@
+"""Face pairs as model input: training pairs drawn afresh every step, fixed pairs for evaluation.
+
+Training pairs are drawn inside tf.data (no Python in the hot path): a table of all
+training photos is read once, then a counter-seeded stateless sampler picks
+same-person pairs (from people with two or more photos) and different-person pairs,
+and decoding, cropping, resizing and augmentation run in parallel. Evaluation pairs
+are fixed, read from pair shards.
+"""
+import dataclasses
+import os
+from typing import Callable, List, Optional
+
+import numpy as np
+import tensorflow as tf
+
+from common.errors import UserError
+from input_fns import pipeline, shards
+from input_fns.face_images import FaceGeometry, decode_face, decode_training_pair
+from input_fns.face_records import PAIR_SPEC, PHOTO_SPEC
+
+AUTOTUNE = tf.data.AUTOTUNE
+
+
+@dataclasses.dataclass
+class PhotoIndex:
+    """Who is in which photo of a set of shards, read once before training."""
+    identities: np.ndarray  # [num_photos], in the order TFRecordDataset(files) reads them
+    filenames: List[str]
+    source_root: Optional[str]
+
+    def tables(self):
+        """Photos grouped by person: (order, starts, counts, people with 2+ photos)."""
+        _, dense = np.unique(self.identities, return_inverse=True)
+        order = np.argsort(dense, kind='stable')
+        counts = np.bincount(dense)
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        return order, starts, counts, np.flatnonzero(counts >= 2)
+
+
+def read_photo_index(files: List[str]) -> PhotoIndex:
+    spec = {key: PHOTO_SPEC[key] for key in ('identity', 'filename')}
+    identities, filenames = [], []
+    for batch in tf.data.TFRecordDataset(files).batch(4096).map(
+            lambda s: tf.io.parse_example(s, spec)):
+        identities.append(batch['identity'].numpy())
+        filenames.extend(f.decode() for f in batch['filename'].numpy())
+    identities = np.concatenate(identities) if identities else np.zeros([0], np.int64)
+    roots = {shards.read_manifest(os.path.dirname(f)).get('source_root') for f in files}
+    index = PhotoIndex(identities, filenames, roots.pop() if len(roots) == 1 else None)
+    people = len(np.unique(identities))
+    if people < 2 or not len(index.tables()[3]):
+        raise UserError(f'{files[0]}...: {len(identities)} photos of {people} people; training '
+                        'pairs need at least 2 people and someone with 2 or more photos')
+    return index
+
+
+SAMPLE_BLOCK = 256  # pairs drawn at once: drawn one at a time, drawing cost a third of decoding
+
+
+def _sampled_pairs(jpegs, index: PhotoIndex, seed: int, same_fraction: float):
+    """An endless dataset of (jpeg_a, jpeg_b, same, step), drawn with stateless randomness."""
+    order, starts, counts, eligible = (tf.constant(a, tf.int32) for a in index.tables())
+    num_people = tf.size(counts)
+
+    def pick(u, n):  # u in [0, 1) -> integer in [0, n), elementwise
+        return tf.minimum(tf.cast(u * tf.cast(n, tf.float32), tf.int32), n - 1)
+
+    def photo(person, number):
+        return tf.gather(order, tf.gather(starts, person) + number)
+
+    def draw(block):
+        steps = block * SAMPLE_BLOCK + tf.range(SAMPLE_BLOCK, dtype=tf.int64)
+        u = tf.unstack(tf.random.stateless_uniform(
+            [5, SAMPLE_BLOCK], seed=tf.stack([tf.constant(seed, tf.int64), block])))
+        same = u[0] < same_fraction
+        person = tf.gather(eligible, pick(u[1], tf.size(eligible)))
+        count = tf.gather(counts, person)
+        first = pick(u[2], count)
+        second = (first + 1 + pick(u[3], count - 1)) % count  # a different photo of the same person
+        person_a = pick(u[1], num_people)
+        person_b = (person_a + 1 + pick(u[2], num_people - 1)) % num_people  # another person
+        a = tf.where(same, photo(person, first),
+                     photo(person_a, pick(u[3], tf.gather(counts, person_a))))
+        b = tf.where(same, photo(person, second),
+                     photo(person_b, pick(u[4], tf.gather(counts, person_b))))
+        return tf.gather(jpegs, a), tf.gather(jpegs, b), tf.cast(same, tf.float32), steps
+
+    return tf.data.Dataset.counter().map(draw).unbatch()
+
+
+def sampled_pairs_dataset(files: List[str], index: PhotoIndex, geometry: FaceGeometry,
+                          batch_size: int, seed: int = 0, same_fraction: float = 0.5,
+                          augment_images: bool = True, decode: bool = True,
+                          prefetch: bool = True) -> tf.data.Dataset:
+    """Fresh random training pairs every step, all inside tf.data.
+
+    decode=False (batches of JPEG bytes) and prefetch=False stop it early, to time stages.
+    """
+    photos = tf.data.TFRecordDataset(files).batch(len(index.identities)).map(
+        lambda s: tf.io.parse_example(s, {'image': PHOTO_SPEC['image']})['image'])
+    pairs = photos.flat_map(lambda jpegs: _sampled_pairs(jpegs, index, seed, same_fraction))
+    if decode:
+        pairs = pairs.map(decode_training_pair(geometry, augment_images),
+                          num_parallel_calls=AUTOTUNE, deterministic=False)
+    pairs = pairs.batch(batch_size, drop_remainder=True)
+    return pairs.prefetch(AUTOTUNE) if prefetch else pairs
+
+
+def sampled_pair_stages(file_pattern: str, geometry: FaceGeometry, batch_size: int,
+                        seed: int = 0, same_fraction: float = 0.5,
+                        flag_name: str = 'file pattern'):
+    """The graph sampler's pipeline cut short after each stage: [(stage, dataset function)]."""
+    files = pipeline.list_record_files(file_pattern, flag_name)
+    index = read_photo_index(files)
+
+    def up_to(**options):
+        return lambda: sampled_pairs_dataset(files, index, geometry, batch_size, seed,
+                                             same_fraction, prefetch=False, **options)
+
+    return [('sample pairs of JPEG bytes, batch', up_to(decode=False)),
+            ('+ decode, crop, resize', up_to(augment_images=False))]
+
+
+def fixed_pairs_dataset(files: List[str], geometry: FaceGeometry,
+                        batch_size: int) -> tf.data.Dataset:
+    """One deterministic pass over pair shards; labels are 1.0 (same) or 0.0."""
+    def parse(serialized):
+        pair = tf.io.parse_single_example(serialized, PAIR_SPEC)
+        features = {'image_a': decode_face(pair['image_a'], geometry),
+                    'image_b': decode_face(pair['image_b'], geometry)}
+        return features, tf.cast(pair['label'], tf.float32)
+
+    # Decoding dominates here, so records are parsed one at a time, in parallel.
+    dataset = tf.data.TFRecordDataset(files).map(parse, num_parallel_calls=AUTOTUNE,
+                                                 deterministic=True)
+    return dataset.batch(batch_size).prefetch(AUTOTUNE)
+
+
+def make_train_input_fn(file_pattern: str, geometry: FaceGeometry, batch_size: int,
+                        seed: int = 0, same_fraction: float = 0.5,
+                        flag_name: str = 'file pattern', pairs_dataset: Callable = None):
+    """Training pairs drawn at random from photo shards.
+
+    Every worker of a cluster reads all photos (pairs need people from all shards)
+    and draws its own pairs with its own seed. pairs_dataset(files, index, geometry,
+    batch_size, seed, same_fraction) draws them; default: sampled_pairs_dataset.
+    """
+    files = pipeline.list_record_files(file_pattern, flag_name)
+    pipeline.check_record_files(files, PHOTO_SPEC)
+    index = read_photo_index(files)
+    _, worker_index = pipeline.worker_share_from_tf_config()
+    seed = seed * 1000 + worker_index
+    pairs_dataset = pairs_dataset or sampled_pairs_dataset
+    return lambda: pairs_dataset(files, index, geometry, batch_size, seed, same_fraction)
+
+
+def make_eval_input_fn(file_pattern: str, geometry: FaceGeometry, batch_size: int,
+                       flag_name: str = 'file pattern'):
+    files = pipeline.list_record_files(file_pattern, flag_name)
+    pipeline.check_record_files(files, PAIR_SPEC)
+    return lambda: fixed_pairs_dataset(files, geometry, batch_size)

@@ -1,0 +1,71 @@
+"""Settings from the flags, and what build() makes from them, in this process (no subprocess)."""
+import json
+import os
+
+import pytest
+
+from common.errors import UserError
+from conftest import trainer_flags
+from models import registry
+from trainer import experiment, flags, hooks, run_files
+from trainer.input_kinds.base import InputOptions
+from trainer.metric_goal import MetricGoal
+
+
+def test_settings_from_flags():
+    given = trainer_flags('--model_dir=m', '--train_files=t', '--train_steps=7', '--optimizer=sgd',
+                          '--export_metric=accuracy', '--early_stopping_metric=loss',
+                          '--early_stopping_mode=max', '--same_fraction=0.3')
+    settings = experiment.Settings.from_flags(given, flags.flagfile_text(given))
+    assert settings.final_train_steps == 7 and settings.train_steps == 7
+    assert settings.model_params == {'optimizer': 'sgd'}  # only what was given overrides
+    assert settings.export_goal == MetricGoal('accuracy', 'max', '--export_metric')
+    assert settings.early_stopping_goal == MetricGoal('loss', 'max', '--early_stopping_metric')
+    assert settings.input_options == InputOptions(same_fraction=0.3)
+    assert settings.checkpoint == 'latest'
+    assert '--train_steps=7\n' in settings.flagfile_text
+    assert '--model_dir=m\n' in settings.flagfile_text
+
+    default = experiment.Settings.from_flags(trainer_flags('--model_dir=m', '--train_files=t'))
+    assert default.final_train_steps is None and default.train_steps == 1000
+    assert default.export_goal.mode == 'min'  # loss
+
+
+def test_build_makes_what_the_modes_run(digit_shards, tmp_path):
+    settings = experiment.Settings(
+        model_dir=str(tmp_path / 'model'), train_files=digit_shards.train_pattern,
+        eval_files=digit_shards.validation_pattern, batch_size=8, train_steps=3,
+        keep_checkpoint_max=0, early_stopping_eval_name='validation',
+        export_dir=str(tmp_path / 'exports'), model_params={'learning_rate': 0.5},
+        flagfile_text='--model=mnist_cnn\n')
+    run = experiment.build(settings, registry.get('mnist_cnn'))
+    assert run.estimator.config.model_dir == settings.model_dir
+    assert run.estimator.config.keep_checkpoint_max is None  # 0 keeps all
+    assert run.estimator.params['learning_rate'] == 0.5
+    assert run.estimator.params['optimizer'] == registry.get('mnist_cnn').default_params['optimizer']
+    assert run.train_spec.max_steps == 3
+    assert [type(hook) for hook in run.train_spec.hooks] == [hooks.ProgressHook,
+                                                             hooks.EarlyStoppingHook]
+    features, labels = next(iter(run.train_spec.input_fn()))
+    assert features['image'].shape == (8, 28, 28, 1) and labels.shape == (8,)
+    job = run.eval_job
+    assert job.eval_files == settings.eval_files and job.ledger.eval_name == 'default'
+    assert job.exports.goal == settings.export_goal and job.extra_metrics is None
+
+    run.start_training()
+    with open(os.path.join(settings.model_dir, run_files.FLAGS_FILE)) as f:
+        assert f.read() == '--model=mnist_cnn\n'
+    run.finish_training()
+    with open(os.path.join(settings.model_dir, run_files.TRAIN_FINISHED_FILE)) as f:
+        assert json.load(f) == {'step': 0, 'train_steps': 3, 'early_stopped': False,
+                                'reason': 'reached train_steps'}
+    other = experiment.build(settings, registry.get('csv_mlp'))
+    with pytest.raises(UserError, match='holds a mnist_cnn model'):
+        other.start_training()
+
+
+def test_eval_files_are_checked_only_when_a_mode_needs_them(tmp_path):
+    settings = experiment.Settings(model_dir=str(tmp_path), eval_files=str(tmp_path / 'none-*'))
+    run = experiment.build(settings, registry.get('mnist_cnn'))  # train/export need no eval files
+    with pytest.raises(UserError, match='--eval_files: no files match'):
+        run.eval_job

@@ -1,0 +1,70 @@
+"""Input kinds without training: the registry, serving receivers and the signature names they own."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import trainer_flags
+from models import registry
+from trainer.input_kinds import registry as input_kinds
+from trainer.input_kinds.base import InputOptions
+
+
+def png_bytes(height, width, channels=1, value=255):
+    image = np.full([height, width, channels], value, np.uint8)
+    return tf.io.encode_png(image).numpy()
+
+
+def receive(spec, feed):
+    """Builds the model's serving receiver in a graph and evaluates its features on feed."""
+    kind = input_kinds.for_model(spec)
+    with tf.Graph().as_default() as graph:
+        receiver = kind.serving_receiver_fn(spec, InputOptions())()
+        with tf.compat.v1.Session(graph=graph) as session:
+            features = session.run(receiver.features, feed_dict={
+                receiver.receiver_tensors[name]: value for name, value in feed.items()})
+    return receiver, features
+
+
+def test_every_model_has_a_registered_input_kind():
+    for name in registry.names():
+        spec = registry.get(name)
+        assert input_kinds.for_model(spec).name == spec.input_kind
+    with pytest.raises(KeyError, match='unknown input kind'):
+        input_kinds.get('no_such_kind')
+
+
+def test_image_receiver_decodes_any_size_to_the_model_shape():
+    spec = registry.get('mnist_cnn')
+    receiver, features = receive(spec, {'image_bytes': [png_bytes(10, 20), png_bytes(28, 28)]})
+    assert features['image'].shape == (2, 28, 28, 1)
+    np.testing.assert_allclose(features['image'], 1.0, atol=1e-6)  # white in, 1.0 out
+    assert set(receiver.receiver_tensors_alternatives) == {'pixels'}
+    assert input_kinds.for_model(spec).signature_renames == {
+        'pixels:serving_default': 'predict_pixels'}
+
+
+def test_face_pair_receiver_crops_the_centre_of_each_photo():
+    spec = registry.get('face_siamese')
+    photo = np.zeros([40, 40, 1], np.uint8)
+    photo[10:30, 10:30] = 200  # the central half (crop fraction 0.5) is all that is kept
+    encoded = tf.io.encode_png(photo).numpy()
+    receiver, features = receive(spec, {'image_bytes_a': [encoded], 'image_bytes_b': [encoded]})
+    assert features['image_a'].shape == (1,) + tuple(spec.image_shape)
+    np.testing.assert_allclose(features['image_a'], 200 / 255, atol=1e-5)
+    np.testing.assert_array_equal(features['image_a'], features['image_b'])
+    assert set(receiver.receiver_tensors_alternatives['single']) == {'image_bytes'}
+
+
+def test_csv_receiver_passes_the_float_columns_through():
+    spec = registry.get('csv_mlp')
+    rows = np.arange(2 * spec.num_features, dtype=np.float32).reshape(2, -1)
+    _, features = receive(spec, {'inputs': rows})
+    np.testing.assert_array_equal(features['inputs'], rows)
+
+
+def test_input_options_defaults_are_the_flags_defaults():
+    flag_values = trainer_flags('--train_files=x', '--model_dir=y')
+    assert InputOptions() == InputOptions(
+        shuffle_buffer=flag_values.shuffle_buffer, pair_sampler=flag_values.pair_sampler,
+        same_fraction=flag_values.same_fraction,
+        face_crop_fraction=flag_values.face_crop_fraction)

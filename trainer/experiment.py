@@ -1,0 +1,175 @@
+"""Everything a run is built from: the settings (made from the flags once) and what they build.
+
+`Settings.from_flags` is the one place that reads the flag values; `build(settings, spec)`
+makes the Estimator and, when a mode asks for them, its train and eval specs, serving
+receiver, exports and eval job (as tensor2tensor's create_experiment or TFX's trainer_fn).
+Parts are built on first use, so a mode never checks files it does not read.
+"""
+import dataclasses
+import functools
+from typing import Callable, Dict, Optional
+
+import tensorflow as tf
+
+from trainer import checkpoints, eval_job, export, hooks, ledger, run_files
+from trainer.export_policy import LedgerExports
+from trainer.input_kinds import registry as input_kinds
+from trainer.input_kinds.base import InputOptions
+from trainer.metric_goal import MetricGoal
+
+MODEL_PARAM_FLAGS = ('learning_rate', 'learning_rate_decay_steps', 'optimizer')
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    model: str = 'mnist_cnn'
+    mode: str = 'train'
+    model_dir: Optional[str] = None
+    train_files: Optional[str] = None
+    eval_files: Optional[str] = None
+    batch_size: int = 100
+    train_steps: int = 1000
+    # The trainer's --train_steps when it was given: an eval job stops at its final checkpoint.
+    final_train_steps: Optional[int] = None
+    model_params: Dict = dataclasses.field(default_factory=dict)  # overrides of the model's own
+    save_checkpoints_steps: int = 500
+    keep_checkpoint_max: int = 5
+    log_every_n_steps: int = 100
+    random_seed: int = 0
+    input_options: InputOptions = InputOptions()
+    eval_throttle_secs: int = 60
+    threshold_files: Optional[str] = None
+    checkpoint: str = 'latest'
+    eval_name: str = 'default'
+    eval_timeout_secs: int = 3600
+    export_dir: Optional[str] = None
+    export_policy: str = 'best'
+    export_goal: MetricGoal = MetricGoal('loss', 'min', '--export_metric')
+    exports_to_keep: int = 5
+    early_stopping_eval_name: Optional[str] = None
+    early_stopping_goal: MetricGoal = MetricGoal('loss', 'min', '--early_stopping_metric')
+    early_stopping_patience: int = 5
+    early_stopping_check_secs: float = 10
+    saved_model: Optional[str] = None
+    benchmark_batches: int = 300
+    benchmark_train_steps: int = 30
+    flagfile_text: str = ''  # what MODEL_DIR/flags.txt records
+
+    @classmethod
+    def from_flags(cls, flag_values, flagfile_text: str = '') -> 'Settings':
+        """The settings the trainer's flags give (flag_values: absl's FLAGS)."""
+        plain = {field.name for field in dataclasses.fields(cls)} - {
+            'final_train_steps', 'model_params', 'input_options', 'export_goal',
+            'early_stopping_goal', 'checkpoint', 'flagfile_text'}
+        return cls(
+            **{name: getattr(flag_values, name) for name in plain},
+            final_train_steps=(flag_values.train_steps if flag_values['train_steps'].present
+                               else None),
+            model_params={name: getattr(flag_values, name) for name in MODEL_PARAM_FLAGS
+                          if getattr(flag_values, name) is not None},
+            input_options=InputOptions(**{field.name: getattr(flag_values, field.name)
+                                          for field in dataclasses.fields(InputOptions)}),
+            checkpoint=flag_values.checkpoint or 'latest',
+            export_goal=MetricGoal.of(flag_values.export_metric, flag_values.export_mode,
+                                      '--export_metric'),
+            early_stopping_goal=MetricGoal.of(flag_values.early_stopping_metric,
+                                              flag_values.early_stopping_mode,
+                                              '--early_stopping_metric'),
+            flagfile_text=flagfile_text)
+
+
+def model_params(settings: Settings, spec) -> Dict:
+    """The model's params: its defaults, overridden by the settings that were given."""
+    return {**spec.default_params, **settings.model_params}
+
+
+def build_estimator(settings: Settings, spec) -> tf.estimator.Estimator:
+    config = tf.estimator.RunConfig(
+        model_dir=settings.model_dir, tf_random_seed=settings.random_seed,
+        save_checkpoints_steps=settings.save_checkpoints_steps,
+        keep_checkpoint_max=settings.keep_checkpoint_max or None,
+        save_summary_steps=settings.log_every_n_steps,
+        log_step_count_steps=None)  # ProgressHook logs instead
+    return tf.estimator.Estimator(spec.model_fn, config=config,
+                                  params=model_params(settings, spec))
+
+
+class Experiment:
+    """A model with its settings: the Estimator, and what the modes run, each built on first use."""
+
+    def __init__(self, settings: Settings, spec, estimator: tf.estimator.Estimator):
+        self.settings, self.spec, self.estimator = settings, spec, estimator
+        self.kind = input_kinds.for_model(spec)
+
+    def train_input_fn(self) -> Callable:
+        # A resumed run reshuffles differently instead of replaying the first epoch's order.
+        seed = self.settings.random_seed + checkpoints.latest_saved_step(self.settings.model_dir)
+        return self.kind.train_input_fn(self.spec, self.settings.train_files, '--train_files',
+                                        self.settings.batch_size, seed, self.settings.input_options)
+
+    def eval_input_fn(self, file_pattern: Optional[str] = None,
+                      flag_name: str = '--eval_files') -> Callable:
+        return self.kind.eval_input_fn(self.spec, file_pattern or self.settings.eval_files,
+                                       flag_name, self.settings.batch_size,
+                                       self.settings.input_options)
+
+    @functools.cached_property
+    def early_stopping_hooks(self):
+        s = self.settings
+        if not s.early_stopping_eval_name:
+            return []
+        return [hooks.EarlyStoppingHook(ledger.Ledger(s.model_dir, s.early_stopping_eval_name),
+                                        s.early_stopping_goal, s.early_stopping_patience,
+                                        s.early_stopping_check_secs)]
+
+    @functools.cached_property
+    def train_spec(self) -> tf.estimator.TrainSpec:
+        progress = hooks.ProgressHook(self.settings.log_every_n_steps, self.settings.batch_size,
+                                      self.settings.model_dir)
+        return tf.estimator.TrainSpec(self.train_input_fn(), max_steps=self.settings.train_steps,
+                                      hooks=[progress] + self.early_stopping_hooks)
+
+    @functools.cached_property
+    def eval_spec(self) -> tf.estimator.EvalSpec:
+        """train_and_evaluate's own evaluation, on one machine."""
+        return tf.estimator.EvalSpec(self.eval_input_fn(), steps=None, start_delay_secs=0,
+                                     throttle_secs=self.settings.eval_throttle_secs)
+
+    def serving_receiver_fn(self) -> Callable:
+        return self.kind.serving_receiver_fn(self.spec, self.settings.input_options)
+
+    def export_checkpoint(self, checkpoint_path: str) -> str:
+        """Exports a checkpoint to EXPORT_DIR/<its global step>/, with the kind's signature names."""
+        return export.export_saved_model(self.estimator, self.serving_receiver_fn(),
+                                         self.settings.export_dir, checkpoint_path,
+                                         self.kind.signature_renames)
+
+    @functools.cached_property
+    def eval_job(self) -> eval_job.EvalJob:
+        s = self.settings
+        exports = s.export_dir and LedgerExports(s.export_dir, s.export_policy, s.export_goal,
+                                                 s.exports_to_keep, self.export_checkpoint)
+        eval_fn = self.eval_input_fn()  # checks the eval files once, for both uses
+        extra_metrics = self.kind.extra_metrics(self.estimator, eval_fn, s.eval_files,
+                                                self.eval_input_fn, s.threshold_files)
+        return eval_job.EvalJob(self.estimator, eval_fn, s.eval_files,
+                                ledger.Ledger(s.model_dir, s.eval_name), exports or None,
+                                extra_metrics)
+
+    def start_training(self) -> None:
+        """The chief records the flags (refusing another model's model_dir) before training."""
+        if self.estimator.config.is_chief:
+            run_files.record_flags(self.settings.model_dir, self.spec.name,
+                                   self.settings.flagfile_text)
+            run_files.clear_train_finished(self.settings.model_dir)
+
+    def finish_training(self) -> None:
+        """The chief tells eval jobs which checkpoint is final, and why training stopped."""
+        if self.estimator.config.is_chief:
+            run_files.write_train_finished(
+                self.settings.model_dir, self.settings.train_steps,
+                next((hook.reason for hook in self.early_stopping_hooks), None))
+
+
+def build(settings: Settings, spec) -> Experiment:
+    return Experiment(settings, spec, build_estimator(settings, spec))

@@ -1,0 +1,1 @@
+"""Input kinds: what feeds a family of models, for training, evaluation, benchmarks and serving."""

@@ -1,0 +1,106 @@
+"""What every input kind provides, and the input options all kinds share."""
+import dataclasses
+from typing import Callable, Dict, List, Optional, Tuple
+
+import tensorflow as tf
+
+from input_fns import pipeline
+
+Stages = List[Tuple[str, Callable[[], tf.data.Dataset]]]
+
+
+@dataclasses.dataclass(frozen=True)
+class InputOptions:
+    """How input_fns read: the trainer's input flags, whose defaults are these."""
+    shuffle_buffer: int = pipeline.DEFAULT_SHUFFLE_BUFFER  # records in the training shuffle buffer
+    pair_sampler: str = 'graph'  # face pairs, training: 'graph' (inside tf.data) or 'generator'
+    same_fraction: float = 0.5  # face pairs, training: share of same-person pairs
+    face_crop_fraction: float = 0.5  # face pairs: side of the central crop / the shorter side
+
+
+class InputKind:
+    """One family of input: its input_fns, benchmark stages, serving receivers and extra metrics.
+
+    spec is the model's registry.ModelSpec (image_shape, num_features...).
+    """
+    name = ''
+    # Export: signatures Estimator makes from the receivers' alternatives ('<receiver>:<output>'),
+    # renamed ({old: new}) or dropped ({old: None}).
+    signature_renames: Dict[str, Optional[str]] = {}
+    last_stage_name = 'the input_fn'
+
+    def train_input_fn(self, spec, file_pattern: str, flag_name: str, batch_size: int, seed: int,
+                       options: InputOptions) -> Callable:
+        raise NotImplementedError
+
+    def eval_input_fn(self, spec, file_pattern: str, flag_name: str, batch_size: int,
+                      options: InputOptions) -> Callable:
+        """One deterministic pass that sees every example once."""
+        raise NotImplementedError
+
+    def earlier_stages(self, spec, file_pattern: str, flag_name: str, batch_size: int, seed: int,
+                       options: InputOptions) -> Stages:
+        """The training pipeline cut short after each stage before the last (for benchmarks)."""
+        return []
+
+    def serving_receiver_fn(self, spec, options: InputOptions) -> Callable:
+        raise NotImplementedError
+
+    def extra_metrics(self, estimator, eval_input_fn, eval_files: str,
+                      make_eval_input_fn: Callable[[str, str], Callable],
+                      threshold_files: Optional[str]) -> Optional[Callable[[str], Dict]]:
+        """checkpoint path -> metrics beyond Estimator's own, or None when the kind has none."""
+        return None
+
+    def training_input_stages(self, spec, file_pattern: str, flag_name: str, batch_size: int,
+                              seed: int = 0, options: InputOptions = InputOptions()) -> Stages:
+        """[(stage, function returning a dataset)], each stage adding to the one before; the last is
+        the training input_fn itself. Checks the files first."""
+        input_fn = self.train_input_fn(spec, file_pattern, flag_name, batch_size, seed, options)
+        return (self.earlier_stages(spec, file_pattern, flag_name, batch_size, seed, options)
+                + [(self.last_stage_name, input_fn)])
+
+
+class RecordFileKind(InputKind):
+    """A kind read by the shared record pipeline (input_fns/pipeline.py): one parse per batch.
+
+    records: the input_fns module of its format, with make_input_fn(pattern, shape, ...) and
+    parse_batch_fn(shape); record_shape(spec) gives that shape.
+    """
+    records = None
+    reader = tf.data.TFRecordDataset
+    last_stage_name = '+ prefetch: the input_fn'
+
+    def record_shape(self, spec):
+        raise NotImplementedError
+
+    def parse_batch_fn(self, spec) -> Callable:
+        return self.records.parse_batch_fn(self.record_shape(spec))
+
+    def _input_fn(self, spec, file_pattern, flag_name, batch_size, training, seed, options):
+        return self.records.make_input_fn(file_pattern, self.record_shape(spec), batch_size,
+                                          training, seed=seed, flag_name=flag_name,
+                                          shuffle_buffer=options.shuffle_buffer)
+
+    def train_input_fn(self, spec, file_pattern, flag_name, batch_size, seed, options):
+        return self._input_fn(spec, file_pattern, flag_name, batch_size, True, seed, options)
+
+    def eval_input_fn(self, spec, file_pattern, flag_name, batch_size, options):
+        return self._input_fn(spec, file_pattern, flag_name, batch_size, False, 0, options)
+
+    def earlier_stages(self, spec, file_pattern, flag_name, batch_size, seed, options):
+        files = pipeline.list_record_files(file_pattern, flag_name)
+
+        def up_to(parse):
+            return lambda: pipeline.process_record_dataset(
+                files, parse, batch_size, True, seed=seed, reader=self.reader, prefetch=False,
+                shuffle_buffer=options.shuffle_buffer)
+
+        return [('read: interleave, shuffle, batch', up_to(None)),
+                ('+ parse the batch', up_to(self.parse_batch_fn(spec)))]
+
+
+def decode_batch(encoded, decode_one, shape):
+    """Serving: a batch of encoded images, each decoded by decode_one, as float32 [N, *shape]."""
+    decoded = tf.map_fn(decode_one, encoded, fn_output_signature=tf.float32)
+    return tf.reshape(decoded, [-1] + list(shape))

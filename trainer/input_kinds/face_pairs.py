@@ -1,0 +1,74 @@
+"""Face photos for training (pairs drawn at random) and fixed pair shards for evaluation.
+
+Evaluation adds LFW's protocol (trainer/pair_protocol.py) to Estimator's metrics.
+"""
+import tensorflow as tf
+
+from benchmarks import baselines
+from input_fns import face_images, face_pairs
+from trainer import pair_protocol
+from trainer.input_kinds import base, registry
+
+
+def face_geometry(spec, options: base.InputOptions) -> face_images.FaceGeometry:
+    height, _, channels = spec.image_shape
+    return face_images.FaceGeometry(image_size=height, channels=channels,
+                                     crop_fraction=options.face_crop_fraction)
+
+
+class FacePairs(base.InputKind):
+    name = 'face_pairs'
+    # The 'single' receiver alternative feeds one photo as image_a: its 'embed' output (models
+    # that have one) is the embed signature; 'embed' on the pair receiver means nothing.
+    signature_renames = {'single:embed': 'embed', 'embed': None}
+    last_stage_name = '+ augment, prefetch: the input_fn'
+    # --pair_sampler: drawn inside tf.data, or the naive Python generator kept for comparison.
+    pair_samplers = {
+        'graph': face_pairs.sampled_pairs_dataset,
+        'generator': lambda files, index, *args: baselines.generator_pairs_dataset(index, *args),
+    }
+
+    def train_input_fn(self, spec, file_pattern, flag_name, batch_size, seed, options):
+        return face_pairs.make_train_input_fn(
+            file_pattern, face_geometry(spec, options), batch_size, seed=seed,
+            same_fraction=options.same_fraction, flag_name=flag_name,
+            pairs_dataset=self.pair_samplers[options.pair_sampler])
+
+    def eval_input_fn(self, spec, file_pattern, flag_name, batch_size, options):
+        return face_pairs.make_eval_input_fn(file_pattern, face_geometry(spec, options),
+                                               batch_size, flag_name)
+
+    def earlier_stages(self, spec, file_pattern, flag_name, batch_size, seed, options):
+        if options.pair_sampler != 'graph':
+            return []
+        return face_pairs.sampled_pair_stages(file_pattern, face_geometry(spec, options),
+                                                batch_size, seed, options.same_fraction, flag_name)
+
+    def serving_receiver_fn(self, spec, options):
+        """serving_default takes two batches of encoded photos; the 'single' alternative one."""
+        geometry = face_geometry(spec, options)
+
+        def decode(encoded):
+            return face_images.decode_any_face(encoded, geometry)
+
+        def receiver_fn():
+            bytes_a = tf.compat.v1.placeholder(tf.string, [None], name='image_bytes_a')
+            bytes_b = tf.compat.v1.placeholder(tf.string, [None], name='image_bytes_b')
+            features = {'image_a': base.decode_batch(bytes_a, decode, spec.image_shape),
+                        'image_b': base.decode_batch(bytes_b, decode, spec.image_shape)}
+            return tf.estimator.export.ServingInputReceiver(
+                features=features,
+                receiver_tensors={'image_bytes_a': bytes_a, 'image_bytes_b': bytes_b},
+                receiver_tensors_alternatives={'single': {'image_bytes': bytes_a}})
+
+        return receiver_fn
+
+    def extra_metrics(self, estimator, eval_input_fn, eval_files, make_eval_input_fn,
+                      threshold_files):
+        """LFW's protocol per checkpoint: accuracy at a threshold chosen elsewhere, and AUC."""
+        threshold_fn = threshold_files and make_eval_input_fn(threshold_files, '--threshold_files')
+        return lambda checkpoint: {'lfw_protocol': pair_protocol.checkpoint_report(
+            estimator, checkpoint, eval_input_fn, eval_files, threshold_fn, threshold_files)}
+
+
+KIND = registry.register(FacePairs())

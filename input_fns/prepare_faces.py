@@ -15,8 +15,17 @@ from absl import logging
 
 from common import atomic_files
 from common.errors import UserError
-from input_fns import face_records, lfw_files, shards
+from input_fns import face_images, face_records, lfw_files, shards
 from input_fns.lfw_files import Pair
+
+
+@tf.function(input_signature=[tf.TensorSpec([], tf.string)])
+def decode_as_training_does(jpeg):
+    """The decode training and evaluation use, on the whole photo, for both channel counts a
+    model may ask for: what prepare accepts, training can read (tf.io.decode_jpeg alone
+    accepts a PNG named .jpg, which training's decode_and_crop_jpeg refuses)."""
+    return [face_images.decode_face(jpeg, face_images.FaceGeometry(
+        image_size=8, channels=channels, crop_fraction=1.0)) for channels in (1, 3)]
 
 
 class PhotoReader:
@@ -36,9 +45,10 @@ class PhotoReader:
         try:
             with open(path, 'rb') as f:
                 data = f.read()
-            tf.io.decode_jpeg(data)
-        except (OSError, tf.errors.InvalidArgumentError) as e:
-            reason = getattr(e, 'strerror', None) or 'not a decodable JPEG'
+            decode_as_training_does(tf.constant(data))
+        except (OSError, tf.errors.OpError) as e:
+            reason = getattr(e, 'strerror', None) or (
+                'not a JPEG that training can decode: ' + e.message.strip().splitlines()[0])
             if self.strict:
                 raise UserError(f'{path}: {reason} (without --strict it would be skipped)')
             logging.warning('skipping %s: %s', path, reason)

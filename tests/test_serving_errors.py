@@ -7,7 +7,8 @@ import tensorflow as tf
 
 from conftest import run_module
 from models import registry
-from trainer import inputs
+from trainer.input_kinds import registry as input_kinds
+from trainer.input_kinds.base import InputOptions
 
 # A 1x1 GIF and a 2x2 24-bit BMP, written out by hand: TensorFlow encodes neither.
 GIF_1X1 = (b'GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00'
@@ -52,7 +53,7 @@ def test_face_pair_receiver_refuses_batches_of_different_sizes():
     spec = registry.get('face_diff')
     photo = tf.io.encode_jpeg(np.zeros((64, 64, 1), np.uint8)).numpy()
     with tf.Graph().as_default():
-        receiver = inputs.serving_input_receiver_fn(spec)()
+        receiver = input_kinds.for_model(spec).serving_receiver_fn(spec, InputOptions())()
         with tf.compat.v1.Session() as session:
             feed = {receiver.receiver_tensors['image_bytes_a']: [photo, photo],
                     receiver.receiver_tensors['image_bytes_b']: [photo]}

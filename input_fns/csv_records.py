@@ -49,7 +49,13 @@ def parse_batch_fn(num_features: int):
         record_defaults = ([tf.constant([], tf.float32)] * num_features
                            + [tf.constant([], tf.int32)])
         columns = tf.io.decode_csv(lines, record_defaults)
-        return {FEATURE_KEY: tf.stack(columns[:-1], axis=1)}, columns[-1]
+        labels = columns[-1]
+        # The label is a class of a binary model: any other value would train on a wrong loss.
+        binary = tf.debugging.assert_equal(
+            tf.reduce_all((labels == 0) | (labels == 1)), True, message='a label is not 0 or 1')
+        with tf.control_dependencies([binary]):
+            labels = tf.identity(labels)
+        return {FEATURE_KEY: tf.stack(columns[:-1], axis=1)}, labels
 
     return parse_batch
 

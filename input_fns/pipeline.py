@@ -13,7 +13,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import tensorflow as tf
 from absl import logging
 
-from common.errors import UserError
+from common.errors import UserError, op_error_summary
 from input_fns import shards
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -190,3 +190,19 @@ def record_input_fn(files: List[str], parse_batch: Callable, batch_size: int, tr
             reader=reader)
 
     return input_fn
+
+
+def find_bad_file(files: List[str], parse_batch: Callable, reader: Callable = tf.data.TFRecordDataset,
+                  batch_size: int = 256) -> Optional[Tuple[str, str]]:
+    """(file, what is wrong) for the first file whose records fail to read or parse, else None.
+
+    Training reads files interleaved, so an error mid-read cannot say which file it came
+    from; reading each file alone again (only after such an error) can.
+    """
+    for path in files:
+        try:
+            for _ in reader(path).batch(batch_size).map(parse_batch):
+                pass
+        except tf.errors.OpError as e:
+            return path, f'{type(e).__name__}: {op_error_summary(e)}'
+    return None

@@ -97,7 +97,7 @@ def write_csv(path, rows, num_features=1024, label_of_row=lambda i: i % 2):
                     + f',{label_of_row(i)}\n')
 
 
-def test_csv_label_outside_0_1_mid_file_names_the_file_and_line(tmp_path):
+def test_csv_label_outside_0_1_mid_file_names_the_file(tmp_path):
     data = tmp_path / 'data'
     data.mkdir()
     write_csv(data / 'train-0.csv', 40)

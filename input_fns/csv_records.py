@@ -52,7 +52,8 @@ def parse_batch_fn(num_features: int):
         labels = columns[-1]
         # The label is a class of a binary model: any other value would train on a wrong loss.
         binary = tf.debugging.assert_equal(
-            tf.reduce_all((labels == 0) | (labels == 1)), True, message='a label is not 0 or 1')
+            tf.reduce_all(tf.logical_or(tf.equal(labels, 0), tf.equal(labels, 1))), True,
+            message='a label is not 0 or 1')
         with tf.control_dependencies([binary]):
             labels = tf.identity(labels)
         return {FEATURE_KEY: tf.stack(columns[:-1], axis=1)}, labels

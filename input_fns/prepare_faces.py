@@ -47,11 +47,11 @@ class PhotoReader:
                 data = f.read()
             decode_as_training_does(tf.constant(data))
         except (OSError, tf.errors.OpError) as e:
-            reason = getattr(e, 'strerror', None) or (
-                'not a JPEG that training can decode: ' + e.message.strip().splitlines()[0])
+            reason = getattr(e, 'strerror', None) or 'not a decodable JPEG'
+            detail = f' ({e.message.strip().splitlines()[0]})' if hasattr(e, 'message') else ''
             if self.strict:
-                raise UserError(f'{path}: {reason} (without --strict it would be skipped)')
-            logging.warning('skipping %s: %s', path, reason)
+                raise UserError(f'{path}: {reason}{detail} (without --strict it would be skipped)')
+            logging.warning('skipping %s: %s%s', path, reason, detail)
             self.bad[relative_path] = reason
             return None
         self._cache[relative_path] = data

@@ -109,11 +109,12 @@ def test_export_and_evaluate_check_the_model_against_the_model_dir(trained_model
     assert not os.path.exists(tmp_path / 'exports')
 
 
-def test_eval_job_on_a_missing_model_dir_stops_at_once(digit_shards, tmp_path):
+def test_eval_job_on_a_missing_model_dir_stops_without_creating_it(digit_shards, tmp_path):
     typo = tmp_path / 'modle'
     result = run_module('trainer.main', '--mode=continuous_eval', f'--model_dir={typo}',
-                        f'--eval_files={digit_shards.validation_pattern}', check=False, timeout=120)
-    assert_one_line_error(result, 2, f'--model_dir={typo}')
+                        f'--eval_files={digit_shards.validation_pattern}',
+                        '--eval_timeout_secs=2', check=False, timeout=120)
+    assert_one_line_error(result, 2, f'--model_dir={typo}', 'no such folder')
     assert not typo.exists()
 
 

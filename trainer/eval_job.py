@@ -19,6 +19,8 @@ from trainer import checkpoints, ledger, run_files
 from trainer.export_policy import LedgerExports
 
 POLL_SECS = 1.0
+# How long an eval job waits for a model_dir that does not exist yet.
+MODEL_DIR_GRACE_SECS = 120
 
 
 class EvalTimeout(RuntimeError):
@@ -95,9 +97,7 @@ def continuous_eval(job: EvalJob, model_dir: str, train_steps: Optional[int],
 
     train_steps: the trainer's --train_steps if known; None takes the trainer's word.
     """
-    if not os.path.isdir(model_dir):  # a typo would otherwise wait --eval_timeout_secs
-        raise UserError(f'--model_dir={model_dir}: no such folder; check the path (start the '
-                        'eval job once its trainer has created the model_dir)')
+    _wait_for_model_dir(model_dir, min(timeout_secs, MODEL_DIR_GRACE_SECS))
     with job.ledger.lock():
         job.start()
         last = job.ledger.last_step()
@@ -125,6 +125,20 @@ def continuous_eval(job: EvalJob, model_dir: str, train_steps: Optional[int],
                 time.sleep(POLL_SECS)
         logging.info('eval_%s: evaluated the final checkpoint (step %d); done',
                      job.ledger.eval_name, last)
+
+
+def _wait_for_model_dir(model_dir: str, grace_secs: float) -> None:
+    """A trainer started at the same time creates model_dir within seconds; a typo never does.
+
+    Waits without creating it (the ledger would), then stops instead of polling for
+    --eval_timeout_secs.
+    """
+    deadline = time.time() + grace_secs
+    while not os.path.isdir(model_dir):
+        if time.time() > deadline:
+            raise UserError(f'--model_dir={model_dir}: no such folder (waited {grace_secs:.0f} s '
+                            'for a trainer to create it); check the path')
+        time.sleep(POLL_SECS)
 
 
 def _is_final(step: int, model_dir: str, train_steps: Optional[int]) -> bool:

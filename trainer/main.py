@@ -102,7 +102,7 @@ def main(argv):
         return 1
     except tf.compat.v1.train.NanLossDuringTrainingError:
         print('error: training diverged: the loss became NaN; lower --learning_rate (or check '
-              'the data) and run again: it resumes from the last checkpoint, saved before the NaN',
+              'the data) and train again, in a new --model_dir if the last checkpoint diverged too',
               file=sys.stderr)
         return 1
     except eval_job.EvalTimeout as e:

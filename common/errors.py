@@ -1,4 +1,4 @@
-"""The one exception type for mistakes a user must fix, reported as a one-line message, exit 2."""
+"""The one exception type for mistakes a user must fix (exit 2), and one-line TensorFlow errors."""
 
 
 class UserError(ValueError):
@@ -6,3 +6,13 @@ class UserError(ValueError):
 
     The message names the file, pattern, flag or checkpoint and says what to do.
     """
+
+
+def op_error_summary(error) -> str:
+    """The line of a TensorFlow error message that says what went wrong, not where."""
+    lines = [line.strip() for line in error.message.splitlines()]
+    after_node = [i + 1 for i, line in enumerate(lines) if line.startswith('Node:')]
+    for line in lines[after_node[-1] if after_node else 0:]:
+        if line and not line.startswith(('Graph execution error', 'Detected at node')):
+            return line
+    return lines[0]

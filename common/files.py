@@ -239,6 +239,11 @@ def glob(pattern: str) -> List[str]:
     return sorted(tf.io.gfile.glob(_ready(pattern)))
 
 
+def size(path: str) -> int:
+    """A file's size in bytes."""
+    return tf.io.gfile.stat(_ready(path)).length
+
+
 def remove(path: str) -> None:
     """Removes one file; a file already gone is fine."""
     try:
@@ -295,6 +300,17 @@ def move_tree(source: str, destination: str) -> None:
         remove_tree(destination)  # an incomplete copy left by a kill, or an older version
         copy_tree(source, destination)
         remove_tree(source)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether the process that owns a temporary (NAME.tmp-PID, .staging-HOST-PID) still runs."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        pass
+    return True
 
 
 # Leaving the process.

@@ -50,7 +50,14 @@ def parse_batch_fn(num_features: int):
         record_defaults = ([tf.constant([], tf.float32)] * num_features
                            + [tf.constant([], tf.int32)])
         columns = tf.io.decode_csv(lines, record_defaults)
-        return {FEATURE_KEY: tf.stack(columns[:-1], axis=1)}, columns[-1]
+        labels = columns[-1]
+        # The label is a class of a binary model: any other value would train on a wrong loss.
+        binary = tf.debugging.assert_equal(
+            tf.reduce_all(tf.logical_or(tf.equal(labels, 0), tf.equal(labels, 1))), True,
+            message='a label is not 0 or 1')
+        with tf.control_dependencies([binary]):
+            labels = tf.identity(labels)
+        return {FEATURE_KEY: tf.stack(columns[:-1], axis=1)}, labels
 
     return parse_batch
 
@@ -59,8 +66,12 @@ def check_csv_files(files, num_features: int) -> None:
     """Fails early, naming the file, on shards whose first line the parser would reject."""
     pipeline.check_listed_in_manifests(files)
     for path in files:
-        with tf.io.gfile.GFile(path, 'r') as f:
-            line = f.readline().strip()
+        try:
+            with tf.io.gfile.GFile(path, 'r') as f:
+                line = f.readline().strip()
+        except UnicodeDecodeError:
+            raise UserError(f'{path}: not a CSV text file (binary data on line 1); this model '
+                            'reads CSV shards (one line an example: the features, then the label)')
         if not line:
             continue
         fields = line.split(',')

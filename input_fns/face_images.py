@@ -6,6 +6,9 @@ import dataclasses
 
 import tensorflow as tf
 
+from input_fns import image_records
+
+
 @dataclasses.dataclass(frozen=True)
 class FaceGeometry:
     """How a photo becomes model input: a centred square crop, resized."""
@@ -23,7 +26,7 @@ def _crop_box(shape, crop_fraction, jitter=None):
         side = side * (0.9 + 0.2 * jitter[0])
         center_y += (jitter[1] - 0.5) * 0.12 * side
         center_x += (jitter[2] - 0.5) * 0.12 * side
-    side = tf.minimum(side, tf.minimum(height, width))
+    side = tf.minimum(tf.maximum(side, 1.0), tf.minimum(height, width))  # a 1x1 photo crops 1x1
     top = tf.clip_by_value(center_y - side / 2, 0.0, height - side)
     left = tf.clip_by_value(center_x - side / 2, 0.0, width - side)
     return tf.cast(top, tf.int32), tf.cast(left, tf.int32), tf.cast(side, tf.int32)
@@ -39,7 +42,7 @@ def decode_face(jpeg, geometry: FaceGeometry, jitter=None):
 
 def decode_any_face(encoded, geometry: FaceGeometry):
     """As decode_face, for any PNG/JPEG/GIF/BMP bytes (serving)."""
-    image = tf.io.decode_image(encoded, channels=geometry.channels, expand_animations=False)
+    image = image_records.decode_any_image(encoded, geometry.channels)
     top, left, side = _crop_box(tf.shape(image), geometry.crop_fraction)
     return _resize(tf.image.crop_to_bounding_box(image, top, left, side, side), geometry)
 

@@ -80,3 +80,16 @@ def make_input_fn(file_pattern: str, image_shape: Sequence[int], batch_size: int
     pipeline.check_record_files(files, FEATURE_SPEC, _check_image_shape(image_shape))
     return pipeline.record_input_fn(files, parse_batch_fn(image_shape), batch_size, training,
                                     seed, shuffle_buffer)
+
+
+def decode_any_image(encoded, channels: int):
+    """PNG, JPEG, GIF or BMP bytes -> uint8 [H, W, channels], whatever channels the file has.
+
+    tf.io.decode_image refuses some combinations itself (a GIF as 1 channel, a BMP with
+    alpha as 3), so decode as stored, then drop alpha and convert grey <-> RGB.
+    """
+    image = tf.io.decode_image(encoded, channels=0, expand_animations=False)
+    stored = tf.shape(image)[-1]
+    rgb = tf.cond(stored >= 3, lambda: image[..., :3],
+                  lambda: tf.image.grayscale_to_rgb(image[..., :1]))
+    return tf.image.rgb_to_grayscale(rgb) if channels == 1 else rgb

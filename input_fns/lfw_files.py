@@ -63,6 +63,9 @@ def _lines(path: str) -> List[List[str]]:
         return [line.split() for line in files.read_text(path).splitlines()]
     except tf.errors.OpError as e:
         raise UserError(f'{path}: cannot read it ({e.message})')
+    except UnicodeDecodeError as e:
+        raise UserError(f'{path}: not a text file (byte {e.start} is not UTF-8); give an LFW '
+                        'list such as pairsDevTest.txt or peopleDevTrain.txt')
 
 
 def read_people_file(path: str) -> List[str]:

@@ -7,13 +7,14 @@ Evaluation: files in sorted order, one deterministic pass, no dropped remainder.
 """
 import json
 import os
+import re
 from typing import Callable, Dict, List, Optional, Tuple
 
 import tensorflow as tf
 from absl import logging
 
 from common import files as common_files
-from common.errors import UserError
+from common.errors import UserError, op_error_summary
 from input_fns import shards
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -24,14 +25,19 @@ READ_BLOCK = 64
 
 
 def list_record_files(file_pattern: str, flag_name: str = 'file pattern') -> List[str]:
-    """Expands a glob (or comma-separated globs) into a sorted file list."""
+    """Expands a glob, or comma-separated globs (`\\,` is a comma in a path), into sorted files."""
     files = []
-    for pattern in filter(None, (p.strip() for p in file_pattern.split(','))):
+    patterns = (p.strip().replace('\\,', ',') for p in re.split(r'(?<!\\),', file_pattern))
+    for pattern in filter(None, patterns):
         files.extend(common_files.glob(pattern))
     files = sorted(set(files))
     if not files:
         raise UserError(f'{flag_name}: no files match {file_pattern!r}; check the path, or '
                         'write shards first with `python -m input_fns.prepare`')
+    if all(tf.io.gfile.stat(path).length == 0 for path in files):  # training or evaluating on nothing
+        raise UserError(f'{flag_name}: the {len(files)} file(s) matching {file_pattern!r} hold no '
+                        'records (all empty); check the path, or write shards again with '
+                        '`python -m input_fns.prepare`')
     return files
 
 
@@ -60,27 +66,37 @@ def check_record_files(files: List[str], feature_spec: Dict[str, tf.io.FixedLenF
 
 
 def check_listed_in_manifests(files: List[str]) -> None:
-    """A file absent from its folder's manifest.json (when there is one) is left over
-    from an interrupted job: refuse it, naming it."""
+    """Where a folder has a manifest.json, each file must be listed in it (else it is left
+    over from an interrupted job) and be the size it lists (else it was cut short or
+    damaged): refuse it, naming it, before reading anything."""
     manifests = {}
     for path in files:
         folder = os.path.dirname(path)
         if folder not in manifests:
             manifests[folder] = _listed_shards(folder)
         listed = manifests[folder]
-        if listed is not None and os.path.basename(path) not in listed:
-            raise UserError(f'{path}: not listed in {os.path.join(folder, shards.MANIFEST_NAME)}; '
-                            'it may be left over from an interrupted or older prepare run: '
-                            'delete it or run prepare again')
+        if listed is None:
+            continue
+        manifest_path = os.path.join(folder, shards.MANIFEST_NAME)
+        entry = listed.get(os.path.basename(path))
+        if entry is None:
+            raise UserError(f'{path}: not listed in {manifest_path}; it may be left over from an '
+                            'interrupted or older prepare run: delete it or run prepare again')
+        size = tf.io.gfile.stat(path).length
+        if 'bytes' in entry and size != entry['bytes']:  # older manifests list no sizes
+            raise UserError(f'{path}: {size} bytes, but {manifest_path} lists {entry["bytes"]} bytes '
+                            f'({entry["records"]} records); it was cut short or damaged: restore '
+                            'it, or run prepare again')
 
 
-def _listed_shards(folder: str) -> Optional[set]:
+def _listed_shards(folder: str) -> Optional[Dict[str, Dict]]:
+    """{file name: its manifest entry (records, bytes)}, or None without a manifest."""
     path = os.path.join(folder, shards.MANIFEST_NAME)
     if not common_files.exists(path):
         return None
     try:
         manifest = shards.read_manifest(folder)
-        return {s['file'] for split in manifest['splits'].values() for s in split['shards']}
+        return {s['file']: s for split in manifest['splits'].values() for s in split['shards']}
     except (ValueError, KeyError, TypeError) as e:
         raise UserError(f'{path}: unreadable manifest ({e}); run prepare again')
 
@@ -176,3 +192,19 @@ def record_input_fn(files: List[str], parse_batch: Callable, batch_size: int, tr
             reader=reader)
 
     return input_fn
+
+
+def find_bad_file(files: List[str], parse_batch: Callable, reader: Callable = tf.data.TFRecordDataset,
+                  batch_size: int = 256) -> Optional[Tuple[str, str]]:
+    """(file, what is wrong) for the first file whose records fail to read or parse, else None.
+
+    Training reads files interleaved, so an error mid-read cannot say which file it came
+    from; reading each file alone again (only after such an error) can.
+    """
+    for path in files:
+        try:
+            for _ in reader(path).batch(batch_size).map(parse_batch):
+                pass
+        except tf.errors.OpError as e:
+            return path, f'{type(e).__name__}: {op_error_summary(e)}'
+    return None

@@ -17,6 +17,7 @@ import sys
 from typing import Dict
 
 import numpy as np
+import tensorflow as tf
 from absl import flags
 
 from common import cli, files
@@ -136,13 +137,25 @@ def main(argv):
         print(f'usage: python -m input_fns.prepare {{{"|".join(DATASETS)}}} --output_dir=DIR ...',
               file=sys.stderr)
         return 2
+    output_dir = flags.FLAGS.output_dir
     # A missing bucket or unreachable endpoint: one line now, not retries later.
-    files.check_buckets([flags.FLAGS.output_dir, flags.FLAGS.source_dir,
+    files.check_buckets([output_dir, flags.FLAGS.source_dir,
                          flags.FLAGS.pairs_file, flags.FLAGS.train_people_file])
+    try:
+        files.makedirs(output_dir)
+    except tf.errors.OpError as e:
+        raise UserError(f'--output_dir={output_dir}: cannot make that folder '
+                        f'({e.message.strip().splitlines()[0]}); give a folder path')
     prepare_fn = {'mnist': prepare_mnist, 'digits': prepare_digits,
                   'faces': prepare_faces.prepare_faces,
                   'face_pairs': prepare_faces.prepare_face_pairs, 'csv': prepare_csv}[argv[1]]
-    entries = call_with_flags(prepare_fn, flags.FLAGS)
+    try:
+        entries = call_with_flags(prepare_fn, flags.FLAGS)
+    except (OSError, tf.errors.OpError) as e:  # e.g. a full disk; the split is left unlisted
+        reason = getattr(e, 'strerror', None) or getattr(e, 'message', None) or str(e)
+        print(f'error: writing under {output_dir} failed ({reason}); free space or fix the folder, '
+              'then run prepare again', file=sys.stderr)
+        return 1
     counts = ', '.join(f'{split}: {entry["num_records"]}' for split, entry in entries.items())
     print(f'wrote {counts} records to {flags.FLAGS.output_dir}')
     return 0

@@ -15,8 +15,17 @@ from absl import logging
 
 from common import files
 from common.errors import UserError
-from input_fns import face_records, lfw_files, shards
+from input_fns import face_images, face_records, lfw_files, shards
 from input_fns.lfw_files import Pair
+
+
+@tf.function(input_signature=[tf.TensorSpec([], tf.string)])
+def decode_as_training_does(jpeg):
+    """The decode training and evaluation use, on the whole photo, for both channel counts a
+    model may ask for: what prepare accepts, training can read (tf.io.decode_jpeg alone
+    accepts a PNG named .jpg, which training's decode_and_crop_jpeg refuses)."""
+    return [face_images.decode_face(jpeg, face_images.FaceGeometry(
+        image_size=8, channels=channels, crop_fraction=1.0)) for channels in (1, 3)]
 
 
 class PhotoReader:
@@ -35,13 +44,15 @@ class PhotoReader:
         path = files.join(self.root, relative_path)
         try:
             data = files.read_bytes(path)
-            tf.io.decode_jpeg(data)
+            decode_as_training_does(tf.constant(data))
         except tf.errors.OpError as e:
             reason = ('not a decodable JPEG' if isinstance(e, tf.errors.InvalidArgumentError)
-                      else e.message.splitlines()[0])
+                      else e.message.strip().splitlines()[0])
+            detail = (f' ({e.message.strip().splitlines()[0]})'
+                      if isinstance(e, tf.errors.InvalidArgumentError) else '')
             if self.strict:
-                raise UserError(f'{path}: {reason} (without --strict it would be skipped)')
-            logging.warning('skipping %s: %s', path, reason)
+                raise UserError(f'{path}: {reason}{detail} (without --strict it would be skipped)')
+            logging.warning('skipping %s: %s%s', path, reason, detail)
             self.bad[relative_path] = reason
             return None
         self._cache[relative_path] = data

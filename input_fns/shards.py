@@ -55,6 +55,17 @@ def set_source_root(output_dir: str, root: str) -> None:
     write_json_atomic(files.join(output_dir, MANIFEST_NAME), manifest)
 
 
+def remove_killed_writers_files(output_dir: str) -> None:
+    """Temporary files (NAME.tmp-PID) that a killed job left: they match the shard globs."""
+    if not files.is_local(output_dir):  # in a bucket shards are written whole, never as NAME.tmp-PID
+        return
+    for path in files.glob(files.join(output_dir, '*.tmp-*')):
+        pid = path.rsplit('.tmp-', 1)[1]
+        if pid.isdigit() and not files.pid_alive(int(pid)):
+            logging.info('removing %s, left by a killed prepare (pid %s)', path, pid)
+            files.remove(path)
+
+
 def _remove_stale_shards(output_dir: str, split: str, keep: Iterable[str], suffix: str) -> None:
     keep = set(keep)
     for path in files.glob(files.join(output_dir, f'{split}-*-of-*{suffix}')):
@@ -94,6 +105,7 @@ def write_split(output_dir: str,
     if num_shards < 1:
         raise ValueError(f'num_shards must be >= 1, got {num_shards}')
     files.makedirs(output_dir)
+    remove_killed_writers_files(output_dir)
     _set_manifest_split(output_dir, split, None, dataset)
 
     order = np.random.RandomState(seed).permutation(num_records)
@@ -127,7 +139,8 @@ def write_split(output_dir: str,
         finally:
             if temp_path != final_path:
                 files.remove(temp_path)
-        shards.append({'file': name, 'records': written})
+        # The input check compares sizes with these: a shard cut short is caught before reading.
+        shards.append({'file': name, 'records': written, 'bytes': files.size(final_path)})
         logging.info('%s: wrote %s (%d records, shard %d/%d)', split, name, written,
                      shard_index + 1, num_shards)
 

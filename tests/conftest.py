@@ -140,6 +140,42 @@ def finish(jobs, timeout=240):
                 process.wait()
 
 
+def run_with_env(module, *args, env=None, timeout=300, **popen_kwargs):
+    """run_module with extra environment variables (TF_CONFIG...) or Popen options; never checks."""
+    return subprocess.run([sys.executable, '-m', module, *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=timeout, env=dict(os.environ, **(env or {})),
+                          **popen_kwargs)
+
+
+def assert_one_line_error(result, status, *fragments):
+    """Exit `status`, no traceback, and a last stderr line 'error: ...' holding every fragment."""
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == status, f'exited {result.returncode}:\n{result.stderr[-3000:]}'
+    assert 'Traceback' not in result.stderr, result.stderr[-3000:]
+    assert lines and lines[-1].startswith('error: '), result.stderr[-3000:]
+    for fragment in fragments:
+        assert str(fragment) in lines[-1], f'{fragment!r} not in {lines[-1]!r}'
+    return lines[-1]
+
+
+@pytest.fixture(scope='session')
+def trained_model(digit_shards, tmp_path_factory):
+    """A mnist_cnn model_dir trained to step 4, a checkpoint every 2 steps (0, 2, 4), all kept.
+
+    Read-only: tests that change it work on a copy (copy_model_dir)."""
+    model_dir = str(tmp_path_factory.mktemp('trained') / 'model')
+    run_module('trainer.main', '--mode=train', f'--model_dir={model_dir}',
+               f'--train_files={digit_shards.train_pattern}', '--train_steps=4', '--batch_size=16',
+               '--save_checkpoints_steps=2', '--keep_checkpoint_max=0')
+    return model_dir
+
+
+def copy_model_dir(model_dir, destination):
+    import shutil
+    shutil.copytree(model_dir, destination)
+    return str(destination)
+
+
 @pytest.fixture(scope='session')
 def s3_server(tmp_path_factory):
     """moto's S3 server on 127.0.0.1 for the whole session; S3_* and AWS_* set in os.environ."""

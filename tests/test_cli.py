@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 from tensorboard.plugins.hparams import metadata as hparams_metadata
 
-from conftest import REPO, default_sigint, run_module
+from conftest import REPO, assert_one_line_error, default_sigint, run_module
 
 
 @pytest.fixture(scope='module')
@@ -184,6 +184,4 @@ def test_corrupt_record_mid_file_is_one_line_error(trained, digit_shards, tmp_pa
     (data / 'bad.tfrecord').write_bytes(good[:len(good) // 2] + b'\x00' * 100)
     result = run_module('trainer.main', '--mode=evaluate', f'--model_dir={trained[1]}',
                         f'--eval_files={data}/bad.tfrecord', '--eval_name=corrupt', check=False)
-    last_line = result.stderr.strip().splitlines()[-1]
-    assert result.returncode == 2 and last_line.startswith('error: DataLossError: ')
-    assert 'Traceback' not in result.stderr
+    assert_one_line_error(result, 2, f'{data}/bad.tfrecord: DataLossError: ', '--eval_files')

@@ -1,9 +1,8 @@
 """trainer.local_cluster: chief, 2 workers, a parameter server and an evaluator on loopback."""
 import os
 import re
-import signal
 
-from conftest import run_module, start_module, wait_for_log
+from conftest import run_module
 from trainer import checkpoints
 from trainer.ledger import Ledger
 
@@ -47,16 +46,3 @@ def test_cluster_trains_to_its_step_count_evaluates_and_exports(digit_shards, tm
     assert result.stdout.count('] exported ') == len(exports)  # each once
     assert 'chief, workers and evaluator finished' in result.stderr
 
-
-def test_ctrl_c_stops_every_task(digit_shards, tmp_path):
-    log = tmp_path / 'cluster.log'
-    launcher = start_module('trainer.local_cluster', *cluster_args(
-        tmp_path / 'model', digit_shards, 1_000_000), log_path=log)
-    started = wait_for_log(log, r'started (.*); TF_CONFIG', launcher).group(1)
-    pids = [int(pid) for pid in re.findall(r'pid (\d+)', started)]
-    wait_for_log(log, r'^\[chief\] .*step [\d,]+/[\d,]+ \(\d+%\), loss', launcher)
-    launcher.send_signal(signal.SIGINT)
-    assert launcher.wait(timeout=60) == 130
-    assert len(pids) == len(ROLES)
-    for pid in pids:
-        assert not os.path.exists(f'/proc/{pid}'), f'task {pid} still running'

@@ -52,16 +52,16 @@ def test_build_makes_what_the_modes_run(digit_shards, tmp_path):
     assert job.eval_files == settings.eval_files and job.ledger.eval_name == 'default'
     assert job.exports.goal == settings.export_goal and job.extra_metrics is None
 
-    run.start_training()
-    with open(os.path.join(settings.model_dir, run_files.FLAGS_FILE)) as f:
-        assert f.read() == '--model=mnist_cnn\n'
-    run.finish_training()
+    with run.training():
+        with open(os.path.join(settings.model_dir, run_files.FLAGS_FILE)) as f:
+            assert f.read() == '--model=mnist_cnn\n'
     with open(os.path.join(settings.model_dir, run_files.TRAIN_FINISHED_FILE)) as f:
         assert json.load(f) == {'step': 0, 'train_steps': 3, 'early_stopped': False,
                                 'reason': 'reached train_steps'}
     other = experiment.build(settings, registry.get('csv_mlp'))
     with pytest.raises(UserError, match='holds a mnist_cnn model'):
-        other.start_training()
+        with other.training():
+            pass
 
 
 def test_eval_files_are_checked_only_when_a_mode_needs_them(tmp_path):

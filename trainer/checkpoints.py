@@ -5,6 +5,7 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 import tensorflow as tf
+from absl import logging
 
 from common import files
 from common.errors import UserError
@@ -59,7 +60,12 @@ def saved_step(checkpoint_path: str, metrics: Optional[Dict] = None) -> int:
 def latest_saved_step(model_dir: str) -> int:
     """The global step of model_dir's latest checkpoint; 0 before the first."""
     checkpoint = tf.train.latest_checkpoint(model_dir) if model_dir else None
-    return saved_step(checkpoint) if checkpoint else 0
+    if not checkpoint:
+        return 0
+    try:
+        return saved_step(checkpoint)
+    except Exception:  # noqa: BLE001: damaged; prepare_to_resume names it before training
+        return step_of(checkpoint)
 
 
 def age_secs(checkpoint_path: str) -> float:
@@ -90,3 +96,65 @@ def resolve(model_dir: str, which: str) -> List[Tuple[int, str]]:
         raise UserError(f'--checkpoint={which}: no checkpoint for that step in {model_dir}; it has '
                         'steps ' + ', '.join(str(step) for step, _ in available))
     return chosen
+
+
+def _listed_by_files(model_dir: str) -> List[Tuple[int, str]]:
+    """(step, path) of every checkpoint with an .index file, oldest first, state file or not."""
+    found = [(int(m.group(1)), path[:-len('.index')])
+             for path in files.glob(files.join(model_dir, 'model.ckpt-*.index'))
+             for m in [CHECKPOINT_INDEX.match(os.path.basename(path))] if m]
+    return sorted(found)
+
+
+def damage(checkpoint_path: str) -> Optional[str]:
+    """Why a checkpoint cannot be restored (missing or cut-short files), or None if it reads whole.
+
+    Reads every variable, as restoring does, so a data file cut short is found now."""
+    try:
+        reader = tf.train.load_checkpoint(checkpoint_path)
+        for name in reader.get_variable_to_shape_map():
+            reader.get_tensor(name)
+    except Exception as e:  # noqa: BLE001: the reader raises IndexError, OpError, ValueError...
+        lines = str(getattr(e, 'message', e)).strip().splitlines()
+        return f'{type(e).__name__}: {lines[0] if lines else "unreadable"}'
+    return None
+
+
+def prepare_to_resume(model_dir: str) -> None:
+    """Before a chief trains: never start again at step 0 over existing checkpoints.
+
+    Removes the temporary folders a kill mid-save leaves (model.ckpt-N_temp). When the
+    `checkpoint` state file is missing or unreadable, or names a checkpoint whose files
+    are gone, while checkpoints exist, rewrites it to name the newest complete one found by
+    listing (with a warning). A latest checkpoint that cannot be read stops with an error
+    naming it rather than being overwritten.
+    """
+    if not files.isdir(model_dir):
+        return
+    for leftover in files.glob(files.join(model_dir, 'model.ckpt-*_temp*')):
+        logging.info('removing %s, left by a trainer killed while saving', leftover)
+        files.remove_tree(leftover)
+    latest = tf.train.latest_checkpoint(model_dir)
+    if latest:
+        problem = damage(latest)
+        if problem:
+            older = [path for step, path in _listed_by_files(model_dir) if step < step_of(latest)]
+            instead = f'to resume from {older[-1]}' if older else 'to start afresh'
+            raise UserError(f'checkpoint {latest} is damaged ({problem}); restore its files, or '
+                            f'move {latest}.* away {instead}')
+        return
+    state_file = files.join(model_dir, 'checkpoint')
+    for step, path in reversed(_listed_by_files(model_dir)):
+        if damage(path) is None:
+            logging.warning('the checkpoint state file %s is missing, unreadable or names no '
+                            'existing checkpoint; resuming from %s, the newest complete checkpoint '
+                            'found by listing (state file rewritten)', state_file, path)
+            complete = [os.path.basename(p) for _, p in _listed_by_files(model_dir)
+                        if _ <= step]
+            tf.compat.v1.train.update_checkpoint_state(
+                model_dir, os.path.basename(path), all_model_checkpoint_paths=complete)
+            return
+    if _listed_by_files(model_dir):
+        raise UserError(f'--model_dir={model_dir}: its checkpoints are all damaged and the state '
+                        f'file {state_file} names none; restore them, or move them away to '
+                        'start afresh')

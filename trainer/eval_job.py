@@ -7,6 +7,7 @@ latest, which skips those saved during an evaluation. evaluate_once serves a
 scheduler: the latest checkpoint, all of them, or one step. Both skip what the
 ledger already has and export as the ledger says (trainer/export_policy.py).
 """
+import os
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -18,6 +19,12 @@ from trainer import checkpoints, ledger, run_files
 from trainer.export_policy import LedgerExports
 
 POLL_SECS = 1.0
+# How long an eval job waits for a model_dir that does not exist yet.
+MODEL_DIR_GRACE_SECS = 120
+
+
+class EvalTimeout(RuntimeError):
+    """No checkpoint ever came: a runtime failure (exit 1), not bad input."""
 
 
 class EvalJob:
@@ -53,9 +60,16 @@ class EvalJob:
             if self.extra_metrics:
                 metrics.update(self.extra_metrics(path))
         except (tf.errors.OpError, ValueError):  # ValueError: 'not a valid checkpoint'
-            if checkpoints.exists(path):
+            if not checkpoints.exists(path):
+                return self._skip(step, path)  # the trainer deleted it while it was being restored
+            problem = checkpoints.damage(path)
+            if problem is None:
                 raise
-            return self._skip(step, path)  # the trainer deleted it while it was being restored
+            logging.warning('eval_%s: step %d: %s cannot be read (%s); recorded as damaged, '
+                            'going on with the next checkpoint', self.ledger.eval_name, step,
+                            path, problem)
+            return self.ledger.append(step, path, ledger.DAMAGED, eval_files=self.eval_files,
+                                      reason=problem)
         entry = self.ledger.append(
             step, path, ledger.EVALUATED, eval_files=self.eval_files,
             export_dir=self.exports.export_dir if self.exports else None,  # for ./run.sh status
@@ -85,6 +99,7 @@ def continuous_eval(job: EvalJob, model_dir: str, train_steps: Optional[int],
 
     train_steps: the trainer's --train_steps if known; None takes the trainer's word.
     """
+    _wait_for_model_dir(model_dir, min(timeout_secs, MODEL_DIR_GRACE_SECS))
     with job.ledger.lock():
         job.start()
         last = job.ledger.last_step()
@@ -108,6 +123,10 @@ def continuous_eval(job: EvalJob, model_dir: str, train_steps: Optional[int],
                              f'a checkpoint after step {last}' if last >= 0 else 'the first checkpoint')
                 said_waiting = True
             elif time.time() - waiting_since > timeout_secs:
+                if last < 0:
+                    raise EvalTimeout(f'--model_dir={model_dir}: no checkpoint appeared in '
+                                      f'{timeout_secs} s (--eval_timeout_secs); is a trainer '
+                                      'writing there?')
                 logging.info('eval_%s: no new checkpoint in %d s (--eval_timeout_secs); '
                              'stopping after step %d', job.ledger.eval_name, timeout_secs, last)
                 return
@@ -115,6 +134,20 @@ def continuous_eval(job: EvalJob, model_dir: str, train_steps: Optional[int],
                 time.sleep(POLL_SECS)
         logging.info('eval_%s: evaluated the final checkpoint (step %d); done',
                      job.ledger.eval_name, last)
+
+
+def _wait_for_model_dir(model_dir: str, grace_secs: float) -> None:
+    """A trainer started at the same time creates model_dir within seconds; a typo never does.
+
+    Waits without creating it (the ledger would), then stops instead of polling for
+    --eval_timeout_secs.
+    """
+    deadline = time.time() + grace_secs
+    while not os.path.isdir(model_dir):
+        if time.time() > deadline:
+            raise UserError(f'--model_dir={model_dir}: no such folder (waited {grace_secs:.0f} s '
+                            'for a trainer to create it); check the path')
+        time.sleep(POLL_SECS)
 
 
 def _is_final(step: int, model_dir: str, train_steps: Optional[int]) -> bool:

@@ -5,15 +5,18 @@ makes the Estimator and, when a mode asks for them, its train and eval specs, se
 receiver, exports and eval job (as tensor2tensor's create_experiment or TFX's trainer_fn).
 Parts are built on first use, so a mode never checks files it does not read.
 """
+import contextlib
 import dataclasses
 import functools
 from typing import Callable, Dict, Optional
 
 import tensorflow as tf
 
+from common.errors import UserError
+from input_fns import pipeline
 from models import precision
 from trainer import checkpoints, devices, eval_job, export, hooks, hparams, ledger, run_files
-from trainer import vertex_env
+from trainer import train_lock, vertex_env
 from trainer.export_policy import LedgerExports
 from trainer.input_kinds import registry as input_kinds
 from trainer.input_kinds.base import InputOptions
@@ -102,6 +105,7 @@ def model_params(settings: Settings, spec) -> Dict:
 
 
 def build_estimator(settings: Settings, spec) -> tf.estimator.Estimator:
+    pipeline.worker_share_from_tf_config()  # a bad TF_CONFIG: one line, not RunConfig's traceback
     plan = devices.from_settings(settings)
     devices.log_plan(plan)
     config = tf.estimator.RunConfig(
@@ -192,18 +196,57 @@ class Experiment:
                                 ledger.Ledger(s.model_dir, s.eval_name), exports or None,
                                 extra_metrics)
 
-    def start_training(self) -> None:
-        """The chief records the flags (refusing another model's model_dir) before training."""
-        if self.estimator.config.is_chief:
-            run_files.record_flags(self.settings.model_dir, self.spec.name,
-                                   self.settings.flagfile_text)
-            run_files.clear_train_finished(self.settings.model_dir)
+    def data_error(self, error: tf.errors.OpError) -> Optional[UserError]:
+        """An error raised while reading files, as one naming the file it came from, if found."""
+        if not isinstance(error, (tf.errors.InvalidArgumentError, tf.errors.DataLossError)):
+            return None
+        s = self.settings
+        reads = {'train': [('--train_files', s.train_files)],
+                 'evaluate': [('--eval_files', s.eval_files)],
+                 'continuous_eval': [('--eval_files', s.eval_files)],
+                 'train_and_evaluate': [('--train_files', s.train_files),
+                                        ('--eval_files', s.eval_files)]}.get(s.mode, [])
+        for flag_name, pattern in reads:
+            found = self.kind.find_bad_file(self.spec, pattern)
+            if found:
+                path, problem = found
+                return UserError(f'{path}: {problem} (a {flag_name} file, found while reading '
+                                 'it); fix or remove that file, or prepare the shards again')
+        return None
 
-    def finish_training(self) -> None:
-        """The chief tells eval jobs which checkpoint is final, and why training stopped."""
-        if self.estimator.config.is_chief:
+    def check_model(self) -> None:
+        """Refuses a model_dir that holds another model (its flags.txt names it)."""
+        run_files.check_model(self.settings.model_dir, self.spec.name,
+                              'pass --model={previous}, or use another --model_dir')
+
+    @contextlib.contextmanager
+    def training(self, with_eval_spec: bool = False):
+        """Around training: checks first, then the chief alone changes model_dir.
+
+        The model and the input files are checked before anything in model_dir changes,
+        so a bad command leaves it as it was. The chief then holds the model_dir's training
+        lock (a second trainer stops, naming it), mends what a killed run left, records the
+        flags and, once training ends, writes train_finished.json for eval jobs. Workers and
+        parameter servers of its cluster take no lock.
+        """
+        s = self.settings
+        is_chief = self.estimator.config.is_chief
+        if is_chief:
+            self.check_model()
+        self.train_spec  # noqa: B018: builds the input_fn, which checks the files
+        if with_eval_spec:
+            self.eval_spec  # noqa: B018
+        if not is_chief:
+            yield
+            return
+        with train_lock.TrainLock(s.model_dir):
+            checkpoints.prepare_to_resume(s.model_dir)
+            run_files.record_flags(s.model_dir, self.spec.name, s.flagfile_text)
+            run_files.clear_train_finished(s.model_dir)
+            yield
+            # Tells eval jobs which checkpoint is final, and why training stopped.
             run_files.write_train_finished(
-                self.settings.model_dir, self.settings.train_steps,
+                s.model_dir, s.train_steps,
                 next((hook.reason for hook in self.early_stopping_hooks), None))
 
 

@@ -51,16 +51,6 @@ def complete_versions(export_dir: str) -> List[int]:
                   if name.isdigit() and is_complete(files.join(export_dir, name)))
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
-
-
 def _remove_leftovers(export_dir: str) -> None:
     """Staging folders of this machine's exports killed midway (kill -9 skips the cleanup below);
     another machine's are left alone (readers ignore them)."""
@@ -68,7 +58,7 @@ def _remove_leftovers(export_dir: str) -> None:
                          r'|\d+\.old)-(\d+)')
     for name in files.listdir(export_dir):
         match = pattern.fullmatch(name)
-        if match and not _pid_alive(int(match.group(1))):
+        if match and not files.pid_alive(int(match.group(1))):
             files.remove_tree(files.join(export_dir, name))
 
 

@@ -28,8 +28,10 @@ def define_flags():
     flags.DEFINE_string('model', 'mnist_cnn', 'Registered model: ' + ', '.join(registry.names()))
     flags.DEFINE_enum('mode', 'train', MODES, 'What to do.')
     flags.DEFINE_string('model_dir', None, 'Checkpoints, summaries and the flags used.')
-    flags.DEFINE_string('train_files', None, 'Glob (or comma-separated globs) of training shards.')
-    flags.DEFINE_string('eval_files', None, 'Glob (or comma-separated globs) of evaluation shards.')
+    flags.DEFINE_string('train_files', None, 'Glob (or comma-separated globs) of training shards; '
+                        'write a comma inside a path as \\,.')
+    flags.DEFINE_string('eval_files', None, 'Glob (or comma-separated globs) of evaluation shards; '
+                        'write a comma inside a path as \\,.')
     flags.DEFINE_integer('batch_size', 100, 'Examples per training and evaluation batch.',
                          lower_bound=1)
     flags.DEFINE_integer('train_steps', 1000, 'Train until the global step reaches this.',
@@ -161,3 +163,6 @@ def define_cluster_flags():
     flags.DEFINE_integer('cluster_ps', 1, 'Parameter servers.', lower_bound=0)
     flags.DEFINE_boolean('cluster_evaluator', True, 'Run an evaluator task: the eval job '
                          '(--eval_name, --export_dir...) of --mode=continuous_eval.')
+    flags.DEFINE_boolean('cluster_private_network', True, 'Run the tasks in a private network '
+                         'namespace (unshare --user --net) so that nothing outside can reach '
+                         'their ports; where the system does not allow it, warn and run without.')

@@ -25,6 +25,7 @@ RESULT_NAME = re.compile(r'^step-(\d{9,})\.json$')
 LOCK_NAME = '.lock'
 EVALUATED = 'evaluated'
 SKIPPED = 'skipped'
+DAMAGED = 'damaged'  # its files could not be read: recorded so that later checkpoints go on
 
 
 def eval_dir(model_dir: str, eval_name: str) -> str:

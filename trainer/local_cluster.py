@@ -9,12 +9,20 @@ Starts a chief, the workers and parameter servers, and an evaluator, each a
 with their role, and returns when the chief, workers and evaluator have finished.
 Parameter servers never finish on their own; they are stopped then. Any task
 failing, Ctrl-C or SIGTERM stops every task.
+
+TensorFlow's gRPC servers listen on every interface whatever the cluster spec says,
+and its distributed runtime has no authentication, so where the system allows it the
+launcher and its tasks run in a private network namespace (`unshare --user --net`):
+the tasks reach each other on 127.0.0.1 and nothing outside can connect to them.
 """
 import ctypes
+import fcntl
 import json
 import os
+import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -28,6 +36,9 @@ from trainer import flags as trainer_flags
 FLAGS = flags.FLAGS
 STOP_GRACE_SECS = 10
 PR_SET_PDEATHSIG = 1
+# Set in the launcher once it runs in its private network namespace.
+PRIVATE_NETWORK_ENV = 'LOCAL_CLUSTER_PRIVATE_NETWORK'
+UNSHARE_ARGS = ['--user', '--net', '--map-root-user']
 
 
 def cluster_spec(num_workers: int, num_ps: int):
@@ -50,6 +61,45 @@ def tasks(spec, evaluator: bool):
     if evaluator:
         configs.append({'cluster': spec, 'task': {'type': 'evaluator', 'index': 0}})
     return [(cluster_roles.role(config).label, config) for config in configs]
+
+
+def private_network_possible() -> bool:
+    """Whether this system lets an unprivileged user make a network namespace."""
+    unshare = shutil.which('unshare')
+    return bool(unshare) and subprocess.run([unshare, *UNSHARE_ARGS, 'true'],
+                                            capture_output=True).returncode == 0
+
+
+def enter_private_network() -> bool:
+    """Re-runs this launcher (same pid: exec) in a new network namespace with loopback up.
+
+    Returns True once in it; False, with a warning, where the system does not allow it.
+    """
+    if os.environ.get(PRIVATE_NETWORK_ENV) == '1':
+        _bring_loopback_up()
+        logging.info('tasks run in a private network namespace: their ports are reachable '
+                     'only from inside it')
+        return True
+    if not private_network_possible():
+        logging.warning('no private network namespace here (unshare --user --net is not '
+                        'allowed): the task ports are open on all interfaces while the cluster '
+                        'runs, and TensorFlow\'s runtime has no authentication')
+        return False
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.environ[PRIVATE_NETWORK_ENV] = '1'
+    unshare = shutil.which('unshare')
+    os.execv(unshare, [unshare, *UNSHARE_ARGS, sys.executable, '-m', 'trainer.local_cluster',
+                       *sys.argv[1:]])
+
+
+def _bring_loopback_up():
+    """`ip link set lo up`, without needing the ip tool: a new namespace's loopback is down."""
+    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        request = struct.pack('16sH22x', b'lo', 0)
+        flags_now = struct.unpack('16sH22x', fcntl.ioctl(s, siocgifflags, request))[1]
+        fcntl.ioctl(s, siocsifflags, struct.pack('16sH22x', b'lo', flags_now | iff_up))
 
 
 def _die_with_launcher():
@@ -135,6 +185,8 @@ def main(argv):
         print(f'error: --mode={modes[-1]}: a cluster trains (--mode=train or train_and_evaluate)',
               file=sys.stderr)
         return 2
+    if FLAGS.cluster_private_network:
+        enter_private_network()
     cluster = Cluster(trainer_args, FLAGS.cluster_evaluator, FLAGS.cluster_workers,
                       FLAGS.cluster_ps)
     signal.signal(signal.SIGTERM, _raise_interrupt)

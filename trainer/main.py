@@ -21,7 +21,7 @@ import tensorflow as tf  # noqa: E402
 from absl import flags, logging  # noqa: E402
 
 from common import cli  # noqa: E402
-from common.errors import UserError  # noqa: E402
+from common.errors import UserError, op_error_summary  # noqa: E402
 from models import registry  # noqa: E402
 from trainer import benchmark_input, checkpoints, eval_job, experiment, predict  # noqa: E402
 from trainer import flags as trainer_flags  # noqa: E402
@@ -33,32 +33,34 @@ PATH_FLAGS = ('model_dir', 'train_files', 'eval_files', 'threshold_files', 'expo
 
 
 def train(run: experiment.Experiment):
-    run.start_training()
-    run.estimator.train(run.train_spec.input_fn, max_steps=run.train_spec.max_steps,
-                        hooks=run.train_spec.hooks)
-    run.finish_training()
+    with run.training():
+        run.estimator.train(run.train_spec.input_fn, max_steps=run.train_spec.max_steps,
+                            hooks=run.train_spec.hooks)
 
 
 def train_and_evaluate(run: experiment.Experiment):
     if run.estimator.config.task_type == 'evaluator':  # tf.estimator's own skips checkpoints
         return continuous_eval(run)
-    run.start_training()  # on a cluster (TF_CONFIG): the chief, a worker or a parameter server
-    tf.estimator.train_and_evaluate(run.estimator, run.train_spec, run.eval_spec)
-    run.finish_training()
+    # On a cluster (TF_CONFIG): the chief, a worker or a parameter server.
+    with run.training(with_eval_spec=True):
+        tf.estimator.train_and_evaluate(run.estimator, run.train_spec, run.eval_spec)
 
 
 def continuous_eval(run: experiment.Experiment):
+    run.check_model()
     eval_job.continuous_eval(run.eval_job, run.settings.model_dir, run.settings.final_train_steps,
                              run.settings.eval_timeout_secs)
 
 
 def evaluate(run: experiment.Experiment):
+    run.check_model()
     chosen = checkpoints.resolve(run.settings.model_dir, run.settings.checkpoint)
     entries = eval_job.evaluate_once(run.eval_job, chosen)
     predict.print_json_lines(entry.get('metrics', entry) for entry in entries)
 
 
 def export(run: experiment.Experiment):
+    run.check_model()
     [(_, path)] = checkpoints.resolve(run.settings.model_dir, run.settings.checkpoint)
     print(json.dumps({'saved_model': run.export_checkpoint(path)}), flush=True)
 
@@ -75,7 +77,11 @@ def run(settings: experiment.Settings, image_paths):
         return predict.print_json_lines(predict.predict_files(settings.saved_model, image_paths))
     if settings.mode == 'benchmark_input':  # trains in a temporary folder, never --model_dir
         return benchmark_input.run(settings, spec)
-    RUNNERS[settings.mode](experiment.build(settings, spec))
+    built = experiment.build(settings, spec)
+    try:
+        RUNNERS[settings.mode](built)
+    except tf.errors.OpError as e:  # a bad record mid-file: name the file, if one is to blame
+        raise built.data_error(e) or e
 
 
 def quiet_tensorflow_logging():
@@ -83,16 +89,6 @@ def quiet_tensorflow_logging():
     tf_logger = tf.get_logger()
     tf_logger.handlers.clear()
     tf_logger.addFilter(lambda record: 'is deprecated and will be removed' not in record.getMessage())
-
-
-def op_error_summary(error) -> str:
-    """The line of a TF error message that says what went wrong, not where."""
-    lines = [line.strip() for line in error.message.splitlines()]
-    after_node = [i + 1 for i, line in enumerate(lines) if line.startswith('Node:')]
-    for line in lines[after_node[-1] if after_node else 0:]:
-        if line and not line.startswith(('Graph execution error', 'Detected at node')):
-            return line
-    return lines[0]
 
 
 def interrupted_message() -> str:
@@ -116,6 +112,14 @@ def main(argv):
               'the traceback)', file=sys.stderr)
         # A damaged file is bad input; anything else (out of memory...) failed while running.
         return cli.EXIT_USAGE if isinstance(e, tf.errors.DataLossError) else cli.EXIT_FAILURE
+    except tf.compat.v1.train.NanLossDuringTrainingError:
+        print('error: training diverged: the loss became NaN; lower --learning_rate (or check '
+              'the data) and train again, in a new --model_dir if the last checkpoint diverged too',
+              file=sys.stderr)
+        return cli.EXIT_FAILURE
+    except eval_job.EvalTimeout as e:
+        print(f'error: {e}', file=sys.stderr)
+        return cli.EXIT_FAILURE
     return cli.EXIT_OK
 
 

@@ -6,7 +6,7 @@ from typing import List
 import tensorflow as tf
 
 from common import files
-from common.errors import UserError
+from common.errors import UserError, op_error_summary
 from trainer import export
 
 
@@ -49,15 +49,32 @@ def predict_files(saved_model_dir: str, image_paths: List[str]) -> List[dict]:
         if len(encoded) % 2:
             raise UserError('predict: this model compares two photos: give pairs of image files '
                             '(a1 b1 a2 b2 ...)')
-        outputs = serve(image_bytes_a=tf.constant(encoded[0::2]),
-                        image_bytes_b=tf.constant(encoded[1::2]))
+        outputs = _serve(serve, image_paths, image_bytes_a=encoded[0::2],
+                         image_bytes_b=encoded[1::2])
         names = [{'image_a': a, 'image_b': b} for a, b in zip(image_paths[0::2], image_paths[1::2])]
     else:
-        outputs = serve(image_bytes=tf.constant(encoded))
+        outputs = _serve(serve, image_paths, image_bytes=encoded)
         names = [{'image': path} for path in image_paths]
     outputs = {key: value.numpy() for key, value in outputs.items()}
     return [{**name, **{key: value[i].tolist() for key, value in sorted(outputs.items())}}
             for i, name in enumerate(names)]
+
+
+def _serve(serve, image_paths, **batches):
+    """serve(**batches); when the model cannot read an image, an error naming the image file."""
+    try:
+        return serve(**{name: tf.constant(batch) for name, batch in batches.items()})
+    except tf.errors.InvalidArgumentError as e:
+        error = e
+    per_row = len(batches)  # 1 image a row, or 2 for a pair model
+    for row in range(len(image_paths) // per_row):  # which one: each row alone
+        try:
+            serve(**{name: tf.constant(batch[row:row + 1]) for name, batch in batches.items()})
+        except tf.errors.InvalidArgumentError as e:
+            paths = ' / '.join(image_paths[row * per_row:(row + 1) * per_row])
+            raise UserError(f'{paths}: the SavedModel cannot read it ({op_error_summary(e)}); '
+                            'convert it to an RGB or greyscale PNG or JPEG')
+    raise UserError(f'--saved_model: the model refused the batch ({op_error_summary(error)})')
 
 
 def print_json_lines(rows):

@@ -15,16 +15,23 @@ FLAGS_FILE = 'flags.txt'
 TRAIN_FINISHED_FILE = 'train_finished.json'
 
 
+def check_model(model_dir: str, model_name: str, what_to_do: str) -> None:
+    """Refuses to train, evaluate or export --model on a model_dir that holds another model."""
+    path = files.join(model_dir, FLAGS_FILE)
+    if not files.exists(path):
+        return
+    previous = [line.strip()[len('--model='):] for line in files.read_text(path).splitlines()
+                if line.startswith('--model=')]
+    if previous and previous[0] != model_name:
+        raise UserError(f'--model={model_name}: --model_dir={model_dir} holds a {previous[0]} model '
+                        f'(see {path}); {what_to_do.format(previous=previous[0])}')
+
+
 def record_flags(model_dir: str, model_name: str, flagfile_text: str) -> None:
     """Writes the trainer's flags to model_dir/flags.txt, refusing to resume a different model."""
-    path = files.join(model_dir, FLAGS_FILE)
-    if files.exists(path):
-        previous = [line.strip()[len('--model='):] for line in files.read_text(path).splitlines()
-                    if line.startswith('--model=')]
-        if previous and previous[0] != model_name:
-            raise UserError(f'--model_dir={model_dir} holds a {previous[0]} model (see {path}); '
-                            f'use another --model_dir for {model_name}')
-    files.write_text_atomic(path, flagfile_text)
+    check_model(model_dir, model_name, f'use another --model_dir for {model_name}')
+    files.makedirs(model_dir)
+    files.write_text_atomic(files.join(model_dir, FLAGS_FILE), flagfile_text)
 
 
 def recorded_flags(model_dir: str) -> Optional[str]:

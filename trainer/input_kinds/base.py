@@ -52,6 +52,10 @@ class InputKind:
         """checkpoint path -> metrics beyond Estimator's own, or None when the kind has none."""
         return None
 
+    def find_bad_file(self, spec, file_pattern: str):
+        """After an error mid-read: (file, what is wrong) for the file it came from, if found."""
+        return None
+
     def training_input_stages(self, spec, file_pattern: str, flag_name: str, batch_size: int,
                               seed: int = 0, options: InputOptions = InputOptions()) -> Stages:
         """[(stage, function returning a dataset)], each stage adding to the one before; the last is
@@ -88,6 +92,10 @@ class RecordFileKind(InputKind):
     def eval_input_fn(self, spec, file_pattern, flag_name, batch_size, options):
         return self._input_fn(spec, file_pattern, flag_name, batch_size, False, 0, options)
 
+    def find_bad_file(self, spec, file_pattern):
+        return pipeline.find_bad_file(pipeline.list_record_files(file_pattern),
+                                      self.parse_batch_fn(spec), self.reader)
+
     def earlier_stages(self, spec, file_pattern, flag_name, batch_size, seed, options):
         files = pipeline.list_record_files(file_pattern, flag_name)
 
@@ -101,6 +109,13 @@ class RecordFileKind(InputKind):
 
 
 def decode_batch(encoded, decode_one, shape):
-    """Serving: a batch of encoded images, each decoded by decode_one, as float32 [N, *shape]."""
-    decoded = tf.map_fn(decode_one, encoded, fn_output_signature=tf.float32)
+    """Serving: a batch of encoded images, each decoded by decode_one, as float32 [N, *shape].
+
+    An empty batch is refused by name: the model's convolutions would fail on it obscurely.
+    """
+    name = encoded.op.name
+    not_empty = tf.debugging.assert_positive(
+        tf.size(encoded), message=f'{name} is empty: send at least one image')
+    with tf.control_dependencies([not_empty]):
+        decoded = tf.map_fn(decode_one, encoded, fn_output_signature=tf.float32)
     return tf.reshape(decoded, [-1] + list(shape))

@@ -53,8 +53,15 @@ class FacePairs(base.InputKind):
         def receiver_fn():
             bytes_a = tf.compat.v1.placeholder(tf.string, [None], name='image_bytes_a')
             bytes_b = tf.compat.v1.placeholder(tf.string, [None], name='image_bytes_b')
+            # Only image_b waits on the check: the 'single' signature feeds image_bytes_a alone.
+            same_size = tf.debugging.assert_equal(
+                tf.size(bytes_a), tf.size(bytes_b),
+                message='image_bytes_a and image_bytes_b must hold as many images (pair i is '
+                        'image_bytes_a[i], image_bytes_b[i])')
+            with tf.control_dependencies([same_size]):
+                image_b = base.decode_batch(bytes_b, decode, spec.image_shape)
             features = {'image_a': base.decode_batch(bytes_a, decode, spec.image_shape),
-                        'image_b': base.decode_batch(bytes_b, decode, spec.image_shape)}
+                        'image_b': image_b}
             return tf.estimator.export.ServingInputReceiver(
                 features=features,
                 receiver_tensors={'image_bytes_a': bytes_a, 'image_bytes_b': bytes_b},

@@ -20,7 +20,7 @@ class ImageClassification(base.RecordFileKind):
         height, width, channels = spec.image_shape
 
         def decode(encoded):
-            image = tf.io.decode_image(encoded, channels=channels, expand_animations=False)
+            image = image_records.decode_any_image(encoded, channels)
             return tf.image.resize(image, [height, width]) * (1.0 / 255.0)
 
         def receiver_fn():

@@ -1,0 +1,38 @@
+"""The loopback cluster cannot be reached from outside, and Ctrl-C stops every task (issue 11, case 12)."""
+import json
+import os
+import re
+import signal
+import socket
+
+from conftest import start_module, wait_for_log
+from test_cluster import ROLES, cluster_args
+from trainer import local_cluster
+
+
+def test_task_ports_are_closed_from_outside_and_ctrl_c_stops_every_task(digit_shards, tmp_path):
+    log = tmp_path / 'cluster.log'
+    launcher = start_module('trainer.local_cluster', *cluster_args(
+        tmp_path / 'model', digit_shards, 1_000_000), log_path=log)
+    started = wait_for_log(log, r'started (.*); TF_CONFIG cluster (.*)$', launcher)
+    pids = [int(pid) for pid in re.findall(r'pid (\d+)', started.group(1))]
+    ports = [int(address.rsplit(':', 1)[1])
+             for addresses in json.loads(started.group(2)).values() for address in addresses]
+    wait_for_log(log, r'^\[chief\] .*step [\d,]+/[\d,]+ \(\d+%\), loss', launcher)  # every server is listening now
+
+    if local_cluster.private_network_possible():
+        assert 'private network namespace' in open(log).read()
+        for pid in pids:  # in one namespace, not this test's
+            assert os.readlink(f'/proc/{pid}/ns/net') != os.readlink('/proc/self/ns/net')
+        for port in ports:
+            with socket.socket() as client:
+                client.settimeout(5)
+                assert client.connect_ex(('127.0.0.1', port)) != 0, f'port {port} is open'
+    else:
+        assert 'the task ports are open on all interfaces' in open(log).read()
+
+    launcher.send_signal(signal.SIGINT)
+    assert launcher.wait(timeout=60) == 130
+    assert len(pids) == len(ROLES) and len(ports) == len(ROLES) - 1  # the evaluator has no port
+    for pid in pids:
+        assert not os.path.exists(f'/proc/{pid}'), f'task {pid} still running'

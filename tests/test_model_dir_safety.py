@@ -1,0 +1,141 @@
+"""A model_dir is never overwritten or damaged by a bad command, a second trainer or a bad file.
+
+Issue 11, cases 2, 3, 4, 8, 9, 11 (NaN loss, a truncated checkpoint, Ctrl-C) and 13 (folders a
+kill mid-save leaves): each runs the CLI in real processes on a real model_dir.
+"""
+import glob
+import json
+import os
+import signal
+
+import pytest
+import tensorflow as tf
+
+from conftest import (assert_one_line_error, copy_model_dir, run_module, start_module,
+                      wait_for_log)
+from trainer import checkpoints
+from trainer.ledger import Ledger
+
+
+def train_args(model_dir, shards, steps, *extra):
+    return ['--mode=train', f'--model_dir={model_dir}', f'--train_files={shards.train_pattern}',
+            f'--train_steps={steps}', '--batch_size=16', '--save_checkpoints_steps=2',
+            '--keep_checkpoint_max=0', *extra]
+
+
+def file_bytes(paths):
+    return {path: open(path, 'rb').read() if os.path.exists(path) else None for path in paths}
+
+
+def test_damaged_checkpoint_state_file_resumes_from_newest_complete_checkpoint(
+        trained_model, digit_shards, tmp_path):
+    model_dir = copy_model_dir(trained_model, tmp_path / 'model')
+    with open(os.path.join(model_dir, 'checkpoint'), 'w') as f:
+        f.write('garbage\n')
+    # Estimator saves the step it resumes from again as it starts (same variables, a new
+    # meta graph): every other checkpoint file must stay as it was.
+    before = file_bytes(path for path in glob.glob(f'{model_dir}/model.ckpt-*')
+                        if not path.endswith('model.ckpt-4.meta'))
+    # A kill mid-save leaves a temporary folder; a new run clears it.
+    os.makedirs(f'{model_dir}/model.ckpt-6_temp/part-00000-of-00001')
+    result = run_module('trainer.main', *train_args(model_dir, digit_shards, 6))
+    assert 'checkpoint state file' in result.stderr and 'model.ckpt-4' in result.stderr
+    assert f'Restoring parameters from {model_dir}/model.ckpt-4' in result.stderr
+    assert 'Saving checkpoints for 0 ' not in result.stderr
+    assert file_bytes(before) == before  # every earlier checkpoint file as it was
+    assert [step for step, _ in checkpoints.list_checkpoints(model_dir)] == [0, 2, 4, 6]
+    assert not os.path.exists(f'{model_dir}/model.ckpt-6_temp')
+
+
+def test_truncated_latest_checkpoint_is_one_line_error_naming_it(trained_model, digit_shards,
+                                                                 tmp_path):
+    model_dir = copy_model_dir(trained_model, tmp_path / 'model')
+    [data_file] = glob.glob(f'{model_dir}/model.ckpt-4.data-*')
+    with open(data_file, 'r+b') as f:
+        f.truncate(10)
+    result = run_module('trainer.main', *train_args(model_dir, digit_shards, 6), check=False)
+    assert_one_line_error(result, 2, f'{model_dir}/model.ckpt-4')
+    assert os.path.getsize(data_file) == 10  # not replaced by a fresh step-4 checkpoint
+
+
+def test_second_trainer_on_one_model_dir_stops_naming_the_first(digit_shards, tmp_path):
+    model_dir = tmp_path / 'model'
+    args = train_args(model_dir, digit_shards, 1_000_000, '--save_checkpoints_steps=1000',
+                      '--log_every_n_steps=1')
+    first = start_module('trainer.main', *args, log_path=tmp_path / 'first.log')
+    try:
+        wait_for_log(tmp_path / 'first.log', r'step \d+, loss', first)
+        second = run_module('trainer.main', *args, check=False, timeout=90)
+        assert_one_line_error(second, 2, f'--model_dir={model_dir}', f'pid {first.pid}')
+        assert first.poll() is None  # the first trainer goes on
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+
+
+def test_ctrl_c_during_training_is_one_line(digit_shards, tmp_path):
+    args = train_args(tmp_path / 'model', digit_shards, 1_000_000, '--log_every_n_steps=1')
+    trainer = start_module('trainer.main', *args, log_path=tmp_path / 'train.log')
+    wait_for_log(tmp_path / 'train.log', r'step \d+, loss', trainer)
+    trainer.send_signal(signal.SIGINT)
+    assert trainer.wait(timeout=60) == 130
+    log = open(tmp_path / 'train.log').read()
+    assert 'Traceback' not in log
+    assert log.strip().splitlines()[-1].startswith('error: interrupted')
+
+
+def test_nan_loss_is_one_line_error(digit_shards, tmp_path):
+    result = run_module('trainer.main', *train_args(tmp_path / 'model', digit_shards, 50),
+                        '--learning_rate=1e8', '--optimizer=sgd', check=False)
+    assert_one_line_error(result, 1, 'NaN', '--learning_rate')
+
+
+def test_failed_train_leaves_the_model_dir_as_it_was(trained_model, tmp_path):
+    model_dir = copy_model_dir(trained_model, tmp_path / 'model')
+    kept = file_bytes([f'{model_dir}/flags.txt', f'{model_dir}/train_finished.json'])
+    result = run_module('trainer.main', '--mode=train', f'--model_dir={model_dir}',
+                        '--train_files=typo/*', '--train_steps=8', check=False)
+    assert_one_line_error(result, 2, '--train_files')
+    assert file_bytes(kept) == kept
+
+
+@pytest.mark.parametrize('mode', ['export', 'evaluate'])
+def test_export_and_evaluate_check_the_model_against_the_model_dir(trained_model, digit_shards,
+                                                                   tmp_path, mode):
+    result = run_module('trainer.main', f'--mode={mode}', '--model=csv_mlp',
+                        f'--model_dir={trained_model}', f'--export_dir={tmp_path}/exports',
+                        f'--eval_files={digit_shards.validation_pattern}', check=False)
+    assert_one_line_error(result, 2, '--model=csv_mlp', 'mnist_cnn', f'{trained_model}/flags.txt')
+    assert not os.path.exists(tmp_path / 'exports')
+
+
+def test_eval_job_on_a_missing_model_dir_stops_without_creating_it(digit_shards, tmp_path):
+    typo = tmp_path / 'modle'
+    result = run_module('trainer.main', '--mode=continuous_eval', f'--model_dir={typo}',
+                        f'--eval_files={digit_shards.validation_pattern}',
+                        '--eval_timeout_secs=2', check=False, timeout=120)
+    assert_one_line_error(result, 2, f'--model_dir={typo}', 'no such folder')
+    assert not typo.exists()
+
+
+def test_eval_job_that_never_saw_a_checkpoint_fails(digit_shards, tmp_path):
+    model_dir = tmp_path / 'model'
+    model_dir.mkdir()
+    result = run_module('trainer.main', '--mode=continuous_eval', f'--model_dir={model_dir}',
+                        f'--eval_files={digit_shards.validation_pattern}',
+                        '--eval_timeout_secs=1', check=False)
+    assert_one_line_error(result, 1, f'--model_dir={model_dir}', '--eval_timeout_secs')
+
+
+def test_eval_job_records_a_damaged_checkpoint_and_goes_on(trained_model, digit_shards, tmp_path):
+    model_dir = copy_model_dir(trained_model, tmp_path / 'model')
+    for path in glob.glob(f'{model_dir}/model.ckpt-2.data-*'):
+        os.remove(path)
+    result = run_module('trainer.main', '--mode=continuous_eval', f'--model_dir={model_dir}',
+                        f'--eval_files={digit_shards.validation_pattern}', '--eval_name=val',
+                        '--eval_timeout_secs=30')
+    assert f'{model_dir}/model.ckpt-2' in result.stderr
+    statuses = [(e['step'], e['status']) for e in Ledger(model_dir, 'val').entries()]
+    assert statuses == [(0, 'evaluated'), (2, 'damaged'), (4, 'evaluated')]
+    assert json.load(open(f'{model_dir}/train_finished.json'))['step'] == 4
+    assert tf.train.latest_checkpoint(model_dir).endswith('model.ckpt-4')

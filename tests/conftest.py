@@ -2,6 +2,7 @@
 import gzip
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -79,11 +80,18 @@ def run_module(module, *args, check=True, timeout=300):
     return result
 
 
+def _sigint_as_in_a_terminal():
+    # A shell starts background jobs with SIGINT ignored, and children inherit that: tests that
+    # press Ctrl-C (send SIGINT) must see what a user's terminal gives, the default.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_module(module, *args, log_path):
     """Starts `python -m module args` in the background, its output (stdout and stderr) to log_path."""
     with open(log_path, 'w') as log:
         return subprocess.Popen([sys.executable, '-m', module, *args], cwd=REPO, stdout=log,
-                                stderr=subprocess.STDOUT, text=True)
+                                stderr=subprocess.STDOUT, text=True,
+                                preexec_fn=_sigint_as_in_a_terminal)
 
 
 def wait_for_log(log_path, pattern, process, timeout=120):

@@ -76,9 +76,14 @@ def test_second_trainer_on_one_model_dir_stops_naming_the_first(digit_shards, tm
 def test_ctrl_c_during_training_is_one_line(digit_shards, tmp_path):
     args = train_args(tmp_path / 'model', digit_shards, 1_000_000, '--log_every_n_steps=1')
     trainer = start_module('trainer.main', *args, log_path=tmp_path / 'train.log')
-    wait_for_log(tmp_path / 'train.log', r'step \d+, loss', trainer)
-    trainer.send_signal(signal.SIGINT)
-    assert trainer.wait(timeout=60) == 130
+    try:
+        wait_for_log(tmp_path / 'train.log', r'step \d+, loss', trainer)
+        trainer.send_signal(signal.SIGINT)
+        assert trainer.wait(timeout=60) == 130
+    finally:
+        if trainer.poll() is None:
+            trainer.kill()
+            trainer.wait()
     log = open(tmp_path / 'train.log').read()
     assert 'Traceback' not in log
     assert log.strip().splitlines()[-1].startswith('error: interrupted')

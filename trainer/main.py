@@ -20,7 +20,7 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
 import tensorflow as tf  # noqa: E402
 from absl import flags, logging  # noqa: E402
 
-from common import cli  # noqa: E402
+from common import cli, files  # noqa: E402
 from common.errors import UserError, op_error_summary  # noqa: E402
 from models import registry  # noqa: E402
 from trainer import benchmark_input, checkpoints, eval_job, experiment, predict  # noqa: E402

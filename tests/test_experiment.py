@@ -7,7 +7,7 @@ import pytest
 from common.errors import UserError
 from conftest import trainer_flags
 from models import registry
-from trainer import experiment, flags, hooks, run_files
+from trainer import experiment, flags, hooks, hparams, run_files
 from trainer.input_kinds.base import InputOptions
 from trainer.metric_goal import MetricGoal
 
@@ -44,8 +44,10 @@ def test_build_makes_what_the_modes_run(digit_shards, tmp_path):
     assert run.estimator.params['learning_rate'] == 0.5
     assert run.estimator.params['optimizer'] == registry.get('mnist_cnn').default_params['optimizer']
     assert run.train_spec.max_steps == 3
-    assert [type(hook) for hook in run.train_spec.hooks] == [hooks.ProgressHook,
-                                                             hooks.EarlyStoppingHook]
+    assert [type(hook) for hook in run.train_spec.hooks] == [
+        hooks.ProgressHook, hparams.HParamsHook, hooks.EarlyStoppingHook]
+    logged = experiment.hparam_settings(settings)
+    assert logged['batch_size'] == 8 and logged['shuffle_buffer'] == settings.input_options.shuffle_buffer
     features, labels = next(iter(run.train_spec.input_fn()))
     assert features['image'].shape == (8, 28, 28, 1) and labels.shape == (8,)
     job = run.eval_job

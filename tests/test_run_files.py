@@ -23,7 +23,8 @@ def test_train_finished_round_trip(tmp_path):
     assert run_files.train_finished(model_dir) is None
     run_files.write_train_finished(model_dir, 100, 'loss has not improved')
     assert run_files.train_finished(model_dir) == {'step': 0, 'train_steps': 100,
-                                                   'early_stopped': True}
+                                                   'early_stopped': True,
+                                                   'reason': 'loss has not improved'}
     run_files.clear_train_finished(model_dir)
     assert run_files.train_finished(model_dir) is None
     run_files.clear_train_finished(model_dir)  # nothing to clear: no error

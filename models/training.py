@@ -25,7 +25,12 @@ def scalar_summary(tag, value):
 
     tf.compat.v1.summary.scalar takes its tag from a unique op name, so a tensor of the
     same name (learning_rate, or the accuracy metric's scope) would make it `tag_1`.
+    Under MirroredStrategy every replica builds the model_fn; a tag may appear once in a
+    step's summaries, so only the first replica writes it.
     """
+    replica = tf.distribute.get_replica_context()
+    if replica is not None and tf.get_static_value(replica.replica_id_in_sync_group) not in (0, None):
+        return
     tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.SUMMARIES,
                                    tf.raw_ops.ScalarSummary(tags=tag, values=value))
 

@@ -64,7 +64,7 @@ def test_second_trainer_on_one_model_dir_stops_naming_the_first(digit_shards, tm
                       '--log_every_n_steps=1')
     first = start_module('trainer.main', *args, log_path=tmp_path / 'first.log')
     try:
-        wait_for_log(tmp_path / 'first.log', r'step \d+, loss', first)
+        wait_for_log(tmp_path / 'first.log', r'step [\d,]+/[\d,]+ \(\d+%\), loss', first)
         second = run_module('trainer.main', *args, check=False, timeout=90)
         assert_one_line_error(second, 2, f'--model_dir={model_dir}', f'pid {first.pid}')
         assert first.poll() is None  # the first trainer goes on
@@ -77,7 +77,7 @@ def test_ctrl_c_during_training_is_one_line(digit_shards, tmp_path):
     args = train_args(tmp_path / 'model', digit_shards, 1_000_000, '--log_every_n_steps=1')
     trainer = start_module('trainer.main', *args, log_path=tmp_path / 'train.log')
     try:
-        wait_for_log(tmp_path / 'train.log', r'step \d+, loss', trainer)
+        wait_for_log(tmp_path / 'train.log', r'step [\d,]+/[\d,]+ \(\d+%\), loss', trainer)
         trainer.send_signal(signal.SIGINT)
         assert trainer.wait(timeout=60) == 130
     finally:

@@ -7,13 +7,13 @@ latest, which skips those saved during an evaluation. evaluate_once serves a
 scheduler: the latest checkpoint, all of them, or one step. Both skip what the
 ledger already has and export as the ledger says (trainer/export_policy.py).
 """
-import os
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 
 import tensorflow as tf
 from absl import logging
 
+from common import files
 from common.errors import UserError
 from trainer import checkpoints, ledger, run_files
 from trainer.export_policy import LedgerExports
@@ -143,7 +143,7 @@ def _wait_for_model_dir(model_dir: str, grace_secs: float) -> None:
     --eval_timeout_secs.
     """
     deadline = time.time() + grace_secs
-    while not os.path.isdir(model_dir):
+    while not files.isdir(model_dir):
         if time.time() > deadline:
             raise UserError(f'--model_dir={model_dir}: no such folder (waited {grace_secs:.0f} s '
                             'for a trainer to create it); check the path')

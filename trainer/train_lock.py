@@ -19,6 +19,7 @@ import uuid
 import tensorflow as tf
 from absl import logging
 
+from common import files
 from common.errors import UserError
 
 LOCK_NAME = 'train.lock'
@@ -110,8 +111,12 @@ class Lease:
                                     expires=time.time() + self.lease_secs)))
 
     def _held_by_other(self, lease) -> bool:
-        return bool(lease) and lease.get('token') != self.token and \
-            float(lease.get('expires', 0)) > time.time()
+        if not lease or lease.get('token') == self.token:
+            return False
+        if lease.get('host') == self.owner['host'] and isinstance(lease.get('pid'), int) and \
+                not files.pid_alive(lease['pid']):
+            return False  # its trainer on this machine was killed: no need to wait for expiry
+        return float(lease.get('expires', 0)) > time.time()
 
     def acquire(self) -> None:
         lease = self._read()

@@ -83,7 +83,7 @@ def run(settings: Settings, spec) -> dict:
         train = timing.training_rate(estimator, in_memory_input_fn(stages[-1][1]), steps,
                                      REPETITIONS, warmup_steps=max(2, steps // 5))
     finally:
-        shutil.rmtree(model_dir, ignore_errors=True)
+        shutil.rmtree(model_dir, ignore_errors=True)  # local: the benchmark's own temporary folder
     print(f'  {"training step, input in memory":<40} {train.per_sec:10.1f} steps/sec   '
           f'{1000 / train.per_sec:9.2f} ms/step', flush=True)
     result = {

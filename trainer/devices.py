@@ -156,7 +156,7 @@ def from_settings(settings) -> Plan:
 def cpu_has_bfloat16_units() -> bool:
     """Whether this CPU does bfloat16 math in hardware (AVX512-BF16 or AMX); Linux only."""
     try:
-        with open('/proc/cpuinfo') as f:
+        with open('/proc/cpuinfo') as f:  # local: this machine's CPU flags
             flags_line = next((line for line in f if line.startswith('flags')), '')
     except OSError:
         return True  # unknown: do not warn

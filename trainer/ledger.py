@@ -99,6 +99,7 @@ class EvalLock:
         self._file = None
 
     def __enter__(self):
+        # local: the flock guard exists only where model_dir is on a local disk (see Ledger.lock)
         os.makedirs(os.path.dirname(self._path), exist_ok=True)
         self._file = open(self._path, 'a+')
         try:

@@ -65,7 +65,7 @@ def tasks(spec, evaluator: bool):
 
 def private_network_possible() -> bool:
     """Whether this system lets an unprivileged user make a network namespace."""
-    unshare = shutil.which('unshare')
+    unshare = shutil.which('unshare')  # local: a program on this machine's PATH
     return bool(unshare) and subprocess.run([unshare, *UNSHARE_ARGS, 'true'],
                                             capture_output=True).returncode == 0
 
@@ -88,7 +88,7 @@ def enter_private_network() -> bool:
     sys.stdout.flush()
     sys.stderr.flush()
     os.environ[PRIVATE_NETWORK_ENV] = '1'
-    unshare = shutil.which('unshare')
+    unshare = shutil.which('unshare')  # local: a program on this machine's PATH
     os.execv(unshare, [unshare, *UNSHARE_ARGS, sys.executable, '-m', 'trainer.local_cluster',
                        *sys.argv[1:]])
 
@@ -121,6 +121,7 @@ class Cluster:
         for role, tf_config in self._tasks:
             env = dict(os.environ, TF_CONFIG=json.dumps(tf_config))
             # Own session: a terminal's Ctrl-C reaches only the launcher, which stops the tasks.
+            # local: the loopback cluster's tasks are processes on this machine
             self._processes[role] = subprocess.Popen(
                 [sys.executable, '-m', 'trainer.main'] + self._args, env=env,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,

@@ -58,6 +58,7 @@ class LocalLock:
         self._file = None
 
     def acquire(self) -> None:
+        # local: LocalLock serves local model_dirs only; a bucket gets LeaseLock
         os.makedirs(self.model_dir, exist_ok=True)
         lock_file = open(self.path, 'a+')
         try:

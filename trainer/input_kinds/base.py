@@ -1,4 +1,5 @@
 """What every input kind provides, and the input options all kinds share."""
+import abc
 import dataclasses
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -18,7 +19,7 @@ class InputOptions:
     face_crop_fraction: float = 0.5  # face pairs: side of the central crop / the shorter side
 
 
-class InputKind:
+class InputKind(abc.ABC):
     """One family of input: its input_fns, benchmark stages, serving receivers and extra metrics.
 
     spec is the model's registry.ModelSpec (image_shape, num_features...).
@@ -29,10 +30,12 @@ class InputKind:
     signature_renames: Dict[str, Optional[str]] = {}
     last_stage_name = 'the input_fn'
 
+    @abc.abstractmethod
     def train_input_fn(self, spec, file_pattern: str, flag_name: str, batch_size: int, seed: int,
                        options: InputOptions) -> Callable:
         raise NotImplementedError
 
+    @abc.abstractmethod
     def eval_input_fn(self, spec, file_pattern: str, flag_name: str, batch_size: int,
                       options: InputOptions) -> Callable:
         """One deterministic pass that sees every example once."""
@@ -43,6 +46,7 @@ class InputKind:
         """The training pipeline cut short after each stage before the last (for benchmarks)."""
         return []
 
+    @abc.abstractmethod
     def serving_receiver_fn(self, spec, options: InputOptions) -> Callable:
         raise NotImplementedError
 
@@ -75,6 +79,7 @@ class RecordFileKind(InputKind):
     reader = tf.data.TFRecordDataset
     last_stage_name = '+ prefetch: the input_fn'
 
+    @abc.abstractmethod
     def record_shape(self, spec):
         raise NotImplementedError
 

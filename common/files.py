@@ -12,6 +12,7 @@ path within seconds, instead of tensorflow-io's retries (about 25 s a call) or a
 empty listing that looks like "no checkpoints yet".
 """
 import http.client
+import fcntl
 import json
 import os
 import posixpath
@@ -300,6 +301,27 @@ def move_tree(source: str, destination: str) -> None:
         remove_tree(destination)  # an incomplete copy left by a kill, or an older version
         copy_tree(source, destination)
         remove_tree(source)
+
+
+def try_exclusive_lock(path: str, holder: str):
+    """(file, None): an exclusive OS lock (flock) on the local file path, which now reads
+    `holder`; or (None, what the current holder wrote) when another process has it. The
+    kernel drops the lock when its file is closed or its process dies, even by kill -9."""
+    # local: flock exists only on a local disk; callers use a lease object on a bucket
+    os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
+    lock_file = open(path, 'a+')
+    try:
+        fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock_file.seek(0)
+        current = lock_file.read().strip()
+        lock_file.close()
+        return None, current
+    lock_file.seek(0)
+    lock_file.truncate()
+    lock_file.write(holder)
+    lock_file.flush()
+    return lock_file, None
 
 
 def pid_alive(pid: int) -> bool:

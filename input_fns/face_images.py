@@ -6,7 +6,7 @@ import dataclasses
 
 import tensorflow as tf
 
-from input_fns import image_records
+from input_fns import image_augment, image_records
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,7 +54,8 @@ def _resize(image, geometry):
 
 
 def augment(image, seed):
-    """Training only: flip, brightness, contrast; stateless, so a seed reproduces it."""
+    """Training only: flip, brightness, contrast, rotation; stateless, so a seed reproduces it."""
+    image = image_augment.random_affine(image[None], image_augment.FACES, seed + 3)[0]
     image = tf.image.stateless_random_flip_left_right(image, seed)
     image = tf.image.stateless_random_brightness(image, 0.1, seed + 1)
     image = tf.image.stateless_random_contrast(image, 0.8, 1.2, seed + 2)

@@ -138,12 +138,14 @@ def fixed_pairs_dataset(files: List[str], geometry: FaceGeometry,
 
 def make_train_input_fn(file_pattern: str, geometry: FaceGeometry, batch_size: int,
                         seed: int = 0, same_fraction: float = 0.5,
-                        flag_name: str = 'file pattern', pairs_dataset: Callable = None):
+                        flag_name: str = 'file pattern', pairs_dataset: Callable = None,
+                        augment: bool = False):
     """Training pairs drawn at random from photo shards.
 
     Every worker of a cluster reads all photos (pairs need people from all shards)
     and draws its own pairs with its own seed. pairs_dataset(files, index, geometry,
-    batch_size, seed, same_fraction) draws them; default: sampled_pairs_dataset.
+    batch_size, seed, same_fraction, augment_images=) draws them; default: sampled_pairs_dataset.
+    augment: random crops, flips, brightness, contrast and rotations of each photo.
     """
     files = pipeline.list_record_files(file_pattern, flag_name)
     pipeline.check_record_files(files, PHOTO_SPEC)
@@ -151,7 +153,8 @@ def make_train_input_fn(file_pattern: str, geometry: FaceGeometry, batch_size: i
     _, worker_index = pipeline.worker_share_from_tf_config()
     seed = seed * 1000 + worker_index
     pairs_dataset = pairs_dataset or sampled_pairs_dataset
-    return lambda: pairs_dataset(files, index, geometry, batch_size, seed, same_fraction)
+    return lambda: pairs_dataset(files, index, geometry, batch_size, seed, same_fraction,
+                                 augment_images=augment)
 
 
 def make_eval_input_fn(file_pattern: str, geometry: FaceGeometry, batch_size: int,

@@ -9,7 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from common.errors import UserError
-from input_fns import pipeline
+from input_fns import image_augment, pipeline
 
 FEATURE_SPEC = {
     'image': tf.io.FixedLenFeature([], tf.string),
@@ -74,12 +74,17 @@ def _check_image_shape(image_shape: Sequence[int]):
 
 def make_input_fn(file_pattern: str, image_shape: Sequence[int], batch_size: int, training: bool,
                   seed: Optional[int] = None, flag_name: str = 'file pattern',
-                  shuffle_buffer: int = pipeline.DEFAULT_SHUFFLE_BUFFER):
-    """An Estimator input_fn over image shards; checks the files now, not mid-training."""
+                  shuffle_buffer: int = pipeline.DEFAULT_SHUFFLE_BUFFER, augment: bool = False):
+    """An Estimator input_fn over image shards; checks the files now, not mid-training.
+
+    augment: training batches are randomly shifted, rotated and scaled (never evaluation).
+    """
     files = pipeline.list_record_files(file_pattern, flag_name)
     pipeline.check_record_files(files, FEATURE_SPEC, _check_image_shape(image_shape))
-    return pipeline.record_input_fn(files, parse_batch_fn(image_shape), batch_size, training,
-                                    seed, shuffle_buffer)
+    parse = parse_batch_fn(image_shape)
+    if training and augment:
+        parse = image_augment.augment_batch_fn(parse)
+    return pipeline.record_input_fn(files, parse, batch_size, training, seed, shuffle_buffer)
 
 
 def decode_any_image(encoded, channels: int):

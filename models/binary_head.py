@@ -9,8 +9,9 @@ from models import eval_pictures, precision, training
 
 
 def binary_estimator_spec(logits, labels, mode, params, predictions=None, export_outputs=None,
-                          update_ops=(), eval_pictures_fn=None):
-    """eval_pictures_fn(labels, logits): more evaluation pictures ({name: metric op}), if any."""
+                          update_ops=(), eval_pictures_fn=None, train_loss=None):
+    """eval_pictures_fn(labels, logits): more evaluation pictures ({name: metric op}), if any.
+    train_loss: what training minimizes instead of the pairs' logistic loss, if given."""
     logits = tf.identity(tf.reshape(precision.float32(logits), [-1]), name='logits')
     probability = tf.sigmoid(logits, name='probability')
     predictions = {'probability': probability, 'logit': logits, **(predictions or {})}
@@ -21,8 +22,9 @@ def binary_estimator_spec(logits, labels, mode, params, predictions=None, export
         return tf.estimator.EstimatorSpec(mode, predictions=predictions, export_outputs=outputs)
 
     labels = tf.cast(tf.reshape(labels, [-1]), tf.float32)
-    loss = tf.identity(tf.compat.v1.losses.sigmoid_cross_entropy(labels, logits),
-                       name='cross_entropy')
+    loss = tf.identity(training.estimator_loss(
+        tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits), mode),
+        name='cross_entropy')
     decisions = tf.cast(probability > 0.5, tf.float32)
     if mode == tf.estimator.ModeKeys.EVAL:
         return tf.estimator.EstimatorSpec(mode, loss=loss, eval_metric_ops={
@@ -37,5 +39,18 @@ def binary_estimator_spec(logits, labels, mode, params, predictions=None, export
 
     batch_accuracy = tf.reduce_mean(tf.cast(tf.equal(decisions, labels), tf.float32),
                                     name='train_accuracy')
+    if train_loss is not None:
+        loss = train_loss
     return tf.estimator.EstimatorSpec(
         mode, loss=loss, train_op=training.train_op(loss, params, batch_accuracy, update_ops))
+
+
+def embedding_pair_spec(logits, labels, mode, params, features, embedding_a, embedding_b,
+                        update_ops=(), train_loss=None):
+    """The spec of a face-pair model that embeds each photo: predictions include both
+    embeddings, and the export has an `embed` output (image_a's embedding)."""
+    return binary_estimator_spec(
+        logits, labels, mode, params, update_ops=update_ops, train_loss=train_loss,
+        predictions={'embedding_a': embedding_a, 'embedding_b': embedding_b},
+        export_outputs={'embed': tf.estimator.export.PredictOutput({'embedding': embedding_a})},
+        eval_pictures_fn=eval_pictures.face_pairs_fn(features))

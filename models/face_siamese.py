@@ -6,7 +6,7 @@ tower can index faces once and compare them later.
 """
 import tensorflow as tf
 
-from models import binary_head, eval_pictures, precision, registry
+from models import binary_head, precision, registry
 
 IMAGE_SHAPE = (64, 64, 1)
 DEFAULT_PARAMS = {
@@ -47,11 +47,8 @@ def model_fn(features, labels, mode, params):
     pair = tf.concat([tf.abs(embedding_a - embedding_b), embedding_a * embedding_b], axis=1)
     head = build_head()
     logits = head(pair, training=training)
-    return binary_head.binary_estimator_spec(
-        logits, labels, mode, params, update_ops=tower.updates + head.updates,
-        predictions={'embedding_a': embedding_a, 'embedding_b': embedding_b},
-        export_outputs={'embed': tf.estimator.export.PredictOutput({'embedding': embedding_a})},
-        eval_pictures_fn=eval_pictures.face_pairs_fn(features))
+    return binary_head.embedding_pair_spec(logits, labels, mode, params, features, embedding_a,
+                                           embedding_b, update_ops=tower.updates + head.updates)
 
 
 SPEC = registry.register(registry.ModelSpec(

@@ -44,8 +44,9 @@ def model_fn(features, labels, mode, params):
             mode, predictions=predictions,
             export_outputs={'serving_default': tf.estimator.export.PredictOutput(predictions)})
 
-    loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels=labels, logits=logits)
-    loss = tf.identity(loss, name='cross_entropy')
+    loss = tf.identity(training.estimator_loss(
+        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits), mode),
+        name='cross_entropy')
     accuracy = tf.compat.v1.metrics.accuracy(labels=labels, predictions=classes, name='accuracy')
 
     if mode == tf.estimator.ModeKeys.EVAL:

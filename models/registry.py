@@ -8,7 +8,8 @@ from typing import Callable, Dict, Tuple
 
 from common.registry import Registry
 
-MODEL_MODULES = ('models.mnist_cnn', 'models.face_diff', 'models.face_siamese', 'models.csv_mlp')
+MODEL_MODULES = ('models.mnist_cnn', 'models.face_diff', 'models.face_siamese',
+                 'models.face_embedding', 'models.csv_mlp')
 
 
 @dataclasses.dataclass(frozen=True)

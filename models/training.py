@@ -20,6 +20,20 @@ def learning_rate(params):
     return tf.identity(rate, name='learning_rate')
 
 
+def estimator_loss(per_example_losses, mode):
+    """The loss an EstimatorSpec takes: the batch mean, except in evaluation.
+
+    Estimator's evaluation `loss` is the mean of the loss it is given over batches, so a
+    batch-mean loss counts the last, partial batch as much as a full one and the result
+    changes with --batch_size. Given the per-example losses, that mean weighs every example
+    once. Their rank is hidden: EstimatorSpec would reshape a known vector to a scalar.
+    """
+    per_example_losses = tf.reshape(per_example_losses, [-1])
+    if mode == tf.estimator.ModeKeys.EVAL:
+        return tf.compat.v1.placeholder_with_default(per_example_losses, shape=None)
+    return tf.reduce_mean(per_example_losses)
+
+
 def scalar_summary(tag, value):
     """A training summary under exactly `tag`, like Estimator's own `loss`.
 

@@ -1,6 +1,7 @@
 """Shared fixtures: tiny datasets the tests make themselves."""
 import gzip
 import os
+import struct
 import re
 import signal
 import subprocess
@@ -23,6 +24,25 @@ def make_digit_arrays(count, seed=0):
     for image, label in zip(images, labels):
         image[2 + 2 * label:4 + 2 * label, 4:24] = 255
     return images, labels
+
+
+def cmyk_jpeg(size=16):
+    """A baseline JPEG with four (CMYK, Adobe) components, every block flat mid-grey, written
+    out by hand: TensorFlow encodes no CMYK. decode_jpeg reads it as RGB but not as grayscale."""
+    def segment(marker, payload):
+        return bytes([0xFF, marker]) + struct.pack('>H', len(payload) + 2) + payload
+    one_code = bytes([1] + [0] * 15) + b'\x00'  # a Huffman table: one 1-bit code, for symbol 0
+    components = range(1, 5)
+    return b''.join([
+        b'\xff\xd8',
+        segment(0xEE, b'Adobe' + struct.pack('>HHHB', 100, 0, 0, 0)),  # transform 0: CMYK
+        segment(0xDB, b'\x00' + bytes([1] * 64)),
+        segment(0xC0, struct.pack('>BHHB', 8, size, size, 4)
+                + b''.join(bytes([c, 0x11, 0]) for c in components)),
+        segment(0xC4, b'\x00' + one_code), segment(0xC4, b'\x10' + one_code),
+        segment(0xDA, bytes([4]) + b''.join(bytes([c, 0x00]) for c in components) + b'\x00\x3f\x00'),
+        bytes((size // 8) ** 2),  # each block: DC difference 0 ('0'), end of block ('0')
+        b'\xff\xd9'])
 
 
 def write_idx(path, array, magic):

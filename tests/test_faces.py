@@ -8,10 +8,10 @@ import pytest
 import tensorflow as tf
 
 from common.errors import UserError
-from conftest import run_module, run_prepare
+from conftest import cmyk_jpeg, run_module, run_prepare
 from input_fns import (face_images, face_pairs, face_records, lfw_files, prepare_faces,
                        synthetic_faces)
-from models import face_diff, face_siamese
+from models import face_diff, face_embedding, face_siamese
 from trainer import pair_protocol
 from trainer.input_kinds import registry as input_kinds
 
@@ -83,11 +83,17 @@ def test_undecodable_photo_is_skipped_and_counted_or_fatal_when_strict(tmp_path)
     synthetic_faces.write_faces(root, num_people=6, min_photos=2, size=48, seed=1)
     bad = os.path.join(root, 'Synthetic_Person_0002', 'Synthetic_Person_0002_0001.jpg')
     open(bad, 'wb').write(b'not a jpeg')
+    # A PNG named .jpg and a CMYK JPEG: decode_jpeg alone reads both; training's decode cannot.
+    png = os.path.join(root, 'Synthetic_Person_0003', 'Synthetic_Person_0003_0001.jpg')
+    open(png, 'wb').write(tf.io.encode_png(np.zeros([48, 48, 1], np.uint8)).numpy())
+    cmyk = os.path.join(root, 'Synthetic_Person_0004', 'Synthetic_Person_0004_0001.jpg')
+    open(cmyk, 'wb').write(cmyk_jpeg(48))
     entries = run_prepare(prepare_faces.prepare_faces,
         source_dir=root, output_dir=str(tmp_path / 'out'), validation_fraction=0.0, num_pairs=3)
-    assert entries['train']['num_skipped'] == 1
+    assert entries['train']['num_skipped'] == 3
     assert entries['train']['skipped_files'] == {
-        'Synthetic_Person_0002/Synthetic_Person_0002_0001.jpg': 'not a decodable JPEG'}
+        f'Synthetic_Person_000{n}/Synthetic_Person_000{n}_0001.jpg': 'not a decodable JPEG'
+        for n in (2, 3, 4)}
     with pytest.raises(UserError, match='Synthetic_Person_0002_0001.jpg: not a decodable JPEG'):
         run_prepare(prepare_faces.prepare_faces,
             source_dir=root, output_dir=str(tmp_path / 'out2'), strict=True, num_pairs=3)
@@ -193,7 +199,7 @@ def test_eval_pairs_one_pass_in_order(faces):
     assert len(labels) == 40
 
 
-@pytest.mark.parametrize('module', [face_diff, face_siamese])
+@pytest.mark.parametrize('module', [face_diff, face_siamese, face_embedding])
 def test_face_model_fns_in_all_modes(module):
     def spec_for(mode):
         with tf.Graph().as_default():
@@ -208,9 +214,30 @@ def test_face_model_fns_in_all_modes(module):
                                              'hardest_pairs'}
     predict = spec_for(tf.estimator.ModeKeys.PREDICT)
     assert predict.predictions['probability'].shape.as_list() == [4]
-    if module is face_siamese:
+    if module is not face_diff:
         assert predict.predictions['embedding_a'].shape.as_list() == [4, 128]
         assert set(predict.export_outputs) == {'serving_default', 'embed'}
+
+
+def test_batch_contrastive_loss_rewards_finding_the_partner():
+    rng = np.random.RandomState(0)
+    a = tf.math.l2_normalize(rng.randn(6, 16).astype(np.float32), axis=1)
+    noise = tf.math.l2_normalize(rng.randn(6, 16).astype(np.float32), axis=1)
+    same = tf.ones([6])
+    matched = face_embedding.batch_contrastive_loss(a, a, same, 10.0)
+    unmatched = face_embedding.batch_contrastive_loss(a, noise, same, 10.0)
+    assert float(matched) < 0.1 < float(unmatched)
+    # Different-person rows are no anchors: their loss does not count.
+    assert float(face_embedding.batch_contrastive_loss(a, noise, tf.zeros([6]), 10.0)) == 0.0
+
+
+def test_calibration_loss_weighs_same_and_different_pairs_equally():
+    cosines = tf.eye(4) * 2 - 1  # diagonal 1 (same), the rest -1
+    labels = tf.ones([4])
+    right = face_embedding.balanced_calibration_loss(cosines, labels, lambda c: 10 * c)
+    wrong_same = face_embedding.balanced_calibration_loss(cosines, labels, lambda c: 10 * c - 20)
+    # Every same pair wrong (12 different pairs right) costs as much as the 4 same pairs weigh.
+    assert float(right) < 1e-3 and abs(float(wrong_same) - 10.0 / 2) < 0.01
 
 
 def test_threshold_and_auc():

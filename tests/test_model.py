@@ -31,7 +31,7 @@ def test_train_spec():
 def test_eval_spec():
     spec = spec_for(tf.estimator.ModeKeys.EVAL)
     assert set(spec.eval_metric_ops) == {'accuracy', 'most_confident_mistakes', 'confusion_matrix'}
-    assert spec.loss.shape == ()
+    assert spec.loss.shape.rank is None  # per example: see training.estimator_loss
 
 
 def test_predict_spec():
@@ -57,6 +57,26 @@ def test_estimator_trains_two_steps_and_evaluates(tmp_path):
         {'image': images[:3]}).batch(3)))
     assert len(predictions) == 3
     assert abs(predictions[0]['probabilities'].sum() - 1.0) < 1e-5
+
+
+def test_eval_loss_weighs_every_example_once_whatever_the_batch_size(tmp_path):
+    rng = np.random.RandomState(1)
+    images = rng.rand(23, 28, 28, 1).astype(np.float32)
+    labels = np.arange(23, dtype=np.int32) % 10
+    estimator = tf.estimator.Estimator(mnist_cnn.model_fn, model_dir=str(tmp_path), params={})
+    estimator.train(lambda: tf.data.Dataset.from_tensor_slices(
+        ({'image': images}, labels)).batch(8).repeat(), steps=3)
+
+    def loss_with_batches_of(size):
+        return estimator.evaluate(lambda: tf.data.Dataset.from_tensor_slices(
+            ({'image': images}, labels)).batch(size))['loss']
+
+    probabilities = np.stack([p['probabilities'] for p in estimator.predict(
+        lambda: tf.data.Dataset.from_tensor_slices({'image': images}).batch(23))])
+    expected = -np.mean(np.log(probabilities[np.arange(23), labels]))
+    # 23 = 2 x 10 + 3: a mean of batch means would count the last 3 examples as 10.
+    for size in (10, 23, 4):
+        assert abs(loss_with_batches_of(size) - expected) < 1e-4 * max(1.0, expected)
 
 
 def test_registry():

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import run_module
+from conftest import cmyk_jpeg, run_module
 from models import registry
 from trainer.input_kinds import registry as input_kinds
 from trainer.input_kinds.base import InputOptions
@@ -32,7 +32,7 @@ def saved_model(trained_model, tmp_path_factory):
 
 
 def test_predict_reads_every_format_the_check_accepts(saved_model, tmp_path):
-    paths = {'gif': GIF_1X1, 'bmp': bmp_2x2(),
+    paths = {'gif': GIF_1X1, 'bmp': bmp_2x2(), 'jpg': cmyk_jpeg(),
              'png': tf.io.encode_png(np.full((1, 1, 3), 200, np.uint8)).numpy()}
     for suffix, data in paths.items():
         (tmp_path / f'image.{suffix}').write_bytes(data)

@@ -60,6 +60,9 @@ def define_flags():
                       'draw pairs inside tf.data (graph), or with the naive Python generator.')
     flags.DEFINE_float('same_fraction', InputOptions.same_fraction, 'Face pairs, training: share of same-person pairs.',
                        lower_bound=0.0, upper_bound=1.0)
+    flags.DEFINE_bool('augment', InputOptions.augment, 'Training only: random shifts, rotations '
+                      'and scaling of digits; random crops, flips, brightness, contrast and '
+                      'rotations of faces. Never applied to evaluation or serving.')
     flags.DEFINE_float('face_crop_fraction', InputOptions.face_crop_fraction, 'Face pairs: side of the central square crop, '
                        'as a fraction of the photo\'s shorter side.', lower_bound=0.05,
                        upper_bound=1.0)

@@ -8,7 +8,6 @@ lock (flock), so two of them never evaluate a checkpoint twice. A bucket has no 
 running one eval job per name is then the scheduler's job (a second one repeats work).
 """
 import contextlib
-import fcntl
 import math
 import os
 import re
@@ -99,23 +98,12 @@ class EvalLock:
         self._file = None
 
     def __enter__(self):
-        # local: the flock guard exists only where model_dir is on a local disk (see Ledger.lock)
-        os.makedirs(os.path.dirname(self._path), exist_ok=True)
-        self._file = open(self._path, 'a+')
-        try:
-            fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self._file.seek(0)
-            holder = self._file.read().strip() or 'another process'
-            self._file.close()
-            raise UserError(f'--eval_name={self._eval_name}: {holder} is evaluating under this '
-                            f'name ({self._path}); wait for it, or use another --eval_name')
-        self._file.seek(0)
-        self._file.truncate()
-        self._file.write(f'pid {os.getpid()}\n')
-        self._file.flush()
+        self._file, holder = files.try_exclusive_lock(self._path, f'pid {os.getpid()}\n')
+        if self._file is None:
+            raise UserError(f'--eval_name={self._eval_name}: {holder or "another process"} is '
+                            f'evaluating under this name ({self._path}); wait for it, or use '
+                            'another --eval_name')
         return self
 
     def __exit__(self, *exc):
-        fcntl.flock(self._file, fcntl.LOCK_UN)
-        self._file.close()
+        self._file.close()  # closing drops the flock

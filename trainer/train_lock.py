@@ -8,7 +8,6 @@ and when it expires; the holder refreshes it while it trains, and another traine
 it over only once it has expired (a killed trainer's lease lapses after LEASE_SECS).
 Workers and parameter servers of the chief's cluster never take it.
 """
-import fcntl
 import json
 import os
 import socket
@@ -58,24 +57,13 @@ class LocalLock:
         self._file = None
 
     def acquire(self) -> None:
-        # local: LocalLock serves local model_dirs only; a bucket gets LeaseLock
-        os.makedirs(self.model_dir, exist_ok=True)
-        lock_file = open(self.path, 'a+')
-        try:
-            fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            lock_file.seek(0)
+        self._file, holder = files.try_exclusive_lock(self.path, json.dumps(_owner()))
+        if self._file is None:
             try:
-                holder = json.loads(lock_file.read() or '{}')
+                holder = json.loads(holder or '{}')
             except ValueError:
                 holder = {}
-            lock_file.close()
             raise _held_error(self.model_dir, holder)
-        lock_file.seek(0)
-        lock_file.truncate()
-        lock_file.write(json.dumps(_owner()))
-        lock_file.flush()
-        self._file = lock_file
 
     def release(self) -> None:
         if self._file is not None:
@@ -98,18 +86,15 @@ class Lease:
 
     def _read(self):
         try:
-            with tf.io.gfile.GFile(self.path, 'r') as f:
-                return json.loads(f.read())
+            return files.read_json(self.path)
         except tf.errors.NotFoundError:
             return None
         except ValueError:  # torn or foreign: treat as expired
             return {}
 
     def _write(self) -> None:
-        tf.io.gfile.makedirs(self.model_dir)
-        with tf.io.gfile.GFile(self.path, 'w') as f:
-            f.write(json.dumps(dict(self.owner, token=self.token,
-                                    expires=time.time() + self.lease_secs)))
+        files.write_json_atomic(self.path, dict(self.owner, token=self.token,
+                                                expires=time.time() + self.lease_secs))
 
     def _held_by_other(self, lease) -> bool:
         if not lease or lease.get('token') == self.token:
@@ -151,7 +136,7 @@ class Lease:
             self._thread = None
             lease = self._read()
             if lease and lease.get('token') == self.token:
-                tf.io.gfile.remove(self.path)
+                files.remove(self.path)
 
 
 class TrainLock:

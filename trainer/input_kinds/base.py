@@ -17,6 +17,7 @@ class InputOptions:
     pair_sampler: str = 'graph'  # face pairs, training: 'graph' (inside tf.data) or 'generator'
     same_fraction: float = 0.5  # face pairs, training: share of same-person pairs
     face_crop_fraction: float = 0.5  # face pairs: side of the central crop / the shorter side
+    augment: bool = False  # training only: random shifts, rotations, scaling (faces: crops, flips...)
 
 
 class InputKind(abc.ABC):
@@ -87,9 +88,10 @@ class RecordFileKind(InputKind):
         return self.records.parse_batch_fn(self.record_shape(spec))
 
     def _input_fn(self, spec, file_pattern, flag_name, batch_size, training, seed, options):
+        extra = {'augment': True} if training and options.augment else {}
         return self.records.make_input_fn(file_pattern, self.record_shape(spec), batch_size,
                                           training, seed=seed, flag_name=flag_name,
-                                          shuffle_buffer=options.shuffle_buffer)
+                                          shuffle_buffer=options.shuffle_buffer, **extra)
 
     def train_input_fn(self, spec, file_pattern, flag_name, batch_size, seed, options):
         return self._input_fn(spec, file_pattern, flag_name, batch_size, True, seed, options)

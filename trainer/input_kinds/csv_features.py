@@ -1,6 +1,7 @@
 """CSV shards of float features and an integer label (input_fns/csv_records.py)."""
 import tensorflow as tf
 
+from common.errors import UserError
 from input_fns import csv_records
 from trainer.input_kinds import base, registry
 
@@ -12,6 +13,12 @@ class CsvFeatures(base.RecordFileKind):
 
     def record_shape(self, spec):
         return spec.num_features
+
+    def train_input_fn(self, spec, file_pattern, flag_name, batch_size, seed, options):
+        if options.augment:
+            raise UserError(f'--augment: {spec.name} reads CSV rows, which have no augmentation; '
+                            'leave --augment off')
+        return super().train_input_fn(spec, file_pattern, flag_name, batch_size, seed, options)
 
     def serving_receiver_fn(self, spec, options):
         """serving_default takes 'inputs', float32 [N, num_features]: the columns before the label."""

@@ -20,18 +20,19 @@ class FacePairs(base.InputKind):
     # The 'single' receiver alternative feeds one photo as image_a: its 'embed' output (models
     # that have one) is the embed signature; 'embed' on the pair receiver means nothing.
     signature_renames = {'single:embed': 'embed', 'embed': None}
-    last_stage_name = '+ augment, prefetch: the input_fn'
+    last_stage_name = '+ prefetch (and --augment): the input_fn'
     # --pair_sampler: drawn inside tf.data, or the naive Python generator kept for comparison.
     pair_samplers = {
         'graph': face_pairs.sampled_pairs_dataset,
-        'generator': lambda files, index, *args: _generator_pairs(index, *args),
+        'generator': lambda files, index, *args, **options: _generator_pairs(index, *args,
+                                                                             **options),
     }
 
     def train_input_fn(self, spec, file_pattern, flag_name, batch_size, seed, options):
         return face_pairs.make_train_input_fn(
             file_pattern, face_geometry(spec, options), batch_size, seed=seed,
             same_fraction=options.same_fraction, flag_name=flag_name,
-            pairs_dataset=self.pair_samplers[options.pair_sampler])
+            pairs_dataset=self.pair_samplers[options.pair_sampler], augment=options.augment)
 
     def eval_input_fn(self, spec, file_pattern, flag_name, batch_size, options):
         return face_pairs.make_eval_input_fn(file_pattern, face_geometry(spec, options),

@@ -1,0 +1,77 @@
+"""Training-time augmentation of image batches: random shifts, rotations and scaling.
+
+One projective-transform op warps a whole batch, each image by its own random affine
+map, so the cost is one op per batch rather than one per example. Evaluation and
+serving never call this.
+"""
+import dataclasses
+import math
+
+import tensorflow as tf
+
+
+@dataclasses.dataclass(frozen=True)
+class AffineRange:
+    """Each image gets a rotation, a scale and a shift drawn uniformly from these ranges."""
+    max_degrees: float = 10.0
+    max_scale_change: float = 0.1  # scale in [1 - this, 1 + this]
+    max_shift_fraction: float = 0.1  # of the image's height (vertical) and width (horizontal)
+    fill_mode: str = 'CONSTANT'  # outside the image: black (digits), or 'REFLECT' (photos)
+
+
+DIGITS = AffineRange()  # MNIST-style digits: the ink stays inside the 28x28 frame
+# Faces: the crop already moves and scales (face_images); corners are filled by reflection.
+FACES = AffineRange(max_degrees=8.0, max_scale_change=0.0, max_shift_fraction=0.0,
+                    fill_mode='REFLECT')
+
+
+def affine_transforms(degrees, scales, shifts_y, shifts_x, height: int, width: int):
+    """[N, 8] transforms for tf.raw_ops.ImageProjectiveTransformV3: rotate by degrees and scale
+    about the centre, then move the content by (shifts_y, shifts_x) pixels.
+
+    The op maps each output pixel to the input pixel it samples, so this is the inverse map.
+    """
+    radians = degrees * (math.pi / 180.0)
+    cos, sin = tf.cos(radians) / scales, tf.sin(radians) / scales
+    center_y, center_x = (height - 1) / 2.0, (width - 1) / 2.0
+    from_y, from_x = center_y + shifts_y, center_x + shifts_x
+    offset_x = center_x - cos * from_x - sin * from_y
+    offset_y = center_y + sin * from_x - cos * from_y
+    zeros = tf.zeros_like(cos)
+    return tf.stack([cos, sin, offset_x, -sin, cos, offset_y, zeros, zeros], axis=1)
+
+
+def warp(images, transforms, fill_mode: str = 'CONSTANT'):
+    """images [N, H, W, C] float, each warped by its transform; CONSTANT fills with black."""
+    return tf.raw_ops.ImageProjectiveTransformV3(
+        images=images, transforms=tf.cast(transforms, tf.float32),
+        output_shape=tf.shape(images)[1:3], fill_value=0.0, interpolation='BILINEAR',
+        fill_mode=fill_mode)
+
+
+def random_affine(images, affine: AffineRange = DIGITS, seed=None):
+    """images [N, H, W, C] float, each rotated, scaled and shifted at random within `affine`.
+
+    seed: a [2] int tensor makes the draw reproducible (stateless); None draws afresh.
+    """
+    height, width = images.shape[1], images.shape[2]
+    count = tf.shape(images)[0]
+
+    def uniform(limit, offset):
+        if seed is None:
+            return tf.random.uniform([count], -limit, limit)
+        return tf.random.stateless_uniform([count], seed + offset, -limit, limit)
+
+    transforms = affine_transforms(
+        uniform(affine.max_degrees, 0), 1.0 + uniform(affine.max_scale_change, 1),
+        uniform(affine.max_shift_fraction * height, 2),
+        uniform(affine.max_shift_fraction * width, 3), height, width)
+    return warp(images, transforms, affine.fill_mode)
+
+
+def augment_batch_fn(parse_batch, affine: AffineRange = DIGITS):
+    """parse_batch followed by random_affine on its 'image' feature: a training parse."""
+    def parse_and_augment(serialized):
+        features, labels = parse_batch(serialized)
+        return {**features, 'image': random_affine(features['image'], affine)}, labels
+    return parse_and_augment

@@ -1,0 +1,85 @@
+"""Face embeddings learned from every pairing in the batch; a pair's score is their cosine.
+
+The tower is face_siamese's. Each photo becomes a unit vector; a pair's logit is a
+learned scale times the cosine of its two vectors, plus a learned bias.
+
+Training sees a batch of B pairs (a_i, b_i), most of them the same person. Rather
+than classify only those B pairs, every a_i is compared with every b_j: for each
+same-person pair, a softmax over the batch must pick its partner out of the B - 1
+other photos (InfoNCE, both ways), so each step has about B times more negatives.
+The scale and bias are fitted beside it by a balanced logistic loss on the detached
+cosines, so probability 0.5 means as likely the same person as not.
+Evaluation and serving average the embedding of a photo and its mirror image.
+"""
+import tensorflow as tf
+
+from models import binary_head, face_siamese, precision, registry
+
+IMAGE_SHAPE = face_siamese.IMAGE_SHAPE
+DEFAULT_PARAMS = {
+    **face_siamese.DEFAULT_PARAMS,  # the tower's and the optimizer's
+    'similarity_scale': 10.0,  # softmax temperature 0.1 on cosines
+    'flip_average': True,  # evaluation and serving: embed the photo and its mirror image
+}
+
+
+def batch_contrastive_loss(embeddings_a, embeddings_b, labels, scale):
+    """InfoNCE over the batch, both ways: each same-person pair against the other B - 1 photos.
+
+    Rows of different-person pairs (label 0) are not anchors; their photos stay negatives.
+    """
+    logits = scale * tf.matmul(embeddings_a, embeddings_b, transpose_b=True)  # [B, B] cosines
+    targets = tf.range(tf.shape(logits)[0])
+    weights = labels / tf.maximum(tf.reduce_sum(labels), 1.0)
+    a_to_b = tf.nn.sparse_softmax_cross_entropy_with_logits(targets, logits)
+    b_to_a = tf.nn.sparse_softmax_cross_entropy_with_logits(targets, tf.transpose(logits))
+    return tf.reduce_sum(weights * (a_to_b + b_to_a) / 2)
+
+
+def balanced_calibration_loss(cosines, labels, calibrate):
+    """Logistic loss of calibrate(cosine) over all B x B pairings, same and different weighted
+    equally; the cosines are detached, so only the scale and bias learn from it."""
+    same = tf.linalg.diag(labels)  # the diagonal pairs that are the same person
+    logits = calibrate(tf.stop_gradient(cosines))
+    per_pair = tf.nn.sigmoid_cross_entropy_with_logits(same, logits)
+    num_same = tf.maximum(tf.reduce_sum(same), 1.0)
+    num_different = tf.cast(tf.size(same), tf.float32) - tf.reduce_sum(same)
+    return (tf.reduce_sum(per_pair * same) / num_same
+            + tf.reduce_sum(per_pair * (1 - same)) / num_different) / 2
+
+
+def model_fn(features, labels, mode, params):
+    params = {**DEFAULT_PARAMS, **(params or {})}
+    training = mode == tf.estimator.ModeKeys.TRAIN
+    tower = face_siamese.build_tower(params['embedding_size'], params['dropout_rate'])
+
+    def embed(images):
+        vectors = precision.float32(tower(images, training=training))
+        if params['flip_average'] and not training:
+            vectors += precision.float32(tower(tf.image.flip_left_right(images), training=False))
+        return tf.math.l2_normalize(vectors, axis=1)
+
+    embedding_a = tf.identity(embed(features['image_a']), name='embedding_a')
+    embedding_b = tf.identity(embed(features['image_b']), name='embedding_b')
+    log_scale = tf.compat.v1.get_variable('score_log_scale', [], initializer=tf.constant_initializer(2.3))
+    bias = tf.compat.v1.get_variable('score_bias', [], initializer=tf.constant_initializer(-5.0))
+
+    def calibrate(cosines):
+        return tf.exp(log_scale) * cosines + bias
+
+    logits = calibrate(tf.reduce_sum(embedding_a * embedding_b, axis=1))
+    train_loss = None
+    if training:
+        labels = tf.cast(tf.reshape(labels, [-1]), tf.float32)
+        cosines = tf.matmul(embedding_a, embedding_b, transpose_b=True)
+        train_loss = tf.identity(
+            batch_contrastive_loss(embedding_a, embedding_b, labels, params['similarity_scale'])
+            + balanced_calibration_loss(cosines, labels, calibrate), name='batch_loss')
+    return binary_head.embedding_pair_spec(logits, labels, mode, params, features, embedding_a,
+                                           embedding_b, update_ops=tower.updates,
+                                           train_loss=train_loss)
+
+
+SPEC = registry.register(registry.ModelSpec(
+    name='face_embedding', model_fn=model_fn, default_params=DEFAULT_PARAMS,
+    input_kind='face_pairs', image_shape=IMAGE_SHAPE))

@@ -1,0 +1,126 @@
+"""--augment: random shifts, rotations and scaling of training images, never of evaluation or serving."""
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from common.errors import UserError
+from conftest import make_digit_arrays
+from input_fns import face_images, face_pairs, image_augment, synthetic_faces
+from models import registry
+from trainer.input_kinds import registry as input_kinds
+from trainer.input_kinds.base import InputOptions
+
+AUGMENT = InputOptions(augment=True)
+
+
+def ink_centre(image):
+    image = np.asarray(image)[..., 0]
+    rows, cols = np.indices(image.shape)
+    return np.array([(rows * image).sum(), (cols * image).sum()]) / image.sum()
+
+
+def test_a_shift_moves_the_ink_and_a_rotation_turns_it():
+    bar = np.zeros([1, 28, 28, 1], np.float32)
+    bar[0, 10:18, 12:16] = 1.0  # 8 rows tall, 4 columns wide
+    shifted = image_augment.warp(bar, image_augment.affine_transforms(
+        tf.constant([0.0]), tf.constant([1.0]), tf.constant([3.0]), tf.constant([-2.0]), 28, 28))
+    np.testing.assert_allclose(ink_centre(shifted[0]) - ink_centre(bar[0]), [3.0, -2.0], atol=1e-4)
+    turned = image_augment.warp(bar, image_augment.affine_transforms(
+        tf.constant([90.0]), tf.constant([1.0]), tf.constant([0.0]), tf.constant([0.0]), 28, 28))
+    rows, cols = np.nonzero(np.asarray(turned)[0, ..., 0] > 0.5)
+    assert (rows.ptp() + 1, cols.ptp() + 1) == (4, 8)  # now 4 tall, 8 wide
+
+
+def test_random_affine_keeps_shape_range_and_ink():
+    images, _ = make_digit_arrays(64, seed=5)
+    images = images[..., None].astype(np.float32) / 255.0
+    augmented = image_augment.random_affine(tf.constant(images)).numpy()
+    assert augmented.shape == images.shape and augmented.dtype == np.float32
+    assert augmented.min() >= 0.0 and augmented.max() <= 1.0
+    ink_ratio = augmented.sum(axis=(1, 2, 3)) / images.sum(axis=(1, 2, 3))
+    assert np.all((ink_ratio > 0.7) & (ink_ratio < 1.3))  # moved and turned, not lost
+    moved = np.abs(augmented - images).sum(axis=(1, 2, 3)) > 1.0
+    assert moved.mean() > 0.9
+    seed = tf.constant([4, 2])
+    np.testing.assert_array_equal(image_augment.random_affine(tf.constant(images), seed=seed),
+                                  image_augment.random_affine(tf.constant(images), seed=seed))
+
+
+def all_images(dataset, take=None):
+    batches = dataset if take is None else dataset.take(take)
+    images, labels = zip(*[(features['image'].numpy(), label.numpy()) for features, label in batches])
+    return np.concatenate(images), np.concatenate(labels)
+
+
+def test_digits_augmented_in_training_only(digit_shards):
+    spec = registry.get('mnist_cnn')
+    kind = input_kinds.for_model(spec)
+    plain_eval = kind.eval_input_fn(spec, digit_shards.validation_pattern, 'f', 16, InputOptions())
+    augmented_eval = kind.eval_input_fn(spec, digit_shards.validation_pattern, 'f', 16, AUGMENT)
+    for got, expected in zip(all_images(augmented_eval()), all_images(plain_eval())):
+        np.testing.assert_array_equal(got, expected)
+
+    originals = {image.tobytes() for image in all_images(plain_eval())[0]}
+    originals |= {image.tobytes() for image in all_images(
+        kind.eval_input_fn(spec, digit_shards.train_pattern, 'f', 64, InputOptions())())[0]}
+    plain = kind.train_input_fn(spec, digit_shards.train_pattern, 'f', 32, 1, InputOptions())
+    augmented = kind.train_input_fn(spec, digit_shards.train_pattern, 'f', 32, 1, AUGMENT)
+    plain_images, _ = all_images(plain(), take=4)
+    augmented_images, labels = all_images(augmented(), take=4)
+    assert all(image.tobytes() in originals for image in plain_images)
+    assert sum(image.tobytes() in originals for image in augmented_images) < 0.1 * len(labels)
+    assert augmented_images.shape == plain_images.shape
+    assert 0.0 <= augmented_images.min() and augmented_images.max() <= 1.0
+
+
+def test_serving_receiver_ignores_augment():
+    spec = registry.get('mnist_cnn')
+    images, _ = make_digit_arrays(3, seed=7)
+    encoded = [tf.io.encode_png(image[..., None]).numpy() for image in images]
+    served = []
+    for options in (InputOptions(), AUGMENT):
+        with tf.Graph().as_default() as graph:
+            receiver = input_kinds.for_model(spec).serving_receiver_fn(spec, options)()
+            with tf.compat.v1.Session(graph=graph) as session:
+                served.append(session.run(receiver.features['image'], feed_dict={
+                    receiver.receiver_tensors['image_bytes']: encoded}))
+    np.testing.assert_array_equal(*served)
+    np.testing.assert_allclose(served[0][..., 0], images / 255.0, atol=1e-6)
+
+
+def test_csv_models_refuse_augment(tmp_path):
+    spec = registry.get('csv_mlp')
+    with pytest.raises(UserError, match='--augment'):
+        input_kinds.for_model(spec).train_input_fn(spec, str(tmp_path / '*.csv'), 'f', 8, 0, AUGMENT)
+
+
+def test_face_photos_augmented_in_training_only(tmp_path):
+    root = str(tmp_path / 'lfw')
+    synthetic_faces.write_faces(root, num_people=12, size=64, seed=3)
+    from conftest import run_prepare
+    from input_fns import prepare_faces
+    out = str(tmp_path / 'shards')
+    run_prepare(prepare_faces.prepare_faces, source_dir=str(tmp_path), output_dir=out,
+                validation_fraction=0.3, num_pairs=6)
+    geometry = face_images.FaceGeometry()
+
+    def first_batch(augment):
+        input_fn = face_pairs.make_train_input_fn(os.path.join(out, 'train-*'), geometry, 8,
+                                                  seed=1, augment=augment)
+        features, labels = next(iter(input_fn()))
+        return features['image_a'].numpy(), labels.numpy()
+
+    plain, plain_labels = first_batch(False)
+    augmented, augmented_labels = first_batch(True)
+    np.testing.assert_array_equal(plain_labels, augmented_labels)  # the same pairs drawn
+    assert augmented.shape == plain.shape and 0.0 <= augmented.min() <= augmented.max() <= 1.0
+    assert np.abs(augmented - plain).mean(axis=(1, 2, 3)).min() > 0.005  # every photo changed
+
+    spec = registry.get('face_embedding')
+    kind = input_kinds.for_model(spec)
+    pattern = os.path.join(out, 'validation_pairs-*')
+    evaluated = [next(iter(kind.eval_input_fn(spec, pattern, 'f', 4, options)()))[0]['image_a']
+                 for options in (InputOptions(), AUGMENT)]
+    np.testing.assert_array_equal(*evaluated)

@@ -23,6 +23,7 @@ COPY common/ common/
 COPY input_fns/ input_fns/
 COPY models/ models/
 COPY trainer/ trainer/
+COPY recipes/ recipes/
 RUN useradd --create-home --uid 1000 trainer
 USER trainer
 ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=1

@@ -26,10 +26,10 @@ import time
 
 import numpy as np
 import tensorflow as tf
-from absl import app, flags, logging
+from absl import flags, logging
 
 from benchmarks import baselines, precision_bench, python_work
-from common import files
+from common import cli, files
 from input_fns import (digit_sources, face_images, face_pairs, face_records, image_records,
                        lfw_files, parallel_python, prepare, prepare_faces, shards, synthetic_faces)
 from models import registry
@@ -355,4 +355,4 @@ def main(argv):
 
 if __name__ == '__main__':
     define_flags()
-    app.run(main)
+    cli.run(main, own_modules=[])  # bad flags: one line, exit 2

@@ -13,7 +13,9 @@ import subprocess
 import sys
 import time
 
-from absl import app, flags
+from absl import flags
+
+from common import cli
 
 FLAGS = flags.FLAGS
 PROGRESS_LINE = re.compile(r'hooks\.py:\d+\] (step .*)')
@@ -111,4 +113,4 @@ def main(argv):
 
 if __name__ == '__main__':
     define_flags()
-    app.run(main)
+    cli.run(main, own_modules=[])  # bad flags: one line, exit 2

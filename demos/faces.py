@@ -9,8 +9,9 @@ import os
 import shutil
 import time
 
-from absl import app, flags
+from absl import flags
 
+from common import cli
 from demos.digits import run_stage
 
 FLAGS = flags.FLAGS
@@ -21,7 +22,7 @@ def define_flags():
                         'logs go (the model and export are replaced on each run).')
     flags.DEFINE_string('lfw_dir', None, 'Real LFW photos (ROOT/<Name>/<Name>_0001.jpg); '
                         'default: render synthetic identities.')
-    flags.DEFINE_string('model', 'face_siamese', 'face_siamese or face_diff.')
+    flags.DEFINE_enum('model', 'face_siamese', ('face_siamese', 'face_embedding', 'face_diff'), 'The face-pair model.')
     flags.DEFINE_integer('train_steps', 600, 'Training steps.', lower_bound=1)
     flags.DEFINE_integer('batch_size', 32, 'Pairs per training batch.', lower_bound=1)
     flags.DEFINE_integer('num_people', 150, 'Synthetic identities to render.', lower_bound=4)
@@ -78,9 +79,9 @@ def main(argv):
     print(f'  shards:     {data}/  (manifest.json, train_pairs.txt, validation_pairs.txt)')
     print(f'  model_dir:  {model}/')
     print(f'  SavedModel: {saved_model}/  (serving_default: two photos -> probability'
-          f'{"; embed: one photo -> embedding" if FLAGS.model == "face_siamese" else ""})')
+          f'{"; embed: one photo -> embedding" if FLAGS.model != "face_diff" else ""})')
 
 
 if __name__ == '__main__':
     define_flags()
-    app.run(main)
+    cli.run(main, own_modules=[])  # bad flags: one line, exit 2

@@ -14,7 +14,7 @@ import tensorflow as tf
 from absl import logging
 
 from common import files
-from common.errors import UserError
+from common.errors import UserError, op_error_summary
 from input_fns import face_images, face_records, lfw_files, shards
 from input_fns.lfw_files import Pair
 
@@ -48,7 +48,7 @@ class PhotoReader:
         except tf.errors.OpError as e:
             reason = ('not a decodable JPEG' if isinstance(e, tf.errors.InvalidArgumentError)
                       else e.message.strip().splitlines()[0])
-            detail = (f' ({e.message.strip().splitlines()[0]})'
+            detail = (f' ({op_error_summary(e)})'
                       if isinstance(e, tf.errors.InvalidArgumentError) else '')
             if self.strict:
                 raise UserError(f'{path}: {reason}{detail} (without --strict it would be skipped)')

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from common.errors import op_error_summary
 from conftest import cmyk_jpeg, run_module
 from models import registry
 from trainer.input_kinds import registry as input_kinds
@@ -45,8 +46,10 @@ def test_predict_reads_every_format_the_check_accepts(saved_model, tmp_path):
 
 def test_saved_model_says_what_is_wrong_with_an_empty_batch(saved_model):
     serve = tf.saved_model.load(saved_model).signatures['serving_default']
-    with pytest.raises(tf.errors.InvalidArgumentError, match='image_bytes is empty'):
+    with pytest.raises(tf.errors.InvalidArgumentError, match='image_bytes is empty') as raised:
         serve(image_bytes=tf.constant([], tf.string))
+    # The one line the CLI shows is the cause, not a stack frame of the caller.
+    assert op_error_summary(raised.value).startswith('assertion failed: [image_bytes is empty')
 
 
 def test_face_pair_receiver_refuses_batches_of_different_sizes():

@@ -104,9 +104,8 @@ def model_params(settings: Settings, spec) -> Dict:
     return {**spec.default_params, **settings.model_params}
 
 
-def build_estimator(settings: Settings, spec) -> tf.estimator.Estimator:
+def build_estimator(settings: Settings, spec, plan: devices.Plan) -> tf.estimator.Estimator:
     pipeline.worker_share_from_tf_config()  # a bad TF_CONFIG: one line, not RunConfig's traceback
-    plan = devices.from_settings(settings)
     devices.log_plan(plan)
     config = tf.estimator.RunConfig(
         model_dir=settings.model_dir, tf_random_seed=settings.random_seed,
@@ -122,16 +121,16 @@ def build_estimator(settings: Settings, spec) -> tf.estimator.Estimator:
 class Experiment:
     """A model with its settings: the Estimator, and what the modes run, each built on first use."""
 
-    def __init__(self, settings: Settings, spec, estimator: tf.estimator.Estimator):
-        self.settings, self.spec, self.estimator = settings, spec, estimator
+    def __init__(self, settings: Settings, spec, estimator: tf.estimator.Estimator,
+                 plan: devices.Plan):
+        self.settings, self.spec, self.estimator, self.plan = settings, spec, estimator, plan
         self.kind = input_kinds.for_model(spec)
 
     def train_input_fn(self) -> Callable:
         # A resumed run reshuffles differently instead of replaying the first epoch's order.
         seed = self.settings.random_seed + checkpoints.latest_saved_step(self.settings.model_dir)
         # --batch_size is the global batch: with N replicas each input_fn call makes 1/N of it.
-        replica_batch = devices.from_settings(self.settings).per_replica_batch(
-            self.settings.batch_size)
+        replica_batch = self.plan.per_replica_batch(self.settings.batch_size)
         return self.kind.train_input_fn(self.spec, self.settings.train_files, '--train_files',
                                         replica_batch, seed, self.settings.input_options)
 
@@ -251,4 +250,5 @@ class Experiment:
 
 
 def build(settings: Settings, spec) -> Experiment:
-    return Experiment(settings, spec, build_estimator(settings, spec))
+    plan = devices.from_settings(settings)
+    return Experiment(settings, spec, build_estimator(settings, spec, plan), plan)

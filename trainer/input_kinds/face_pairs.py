@@ -81,7 +81,7 @@ class FacePairs(base.InputKind):
 KIND = registry.register(FacePairs())
 
 
-def _generator_pairs(index, *args):
+def _generator_pairs(index, *args, **options):
     # Imported on use: benchmarks/ is not part of the trainer's container image.
     from benchmarks import baselines
-    return baselines.generator_pairs_dataset(index, *args)
+    return baselines.generator_pairs_dataset(index, *args, **options)

@@ -196,4 +196,7 @@ def generator_pairs_dataset(index: face_pairs.PhotoIndex, geometry: face_images.
     pairs = pairs.map(lambda a, b, same, step: decode(tf.io.read_file(a), tf.io.read_file(b),
                                                       same, step),
                       num_parallel_calls=AUTOTUNE)
-    return pairs.batch(batch_size, drop_remainder=True).prefetch(AUTOTUNE)
+    pairs = pairs.batch(batch_size, drop_remainder=True)
+    if augment_images:
+        pairs = pairs.map(face_images.augment_pair_batch, num_parallel_calls=AUTOTUNE)
+    return pairs.prefetch(AUTOTUNE)

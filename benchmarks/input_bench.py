@@ -220,7 +220,7 @@ def estimator_training(images, labels, raw_files, work_dir, results):
                                    FLAGS.repetitions, FLAGS.warmup_steps)
 
 
-def face_pairs(work_dir, results):
+def face_pair_rows(work_dir, results):
     """3. Training pairs/sec: the generator way, the in-graph sampler, and decode-only."""
     root, source = face_photo_root(work_dir)
     shard_dir = os.path.join(work_dir, 'face_shards')
@@ -324,7 +324,7 @@ def main(argv):
         raw_files, float_files = convert_mnist(images, labels, work_dir, results)
         mnist_feeding(images, labels, raw_files, float_files, results)
         estimator_training(images, labels, raw_files, work_dir, results)
-        face_source = face_pairs(work_dir, results)
+        face_source = face_pair_rows(work_dir, results)
         python_preprocessing(results)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)

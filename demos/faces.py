@@ -47,7 +47,7 @@ def main(argv):
     common = [f'--model={FLAGS.model}', f'--model_dir={model}']
     run_stage('train', 'trainer.main', common + [
         '--mode=train', f'--train_files={data}/train-*', f'--train_steps={FLAGS.train_steps}',
-        f'--batch_size={FLAGS.batch_size}', '--log_every_n_steps=100'], logs)
+        f'--batch_size={FLAGS.batch_size}', '--log_every_n_steps=100', '--augment'], logs)
     metrics = json.loads(run_stage('evaluate', 'trainer.main', common + [
         '--mode=evaluate', f'--eval_files={data}/validation_pairs-*',
         f'--threshold_files={data}/train_pairs-*'], logs))

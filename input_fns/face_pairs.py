@@ -15,7 +15,8 @@ import tensorflow as tf
 
 from common.errors import UserError
 from input_fns import pipeline, shards
-from input_fns.face_images import FaceGeometry, decode_face, decode_training_pair
+from input_fns.face_images import (FaceGeometry, augment_pair_batch, decode_face,
+                                   decode_training_pair)
 from input_fns.face_records import PAIR_SPEC, PHOTO_SPEC
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -103,6 +104,8 @@ def sampled_pairs_dataset(files: List[str], index: PhotoIndex, geometry: FaceGeo
         pairs = pairs.map(decode_training_pair(geometry, augment_images),
                           num_parallel_calls=AUTOTUNE, deterministic=False)
     pairs = pairs.batch(batch_size, drop_remainder=True)
+    if decode and augment_images:
+        pairs = pairs.map(augment_pair_batch, num_parallel_calls=AUTOTUNE, deterministic=False)
     return pairs.prefetch(AUTOTUNE) if prefetch else pairs
 
 

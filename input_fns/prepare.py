@@ -40,6 +40,10 @@ def define_flags():
     flags.DEFINE_float('validation_fraction', 0.2, 'digits: fraction of images, faces: fraction '
                        'of people, held out as the "validation" split.', lower_bound=0.0,
                        upper_bound=0.9)
+    flags.DEFINE_float('calibration_fraction', 0.0, 'faces: fraction of the training people kept '
+                       'out of training, written as `calibration` photos and `calibration_pairs`: '
+                       'choose the decision threshold on those pairs (--threshold_files), people '
+                       'the model never fitted.', lower_bound=0.0, upper_bound=0.9)
     flags.DEFINE_string('train_people_file', None, 'faces: people file (peopleDevTrain.txt '
                         'format) naming the training people; everyone else is validation.')
     flags.DEFINE_integer('num_pairs', 300, 'faces: fixed same-person pairs (and as many '

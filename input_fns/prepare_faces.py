@@ -81,6 +81,20 @@ def split_people(people: Dict[str, List[str]], people_file: str, fraction: float
     return train, validation
 
 
+def hold_out_calibration(train: List[str], fraction: float, seed: int) -> Tuple[List[str], List[str]]:
+    """(train names, calibration names): calibration people are training people (the same side
+    of LFW's split) kept out of training, so a threshold chosen on their pairs is chosen on
+    faces the model never fitted, as the test people's will be."""
+    if not fraction:
+        return train, []
+    shuffled = list(train)
+    random.Random(seed + 2).shuffle(shuffled)
+    count = int(round(len(train) * fraction))
+    if count >= len(train):
+        raise UserError(f'--calibration_fraction={fraction} leaves no training people')
+    return sorted(shuffled[count:]), sorted(shuffled[:count])
+
+
 def draw_pairs(people: Dict[str, List[str]], names: List[str], count: int,
                seed: int) -> Tuple[List[Pair], List[Pair]]:
     """Up to `count` same and as many different pairs among `names`, with a fixed seed."""
@@ -138,7 +152,8 @@ def write_pair_split(output_dir: str, split: str, pairs: List[Pair], reader: Pho
 
 def prepare_faces(*, source_dir: str, output_dir: str, train_people_file: str,
                   validation_fraction: float, num_pairs: int, pair_folds: int, strict: bool,
-                  num_shards: int, num_eval_shards: int, seed: int) -> Dict:
+                  num_shards: int, num_eval_shards: int, seed: int,
+                  calibration_fraction: float = 0.0) -> Dict:
     if not source_dir:
         raise UserError('--source_dir is required for faces: ROOT/<Name>/<Name>_0001.jpg')
     if num_pairs % pair_folds:
@@ -149,9 +164,11 @@ def prepare_faces(*, source_dir: str, output_dir: str, train_people_file: str,
     identity = {name: i for i, name in enumerate(sorted(people))}
     train, validation = split_people(people, train_people_file, validation_fraction,
                                      seed)
+    train, calibration = hold_out_calibration(train, calibration_fraction, seed)
     reader = PhotoReader(root, strict)
     entries = {}
-    for split, names in (('train', train), ('validation', validation)):
+    for split, names in (('train', train), ('calibration', calibration),
+                         ('validation', validation)):
         if not names:
             continue
         photos = [(name, photo) for name in names for photo in people[name]]

@@ -63,6 +63,26 @@ def test_fixed_pairs_come_from_their_split(faces):
     assert (entry['num_same'], entry['num_different'], entry['num_records']) == (20, 20, 40)
 
 
+def test_calibration_people_are_training_people_kept_out_of_training(faces, tmp_path):
+    root, written, out, _ = faces
+    calibrated = str(tmp_path / 'calibrated')
+    entries = run_prepare(prepare_faces.prepare_faces, source_dir=os.path.dirname(root),
+                          output_dir=calibrated, validation_fraction=0.3, num_pairs=20,
+                          calibration_fraction=0.25)
+    people = {split: {p['name'].numpy().decode() for p in read_photos(
+        os.path.join(folder, f'{split}-*'))} for split, folder in (
+        ('train', calibrated), ('calibration', calibrated), ('validation', calibrated))}
+    before = {split: {p['name'].numpy().decode() for p in read_photos(os.path.join(out, f'{split}-*'))}
+              for split in ('train', 'validation')}
+    assert people['validation'] == before['validation']  # the test people do not change
+    assert people['train'] | people['calibration'] == before['train']
+    assert not people['train'] & people['calibration']
+    assert len(people['calibration']) == round(0.25 * len(before['train']))
+    pairs = lfw_files.read_pairs_file(os.path.join(calibrated, 'calibration_pairs.txt'))
+    assert {p.name_a for p in pairs} | {p.name_b for p in pairs} <= people['calibration']
+    assert entries['calibration_pairs']['num_records'] == len(pairs) > 0
+
+
 def test_validation_pairs_in_folds(tmp_path):
     root = str(tmp_path / 'lfw')
     synthetic_faces.write_faces(root, num_people=12, min_photos=2, size=48, seed=4)

@@ -8,14 +8,13 @@ cropping and pair sampling run on them unchanged. Used by the tests and by
 
   python -m input_fns.synthetic_faces --output_dir=DIR [--num_people=60]
 """
-import os
 from typing import Dict, List
 
 import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
-from common.files import write_bytes_atomic
+from common import files
 
 
 def _identity(rng: np.random.RandomState) -> Dict[str, float]:
@@ -75,13 +74,11 @@ def write_faces(output_dir: str, num_people: int = 60, min_photos: int = 1, max_
         person = _identity(rng)
         count = 1 if rng.rand() < 0.33 else rng.randint(max(2, min_photos), max_photos + 1)
         count = max(count, min_photos)
-        folder = os.path.join(output_dir, name)
-        os.makedirs(folder, exist_ok=True)
         written[name] = []
-        for photo in range(1, count + 1):
-            path = os.path.join(folder, f'{name}_{photo:04d}.jpg')
+        for photo in range(1, count + 1):  # write_bytes_atomic makes the folders
+            path = files.join(output_dir, name, f'{name}_{photo:04d}.jpg')
             jpeg = tf.io.encode_jpeg(render_face(person, rng, size), quality=90).numpy()
-            write_bytes_atomic(path, jpeg)
+            files.write_bytes_atomic(path, jpeg)
             written[name].append(path)
     return written
 

@@ -121,8 +121,7 @@ class Cluster:
         for role, tf_config in self._tasks:
             env = dict(os.environ, TF_CONFIG=json.dumps(tf_config))
             # Own session: a terminal's Ctrl-C reaches only the launcher, which stops the tasks.
-            # local: the loopback cluster's tasks are processes on this machine
-            self._processes[role] = subprocess.Popen(
+            self._processes[role] = subprocess.Popen(  # local: tasks are processes here
                 [sys.executable, '-m', 'trainer.main'] + self._args, env=env,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
                 start_new_session=True, preexec_fn=_die_with_launcher)

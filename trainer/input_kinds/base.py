@@ -34,13 +34,13 @@ class InputKind(abc.ABC):
     @abc.abstractmethod
     def train_input_fn(self, spec, file_pattern: str, flag_name: str, batch_size: int, seed: int,
                        options: InputOptions) -> Callable:
-        raise NotImplementedError
+        ...
 
     @abc.abstractmethod
     def eval_input_fn(self, spec, file_pattern: str, flag_name: str, batch_size: int,
                       options: InputOptions) -> Callable:
         """One deterministic pass that sees every example once."""
-        raise NotImplementedError
+        ...
 
     def earlier_stages(self, spec, file_pattern: str, flag_name: str, batch_size: int, seed: int,
                        options: InputOptions) -> Stages:
@@ -49,7 +49,7 @@ class InputKind(abc.ABC):
 
     @abc.abstractmethod
     def serving_receiver_fn(self, spec, options: InputOptions) -> Callable:
-        raise NotImplementedError
+        ...
 
     def extra_metrics(self, estimator, eval_input_fn, eval_files: str,
                       make_eval_input_fn: Callable[[str, str], Callable],
@@ -82,7 +82,7 @@ class RecordFileKind(InputKind):
 
     @abc.abstractmethod
     def record_shape(self, spec):
-        raise NotImplementedError
+        ...
 
     def parse_batch_fn(self, spec) -> Callable:
         return self.records.parse_batch_fn(self.record_shape(spec))

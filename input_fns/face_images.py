@@ -56,7 +56,7 @@ def _resize(image, geometry):
 def augment_batch(images):
     """Training only: each photo of a batch [N, H, W, C] in [0, 1] rotated (±8°), maybe
     mirrored, its brightness (±0.1) and contrast (0.8-1.2) changed, each by its own draw.
-    A handful of ops per batch: done per photo, they cost a third of the decoding."""
+    A handful of ops per batch rather than per photo."""
     count = tf.shape(images)[0]
 
     def per_photo(low, high):

@@ -23,12 +23,13 @@ DEFAULT_PARAMS = {
 }
 
 
-def batch_contrastive_loss(embeddings_a, embeddings_b, labels, scale):
+def batch_contrastive_loss(cosines, labels, scale):
     """InfoNCE over the batch, both ways: each same-person pair against the other B - 1 photos.
 
-    Rows of different-person pairs (label 0) are not anchors; their photos stay negatives.
+    cosines: [B, B], a_i against b_j. Rows of different-person pairs (label 0) are not
+    anchors; their photos stay negatives.
     """
-    logits = scale * tf.matmul(embeddings_a, embeddings_b, transpose_b=True)  # [B, B] cosines
+    logits = scale * cosines
     targets = tf.range(tf.shape(logits)[0])
     weights = labels / tf.maximum(tf.reduce_sum(labels), 1.0)
     a_to_b = tf.nn.sparse_softmax_cross_entropy_with_logits(targets, logits)
@@ -73,7 +74,7 @@ def model_fn(features, labels, mode, params):
         labels = tf.cast(tf.reshape(labels, [-1]), tf.float32)
         cosines = tf.matmul(embedding_a, embedding_b, transpose_b=True)
         train_loss = tf.identity(
-            batch_contrastive_loss(embedding_a, embedding_b, labels, params['similarity_scale'])
+            batch_contrastive_loss(cosines, labels, params['similarity_scale'])
             + balanced_calibration_loss(cosines, labels, calibrate), name='batch_loss')
     return binary_head.embedding_pair_spec(logits, labels, mode, params, features, embedding_a,
                                            embedding_b, update_ops=tower.updates,

@@ -245,11 +245,15 @@ def test_batch_contrastive_loss_rewards_finding_the_partner():
     a = tf.math.l2_normalize(rng.randn(6, 16).astype(np.float32), axis=1)
     noise = tf.math.l2_normalize(rng.randn(6, 16).astype(np.float32), axis=1)
     same = tf.ones([6])
-    matched = face_embedding.batch_contrastive_loss(a, a, same, 10.0)
-    unmatched = face_embedding.batch_contrastive_loss(a, noise, same, 10.0)
+
+    def cosines(x, y):
+        return tf.matmul(x, y, transpose_b=True)
+
+    matched = face_embedding.batch_contrastive_loss(cosines(a, a), same, 10.0)
+    unmatched = face_embedding.batch_contrastive_loss(cosines(a, noise), same, 10.0)
     assert float(matched) < 0.1 < float(unmatched)
     # Different-person rows are no anchors: their loss does not count.
-    assert float(face_embedding.batch_contrastive_loss(a, noise, tf.zeros([6]), 10.0)) == 0.0
+    assert float(face_embedding.batch_contrastive_loss(cosines(a, noise), tf.zeros([6]), 10.0)) == 0.0
 
 
 def test_calibration_loss_weighs_same_and_different_pairs_equally():

@@ -9,7 +9,8 @@ same-person pair, a softmax over the batch must pick its partner out of the B - 
 other photos (InfoNCE, both ways), so each step has about B times more negatives.
 The scale and bias are fitted beside it by a balanced logistic loss on the detached
 cosines, so probability 0.5 means as likely the same person as not.
-Evaluation and serving average the embedding of a photo and its mirror image.
+Evaluation and serving average the embeddings of a photo, a zoom on its centre, and the
+mirror images of both.
 """
 import tensorflow as tf
 
@@ -20,6 +21,7 @@ DEFAULT_PARAMS = {
     **face_siamese.DEFAULT_PARAMS,  # the tower's and the optimizer's
     'similarity_scale': 10.0,  # softmax temperature 0.1 on cosines
     'flip_average': True,  # evaluation and serving: embed the photo and its mirror image
+    'zoom_views': (1.2,),  # evaluation and serving: also embed the central 1/1.2 of the photo
 }
 
 
@@ -49,15 +51,27 @@ def balanced_calibration_loss(cosines, labels, calibrate):
             + tf.reduce_sum(per_pair * (1 - same)) / num_different) / 2
 
 
+def zoom_on_centre(images, zoom):
+    """The central 1/zoom of each image [N, H, W, C], resized back to H x W."""
+    margin = (1.0 - 1.0 / zoom) / 2
+    count = tf.shape(images)[0]
+    boxes = tf.tile([[margin, margin, 1 - margin, 1 - margin]], [count, 1])
+    return tf.image.crop_and_resize(images, boxes, tf.range(count), images.shape[1:3])
+
+
 def model_fn(features, labels, mode, params):
     params = {**DEFAULT_PARAMS, **(params or {})}
     training = mode == tf.estimator.ModeKeys.TRAIN
     tower = face_siamese.build_tower(params['embedding_size'], params['dropout_rate'])
 
     def embed(images):
-        vectors = precision.float32(tower(images, training=training))
-        if params['flip_average'] and not training:
-            vectors += precision.float32(tower(tf.image.flip_left_right(images), training=False))
+        if training:
+            return tf.math.l2_normalize(precision.float32(tower(images, training=True)), axis=1)
+        views = [images] + [zoom_on_centre(images, zoom) for zoom in params['zoom_views']]
+        if params['flip_average']:
+            views += [tf.image.flip_left_right(view) for view in views]
+        vectors = tower(tf.concat(views, axis=0), training=False)
+        vectors = tf.reduce_sum(tf.split(precision.float32(vectors), len(views)), axis=0)
         return tf.math.l2_normalize(vectors, axis=1)
 
     embedding_a = tf.identity(embed(features['image_a']), name='embedding_a')

@@ -312,3 +312,27 @@ def test_export_and_predict_two_photos(faces, tmp_path):
     assert 0.0 <= row['probability'] <= 1.0
     embedding = loaded.signatures['embed'](image_bytes=tf.constant([open(photos[0], 'rb').read()]))
     assert embedding['embedding'].shape == (1, 128)
+
+
+@pytest.mark.parametrize('zoom_views', [(), (1.2,)])
+def test_embedding_views_are_centred_and_mirror_averaged(zoom_views):
+    """Evaluation embeds each photo as the mean of its views (zoomed on the centre, mirrored):
+    a photo and its mirror image then embed alike; without mirroring they do not."""
+    photo = np.random.RandomState(0).rand(1, 64, 64, 1).astype(np.float32)
+    pictures = np.concatenate([photo, photo[:, :, ::-1]])
+
+    def embeddings(flip_average):
+        with tf.Graph().as_default():
+            tf.compat.v1.set_random_seed(1)
+            images = tf.constant(pictures)
+            spec = face_embedding.model_fn(
+                {'image_a': images, 'image_b': images}, None, tf.estimator.ModeKeys.PREDICT,
+                {'zoom_views': zoom_views, 'flip_average': flip_average})
+            with tf.compat.v1.Session() as session:
+                session.run(tf.compat.v1.global_variables_initializer())
+                return session.run(spec.predictions['embedding_a'])
+
+    mirrored = embeddings(flip_average=True)
+    np.testing.assert_allclose(mirrored[0], mirrored[1], atol=1e-5)
+    plain = embeddings(flip_average=False)
+    assert np.abs(plain[0] - plain[1]).max() > 1e-3

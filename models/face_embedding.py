@@ -20,7 +20,7 @@ IMAGE_SHAPE = face_siamese.IMAGE_SHAPE
 DEFAULT_PARAMS = {
     **face_siamese.DEFAULT_PARAMS,  # the tower's and the optimizer's
     'similarity_scale': 10.0,  # softmax temperature 0.1 on cosines
-    'flip_average': True,  # evaluation and serving: embed the photo and its mirror image
+    'flip_average': True,  # evaluation and serving: also embed each view's mirror image
     'zoom_views': (1.2,),  # evaluation and serving: also embed the central 1/1.2 of the photo
 }
 

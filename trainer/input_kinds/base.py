@@ -87,11 +87,15 @@ class RecordFileKind(InputKind):
     def parse_batch_fn(self, spec) -> Callable:
         return self.records.parse_batch_fn(self.record_shape(spec))
 
+    def format_options(self, training: bool, options: InputOptions) -> Dict:
+        """Keyword arguments of the format's make_input_fn beyond those every format takes."""
+        return {}
+
     def _input_fn(self, spec, file_pattern, flag_name, batch_size, training, seed, options):
-        extra = {'augment': True} if training and options.augment else {}
         return self.records.make_input_fn(file_pattern, self.record_shape(spec), batch_size,
                                           training, seed=seed, flag_name=flag_name,
-                                          shuffle_buffer=options.shuffle_buffer, **extra)
+                                          shuffle_buffer=options.shuffle_buffer,
+                                          **self.format_options(training, options))
 
     def train_input_fn(self, spec, file_pattern, flag_name, batch_size, seed, options):
         return self._input_fn(spec, file_pattern, flag_name, batch_size, True, seed, options)

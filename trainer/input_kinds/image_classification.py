@@ -15,6 +15,9 @@ class ImageClassification(base.RecordFileKind):
     def record_shape(self, spec):
         return spec.image_shape
 
+    def format_options(self, training, options):
+        return {'augment': training and options.augment}  # never at evaluation
+
     def serving_receiver_fn(self, spec, options):
         """serving_default takes encoded PNG/JPEG bytes; the 'pixels' alternative float pixels."""
         height, width, channels = spec.image_shape

@@ -56,7 +56,8 @@ def run_prepare(prepare_fn, **overrides):
     """Calls an input_fns.prepare* function with the prepare flags' defaults, except overrides."""
     from input_fns import prepare as prepare_module
     values = dict(source_dir=None, output_dir=None, num_shards=4, num_eval_shards=2,
-                  validation_size=0, validation_fraction=0.2, calibration_fraction=0.0, seed=0, train_people_file=None,
+                  validation_size=0, validation_fraction=0.2, calibration_fraction=0.0, seed=0,
+                  train_people_file=None,
                   num_pairs=300, pairs_file=None, split=None, strict=False, pair_folds=1,
                   rows_per_shard=100, num_features=1024)
     values.update(overrides)

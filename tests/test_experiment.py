@@ -71,3 +71,24 @@ def test_eval_files_are_checked_only_when_a_mode_needs_them(tmp_path):
     run = experiment.build(settings, registry.get('mnist_cnn'))  # train/export need no eval files
     with pytest.raises(UserError, match='--eval_files: no files match'):
         run.eval_job
+
+
+def test_evaluate_and_export_see_faces_as_the_model_was_trained_to(tmp_path):
+    model_dir = tmp_path / 'model'
+    model_dir.mkdir()
+    (model_dir / run_files.FLAGS_FILE).write_text(
+        '--model=face_embedding\n--face_crop_fraction=0.4\n--same_fraction=0.75\n')
+
+    def options(mode, *given):
+        return experiment.Settings.from_flags(trainer_flags(
+            '--model=face_embedding', f'--mode={mode}', f'--model_dir={model_dir}',
+            '--eval_files=e', '--train_files=t', '--export_dir=x', *given)).input_options
+
+    for mode in ('evaluate', 'continuous_eval', 'export'):
+        assert options(mode) == InputOptions(face_crop_fraction=0.4)  # training-only ones not
+    assert options('evaluate', '--face_crop_fraction=0.45').face_crop_fraction == 0.45
+    assert options('train').face_crop_fraction == 0.5  # training takes what it is given
+
+    (model_dir / run_files.FLAGS_FILE).write_text('--face_crop_fraction=wide\n')
+    with pytest.raises(UserError, match=r'flags.txt: --face_crop_fraction=wide .*give'):
+        options('export')

@@ -11,7 +11,9 @@ import functools
 from typing import Callable, Dict, Optional
 
 import tensorflow as tf
+from absl import logging
 
+from common import files
 from common.errors import UserError
 from input_fns import pipeline
 from models import precision
@@ -23,6 +25,10 @@ from trainer.input_kinds.base import InputOptions
 from trainer.metric_goal import MetricGoal
 
 MODEL_PARAM_FLAGS = ('learning_rate', 'learning_rate_decay_steps', 'optimizer')
+# Input options that shape what the model sees at evaluation and in serving, not only in
+# training: modes that read a trained model_dir take them from its flags.txt unless given.
+MODEL_VIEW_OPTIONS = ('face_crop_fraction',)
+MODEL_DIR_READING_MODES = ('evaluate', 'continuous_eval', 'export')
 # What the HParams dashboard shows of a training run (with the input options and model params).
 TRAINING_SETTINGS = ('model', 'mode', 'train_files', 'batch_size', 'train_steps',
                      'save_checkpoints_steps', 'random_seed', 'early_stopping_eval_name')
@@ -80,8 +86,7 @@ class Settings:
                                else None),
             model_params={name: getattr(flag_values, name) for name in MODEL_PARAM_FLAGS
                           if getattr(flag_values, name) is not None},
-            input_options=InputOptions(**{field.name: getattr(flag_values, field.name)
-                                          for field in dataclasses.fields(InputOptions)}),
+            input_options=trained_input_options(flag_values),
             checkpoint=flag_values.checkpoint or 'latest',
             export_goal=MetricGoal.of(flag_values.export_metric, flag_values.export_mode,
                                       '--export_metric'),
@@ -89,6 +94,32 @@ class Settings:
                                               flag_values.early_stopping_mode,
                                               '--early_stopping_metric'),
             flagfile_text=flagfile_text)
+
+
+def trained_input_options(flag_values) -> InputOptions:
+    """The input flags; in evaluate, continuous_eval and export, the model's view of its input
+    (MODEL_VIEW_OPTIONS) is the one it was trained with, read from MODEL_DIR/flags.txt,
+    unless the flag is given (then a differing value is warned about)."""
+    options = InputOptions(**{field.name: getattr(flag_values, field.name)
+                              for field in dataclasses.fields(InputOptions)})
+    if flag_values.mode not in MODEL_DIR_READING_MODES or not flag_values.model_dir:
+        return options
+    recorded = run_files.read_flagfile(run_files.recorded_flags(flag_values.model_dir) or '')
+    path = files.join(flag_values.model_dir, run_files.FLAGS_FILE)
+    for name in MODEL_VIEW_OPTIONS:
+        if name not in recorded:
+            continue
+        try:
+            trained = type(getattr(options, name))(recorded[name])
+        except ValueError:
+            raise UserError(f'{path}: --{name}={recorded[name]} is not a valid value; fix that '
+                            f'line, or give --{name}') from None
+        if not flag_values[name].present:
+            options = dataclasses.replace(options, **{name: trained})
+        elif getattr(options, name) != trained:
+            logging.warning('--%s=%s differs from the %s the model was trained with (%s)',
+                            name, getattr(options, name), trained, path)
+    return options
 
 
 def hparam_settings(settings: Settings) -> Dict:

@@ -63,9 +63,11 @@ def define_flags():
     flags.DEFINE_bool('augment', InputOptions.augment, 'Training only: random shifts, rotations '
                       'and scaling of digits; random crops, flips, brightness, contrast and '
                       'rotations of faces. Never applied to evaluation or serving.')
-    flags.DEFINE_float('face_crop_fraction', InputOptions.face_crop_fraction, 'Face pairs: side of the central square crop, '
-                       'as a fraction of the photo\'s shorter side.', lower_bound=0.05,
-                       upper_bound=1.0)
+    flags.DEFINE_float('face_crop_fraction', InputOptions.face_crop_fraction,
+                       'Face pairs: side of the central square crop, as a fraction of the '
+                       'photo\'s shorter side. evaluate, continuous_eval and export: default, the '
+                       'one the model was trained with (MODEL_DIR/flags.txt).',
+                       lower_bound=0.05, upper_bound=1.0)
     flags.DEFINE_string('checkpoint', None, 'evaluate: latest, all, a global step or a checkpoint '
                         'path; export: latest, a step or a path. Default: latest.')
     flags.DEFINE_string('eval_name', 'default', 'evaluate/continuous_eval: results go to '

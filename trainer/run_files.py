@@ -1,5 +1,5 @@
 """What the trainer keeps beside the checkpoints in model_dir."""
-from typing import Optional
+from typing import Dict, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -38,6 +38,21 @@ def recorded_flags(model_dir: str) -> Optional[str]:
     """The text of model_dir/flags.txt, or None before the first training run."""
     path = files.join(model_dir, FLAGS_FILE)
     return files.read_text(path) if files.exists(path) else None
+
+
+def read_flagfile(text: str) -> Dict[str, str]:
+    """flags.txt lines '--name=value' (and '--noname' for False booleans) as {name: value}."""
+    values = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith('--') and '=' in line:
+            name, value = line[2:].split('=', 1)
+            values[name] = value
+        elif line.startswith('--no'):
+            values[line[4:]] = 'false'
+        elif line.startswith('--'):
+            values[line[2:]] = 'true'
+    return values
 
 
 def write_train_finished(model_dir: str, train_steps: int, early_stop_reason=None) -> None:

@@ -157,28 +157,13 @@ def render_text(report: Dict) -> str:
     return '\n'.join(lines)
 
 
-def read_flagfile(text: str) -> Dict[str, str]:
-    """flags.txt lines '--name=value' (and '--noname' for False booleans) as {name: value}."""
-    values = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith('--') and '=' in line:
-            name, value = line[2:].split('=', 1)
-            values[name] = value
-        elif line.startswith('--no'):
-            values[line[4:]] = 'false'
-        elif line.startswith('--'):
-            values[line[2:]] = 'true'
-    return values
-
-
 def read_snapshot(model_dir: str, export_dirs: List[str] = ()) -> Snapshot:
     """What status shows, read through the modules that own each file.
 
     Exports: the --export_dir of each eval job (from its ledger), of the trainer's flags,
     and export_dirs.
     """
-    flags = read_flagfile(run_files.recorded_flags(model_dir) or '')
+    flags = run_files.read_flagfile(run_files.recorded_flags(model_dir) or '')
     listed = checkpoints.list_checkpoints(model_dir)
     ledgers = {name: ledger.Ledger(model_dir, name).entries()
                for name in ledger.eval_names(model_dir)}

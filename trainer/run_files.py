@@ -20,11 +20,10 @@ def check_model(model_dir: str, model_name: str, what_to_do: str) -> None:
     path = files.join(model_dir, FLAGS_FILE)
     if not files.exists(path):
         return
-    previous = [line.strip()[len('--model='):] for line in files.read_text(path).splitlines()
-                if line.startswith('--model=')]
-    if previous and previous[0] != model_name:
-        raise UserError(f'--model={model_name}: --model_dir={model_dir} holds a {previous[0]} model '
-                        f'(see {path}); {what_to_do.format(previous=previous[0])}')
+    previous = read_flagfile(files.read_text(path)).get('model')
+    if previous and previous != model_name:
+        raise UserError(f'--model={model_name}: --model_dir={model_dir} holds a {previous} model '
+                        f'(see {path}); {what_to_do.format(previous=previous)}')
 
 
 def record_flags(model_dir: str, model_name: str, flagfile_text: str) -> None:

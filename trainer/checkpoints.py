@@ -158,3 +158,44 @@ def prepare_to_resume(model_dir: str) -> None:
         raise UserError(f'--model_dir={model_dir}: its checkpoints are all damaged and the state '
                         f'file {state_file} names none; restore them, or move them away to '
                         'start afresh')
+
+
+def shape_mismatches(checkpoint_path: str, variables) -> List[str]:
+    """'name: [shape] in the checkpoint, [shape] in the model' for each variable they disagree on.
+
+    Restoring does not check shapes: a variable restored from a checkpoint of another shape
+    takes that shape, and the run fails later with an unrelated-looking matmul error, or not
+    at all. Variables only one side has (optimizer slots, partitions) are not compared, nor
+    is a checkpoint that cannot be read: restoring it reports that.
+    """
+    try:
+        saved = tf.train.load_checkpoint(checkpoint_path).get_variable_to_shape_map()
+    except (tf.errors.OpError, ValueError):
+        return []
+    found = []
+    for variable in variables:
+        name = variable.name.split(':')[0]
+        shape = variable.shape.as_list()
+        if name in saved and saved[name] != shape:
+            found.append(f'{name}: {saved[name]} in the checkpoint, {shape} in the model')
+    return found
+
+
+def with_shape_check(model_fn, model_name: str):
+    """model_fn that, once it has built the graph, refuses a model_dir whose latest checkpoint
+    holds variables of other shapes (saved by another version of the model, or for another
+    input size), naming the checkpoint, rather than letting restore reshape them."""
+    def model_fn_checking_shapes(features, labels, mode, params, config):  # names read by Estimator
+        spec = model_fn(features, labels, mode, params)
+        latest = config.model_dir and tf.train.latest_checkpoint(config.model_dir)
+        mismatches = shape_mismatches(latest, tf.compat.v1.global_variables()) if latest else []
+        if mismatches:
+            more = f' (and {len(mismatches) - 1} more)' if len(mismatches) > 1 else ''
+            raise UserError(
+                f'checkpoint {latest} does not fit --model={model_name} as it is built now: '
+                f'{mismatches[0]}{more}; it was saved by another version of the model or for '
+                f'another input size (see {files.join(config.model_dir, "flags.txt")}): use '
+                'that version, or train into a new --model_dir')
+        return spec
+
+    return model_fn_checking_shapes

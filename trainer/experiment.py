@@ -144,8 +144,9 @@ def build_estimator(settings: Settings, spec, plan: devices.Plan) -> tf.estimato
         keep_checkpoint_max=settings.keep_checkpoint_max or None,
         save_summary_steps=settings.log_every_n_steps,
         log_step_count_steps=None)  # ProgressHook logs instead
-    return tf.estimator.Estimator(precision.with_policy(spec.model_fn, settings.precision),
-                                  config=plan.run_config(config),
+    model_fn = checkpoints.with_shape_check(
+        precision.with_policy(spec.model_fn, settings.precision), spec.name)
+    return tf.estimator.Estimator(model_fn, config=plan.run_config(config),
                                   params=model_params(settings, spec))
 
 
@@ -249,6 +250,18 @@ class Experiment:
         run_files.check_model(self.settings.model_dir, self.spec.name,
                               'pass --model={previous}, or use another --model_dir')
 
+    def check_checkpoint_fits(self) -> None:
+        """Builds the training graph once, aside, so that a latest checkpoint the model no longer
+        fits stops training before anything in model_dir changes (checkpoints.with_shape_check)."""
+        if not tf.train.latest_checkpoint(self.settings.model_dir):
+            return
+        with tf.Graph().as_default():
+            features, labels = tf.nest.map_structure(
+                lambda spec: tf.compat.v1.placeholder(spec.dtype, spec.shape),
+                self.train_spec.input_fn().element_spec)
+            self.estimator.model_fn(features, labels, tf.estimator.ModeKeys.TRAIN,
+                                    self.estimator.config)
+
     @contextlib.contextmanager
     def training(self, with_eval_spec: bool = False):
         """Around training: checks first, then the chief alone changes model_dir.
@@ -269,6 +282,7 @@ class Experiment:
         if not is_chief:
             yield
             return
+        self.check_checkpoint_fits()
         with train_lock.TrainLock(s.model_dir):
             checkpoints.prepare_to_resume(s.model_dir)
             run_files.record_flags(s.model_dir, self.spec.name, s.flagfile_text)

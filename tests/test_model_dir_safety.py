@@ -7,6 +7,7 @@ import glob
 import json
 import os
 import signal
+import subprocess
 
 import pytest
 import tensorflow as tf
@@ -164,6 +165,19 @@ def test_eval_job_that_never_saw_a_checkpoint_fails(digit_shards, tmp_path):
                         f'--eval_files={digit_shards.validation_pattern}',
                         '--eval_timeout_secs=1', check=False)
     assert_one_line_error(result, 1, f'--model_dir={model_dir}', '--eval_timeout_secs')
+
+
+def test_eval_job_started_before_its_trainer_reads_the_flags_it_writes(digit_shards, tmp_path):
+    model_dir, log_path = tmp_path / 'model', tmp_path / 'eval.log'
+    model_dir.mkdir()
+    job = start_module('trainer.main', '--mode=continuous_eval', '--model=mnist_cnn',
+                       f'--model_dir={model_dir}', f'--eval_files={digit_shards.validation_pattern}',
+                       '--eval_timeout_secs=60', log_path=log_path)
+    wait_for_log(log_path, 'waiting for a trainer to write', job)
+    (model_dir / 'flags.txt').write_text('--model=csv_mlp\n--mode=train\n')
+    job.wait(timeout=60)
+    result = subprocess.CompletedProcess(job.args, job.returncode, '', log_path.read_text())
+    assert_one_line_error(result, 2, '--model=mnist_cnn', 'csv_mlp', f'{model_dir}/flags.txt')
 
 
 def test_eval_job_records_a_damaged_checkpoint_and_goes_on(trained_model, digit_shards, tmp_path):

@@ -124,9 +124,7 @@ def continuous_eval(job: EvalJob, model_dir: str, train_steps: Optional[int],
                 said_waiting = True
             elif time.time() - waiting_since > timeout_secs:
                 if last < 0:
-                    raise EvalTimeout(f'--model_dir={model_dir}: no checkpoint appeared in '
-                                      f'{timeout_secs} s (--eval_timeout_secs); is a trainer '
-                                      'writing there?')
+                    raise _no_checkpoint(model_dir, timeout_secs)
                 logging.info('eval_%s: no new checkpoint in %d s (--eval_timeout_secs); '
                              'stopping after step %d', job.ledger.eval_name, timeout_secs, last)
                 return
@@ -134,6 +132,31 @@ def continuous_eval(job: EvalJob, model_dir: str, train_steps: Optional[int],
                 time.sleep(POLL_SECS)
         logging.info('eval_%s: evaluated the final checkpoint (step %d); done',
                      job.ledger.eval_name, last)
+
+
+def wait_for_training_run(model_dir: str, timeout_secs: float) -> None:
+    """Waits until a trainer has written model_dir's flags.txt, or any checkpoint.
+
+    An eval job started beside its trainer must read the model's flags.txt (which model,
+    and how it sees its input) before it builds anything; the trainer writes it before
+    its first checkpoint.
+    """
+    _wait_for_model_dir(model_dir, min(timeout_secs, MODEL_DIR_GRACE_SECS))
+    deadline, said_waiting = time.time() + timeout_secs, False
+    while (run_files.recorded_flags(model_dir) is None
+           and not checkpoints.list_checkpoints(model_dir)):
+        if not said_waiting:
+            logging.info('waiting for a trainer to write %s or a checkpoint',
+                         files.join(model_dir, run_files.FLAGS_FILE))
+            said_waiting = True
+        if time.time() > deadline:
+            raise _no_checkpoint(model_dir, timeout_secs)
+        time.sleep(POLL_SECS)
+
+
+def _no_checkpoint(model_dir: str, timeout_secs: float) -> EvalTimeout:
+    return EvalTimeout(f'--model_dir={model_dir}: no checkpoint appeared in {timeout_secs} s '
+                       '(--eval_timeout_secs); is a trainer writing there?')
 
 
 def _wait_for_model_dir(model_dir: str, grace_secs: float) -> None:

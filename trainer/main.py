@@ -105,6 +105,8 @@ def main(argv):
     try:
         # A missing bucket or unreachable endpoint: one line now, not retries or empty listings later.
         files.check_buckets([FLAGS[name].value for name in PATH_FLAGS] + argv[1:])
+        if FLAGS.mode == 'continuous_eval' and FLAGS.model_dir:  # its settings read the model's flags.txt
+            eval_job.wait_for_training_run(FLAGS.model_dir, FLAGS.eval_timeout_secs)
         run(experiment.Settings.from_flags(FLAGS, trainer_flags.flagfile_text(FLAGS)), argv[1:])
     except tf.errors.OpError as e:  # found only while running, e.g. a record corrupt mid-file
         logging.debug('traceback', exc_info=True)

@@ -66,6 +66,7 @@ def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path:
                        signature_renames=None) -> str:
     """Exports a checkpoint to EXPORT_DIR/<its global step>/ and marks it complete."""
     step = checkpoints.saved_step(checkpoint_path)
+    created_here = not files.isdir(export_dir)
     _remove_leftovers(export_dir)
     final_dir = files.join(export_dir, str(step))
     staging_base = files.join(export_dir, f'{STAGING_PREFIX}{socket.gethostname()}-{os.getpid()}')
@@ -80,4 +81,6 @@ def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path:
             'time': time.strftime('%Y-%m-%dT%H:%M:%S%z')})
     finally:
         files.remove_tree(staging_base)
+        if created_here and files.isdir(export_dir) and not files.listdir(export_dir):
+            files.remove_tree(export_dir)  # a failed first export leaves no empty export_dir
     return final_dir

@@ -34,6 +34,18 @@ def test_mirrored_refuses_a_tf_config_cluster(monkeypatch):
         devices.plan('mirrored', devices=TWO_GPUS)
 
 
+@pytest.mark.parametrize('bfloat16_units, on, expected', [
+    (True, CPU_ONLY, 'mixed_bfloat16'), (False, CPU_ONLY, 'float32'), (True, TWO_GPUS, 'float32'),
+])
+def test_auto_precision_takes_bfloat16_only_on_a_cpu_that_does_it_in_hardware(
+        monkeypatch, bfloat16_units, on, expected):
+    monkeypatch.setattr(devices, 'cpu_has_bfloat16_units', lambda: bfloat16_units)
+    chosen = devices.plan(precision='auto', devices=on)
+    assert chosen.precision == expected
+    assert f'precision: {expected} (--precision=auto)' in chosen.describe()
+    assert '(--precision=auto)' not in devices.plan(precision=expected, devices=on).describe()
+
+
 def test_gpu_plans():
     mirrored = devices.plan('mirrored', batch_size=64, devices=TWO_GPUS)
     assert mirrored.replica_devices == ('/gpu:0', '/gpu:1') and mirrored.per_replica_batch(64) == 32

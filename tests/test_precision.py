@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from conftest import run_module
 from models import precision, registry
+from trainer import devices
 
 TRAIN = tf.estimator.ModeKeys.TRAIN
 
@@ -52,10 +53,12 @@ def test_float32_is_untouched_and_float16_scales_the_loss():
     assert scale  # the dynamic loss scale and its good-steps counter
 
 
-def test_cli_trains_with_xla_evaluates_and_exports_in_bfloat16(digit_shards, tmp_path):
+def test_cli_trains_with_xla_in_bfloat16_then_evaluates_and_exports_at_auto_precision(
+        digit_shards, tmp_path):
     model_dir, export_dir = str(tmp_path / 'model'), str(tmp_path / 'export')
-    common = ['--precision=mixed_bfloat16', f'--model_dir={model_dir}', '--batch_size=16']
+    common = [f'--model_dir={model_dir}', '--batch_size=16']
     trained = run_module('trainer.main', '--mode=train', '--xla', '--train_steps=4',
+                         '--precision=mixed_bfloat16',
                          f'--train_files={digit_shards.train_pattern}', *common)
     assert 'devices: ' in trained.stderr and ' CPU cores' in trained.stderr
     assert 'precision: mixed_bfloat16; XLA: on' in trained.stderr
@@ -63,9 +66,11 @@ def test_cli_trains_with_xla_evaluates_and_exports_in_bfloat16(digit_shards, tmp
     assert tf.train.load_variable(checkpoint, 'global_step') == 4
     kernel = [name for name, _ in tf.train.list_variables(checkpoint) if name.endswith('kernel')][0]
     assert tf.train.load_variable(checkpoint, kernel).dtype.name == 'float32'
-    evaluated = run_module('trainer.main', '--mode=evaluate',
+    evaluated = run_module('trainer.main', '--mode=evaluate', '--precision=auto',
                            f'--eval_files={digit_shards.validation_pattern}',
                            f'--export_dir={export_dir}', *common)
+    # float32 variables: a checkpoint trained at one precision evaluates at another
+    assert f'precision: {devices.auto_precision(0)} (--precision=auto)' in evaluated.stderr
     metrics = json.loads(evaluated.stdout.splitlines()[-1])
     assert metrics['global_step'] == 4 and 0.0 <= metrics['accuracy'] <= 1.0
     loaded = tf.saved_model.load(f'{export_dir}/4')

@@ -42,6 +42,7 @@ class Plan:
     gpus_used: int
     precision: str
     xla: bool
+    precision_chosen_by_auto: bool = False
 
     @property
     def num_replicas(self) -> int:
@@ -87,8 +88,9 @@ class Plan:
                       f'({", ".join(self.replica_devices)})')
         else:
             spread = 'one device' + (', TF_CONFIG cluster' if os.environ.get('TF_CONFIG') else '')
+        auto = ' (--precision=auto)' if self.precision_chosen_by_auto else ''
         return (f'devices: {self.devices.describe()}; distribution: {spread}; precision: '
-                f'{self.precision}; XLA: {"on" if self.xla else "off"}')
+                f'{self.precision}{auto}; XLA: {"on" if self.xla else "off"}')
 
 
 def plan(distribution: str = 'none', num_gpus: Optional[int] = None, cpu_replicas: int = 1,
@@ -101,10 +103,13 @@ def plan(distribution: str = 'none', num_gpus: Optional[int] = None, cpu_replica
                         f'({devices.describe()}); lower --num_gpus or check CUDA_VISIBLE_DEVICES '
                         'and the GPU install (TF_VARIANT=gpu ./run.sh)')
     gpus = len(devices.gpus) if num_gpus is None else num_gpus
+    chosen_by_auto = precision == 'auto'
+    if chosen_by_auto:
+        precision = auto_precision(gpus)
     if precision == 'mixed_float16' and not gpus:
         raise UserError('--precision=mixed_float16 needs a GPU (float16 math on a CPU is slow); '
-                        f'this machine has {devices.describe()}: use --precision=mixed_bfloat16 '
-                        'or float32')
+                        f'this machine has {devices.describe()}: use --precision=auto, '
+                        'mixed_bfloat16 (CPUs with AVX512-BF16 or AMX) or float32')
     replica_devices = ()
     if distribution == 'mirrored':
         if gpus:
@@ -128,7 +133,7 @@ def plan(distribution: str = 'none', num_gpus: Optional[int] = None, cpu_replica
         raise UserError('--cpu_replicas only applies with --distribution=mirrored')
     if xla:
         _enable_xla_on_cpu()
-    return Plan(devices, distribution, replica_devices, gpus, precision, xla)
+    return Plan(devices, distribution, replica_devices, gpus, precision, xla, chosen_by_auto)
 
 
 def _tf_config_cluster() -> bool:
@@ -161,6 +166,15 @@ def cpu_has_bfloat16_units() -> bool:
     except OSError:
         return True  # unknown: do not warn
     return bool({'avx512_bf16', 'amx_bf16'} & set(flags_line.split()))
+
+
+def auto_precision(gpus_used: int) -> str:
+    """--precision=auto: mixed_bfloat16 on a CPU that does bfloat16 in hardware, else float32.
+
+    Emulated bfloat16 is several times slower than float32 (README, "GPUs, mixed precision and
+    XLA"); GPUs get float32 because mixed precision has not been measured on one here.
+    """
+    return 'mixed_bfloat16' if not gpus_used and cpu_has_bfloat16_units() else 'float32'
 
 
 def log_plan(chosen: Plan):

@@ -145,7 +145,7 @@ def build_estimator(settings: Settings, spec, plan: devices.Plan) -> tf.estimato
         save_summary_steps=settings.log_every_n_steps,
         log_step_count_steps=None)  # ProgressHook logs instead
     model_fn = checkpoints.with_shape_check(
-        precision.with_policy(spec.model_fn, settings.precision), spec.name)
+        precision.with_policy(spec.model_fn, plan.precision), spec.name)
     return tf.estimator.Estimator(model_fn, config=plan.run_config(config),
                                   params=model_params(settings, spec))
 

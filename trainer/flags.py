@@ -154,10 +154,12 @@ def define_device_flags():
     flags.DEFINE_integer('cpu_replicas', 1, 'With --distribution=mirrored and no GPU: mirror over '
                          'this many CPU devices (to try the multi-device path on a CPU).',
                          lower_bound=1)
-    flags.DEFINE_enum('precision', 'float32', ('float32', 'mixed_bfloat16', 'mixed_float16'),
+    flags.DEFINE_enum('precision', 'float32', ('float32', 'mixed_bfloat16', 'mixed_float16', 'auto'),
                       'Keras mixed-precision policy in the model: layers compute in 16 bits with '
                       'float32 variables; logits, loss and metrics stay float32. mixed_float16 '
-                      '(GPUs) scales the loss; mixed_bfloat16 suits CPUs with AVX512-BF16 and TPUs.')
+                      '(GPUs) scales the loss; mixed_bfloat16 suits CPUs with AVX512-BF16 or AMX '
+                      '(elsewhere it is emulated, several times slower). auto: mixed_bfloat16 on '
+                      'such a CPU, else float32.')
     flags.DEFINE_boolean('xla', False, 'XLA JIT compilation of the training graph '
                          '(auto-clustering, CPU and GPU).')
 

@@ -1,0 +1,36 @@
+"""Every recipe in recipes/ runs as the README gives it, for two steps on small data."""
+import glob
+import os
+
+import pytest
+import tensorflow as tf
+
+from conftest import REPO, run_module, run_prepare
+from input_fns import prepare_faces, synthetic_faces
+
+RECIPES = sorted(os.path.basename(path) for path in glob.glob(os.path.join(REPO, 'recipes', '*.flags')))
+
+
+@pytest.fixture(scope='module')
+def face_train_pattern(tmp_path_factory):
+    root = tmp_path_factory.mktemp('recipe_faces') / 'lfw'
+    synthetic_faces.write_faces(str(root), num_people=12, min_photos=2, size=48, seed=5)
+    out = str(tmp_path_factory.mktemp('recipe_face_shards'))
+    run_prepare(prepare_faces.prepare_faces, source_dir=str(root.parent), output_dir=out,
+                validation_fraction=0.25, num_pairs=4)
+    return os.path.join(out, 'train-*')
+
+
+def test_there_are_recipes():
+    assert {'mnist_cnn.flags', 'face_embedding.flags'} <= set(RECIPES)
+
+
+@pytest.mark.parametrize('recipe', RECIPES)
+def test_recipe_trains_with_the_flags_it_names(recipe, digit_shards, face_train_pattern, tmp_path):
+    train_files = {'mnist_cnn.flags': digit_shards.train_pattern,
+                   'face_embedding.flags': face_train_pattern}[recipe]  # a new recipe needs data here
+    model_dir = str(tmp_path / 'model')
+    result = run_module('trainer.main', f'--flagfile=recipes/{recipe}', f'--train_files={train_files}',
+                        f'--model_dir={model_dir}', '--train_steps=2', '--batch_size=8')
+    assert '(--precision=auto)' in result.stderr  # fast on any CPU: bfloat16 only where it is built in
+    assert tf.train.load_variable(tf.train.latest_checkpoint(model_dir), 'global_step') == 2

@@ -35,7 +35,8 @@ def test_mirrored_refuses_a_tf_config_cluster(monkeypatch):
 
 
 @pytest.mark.parametrize('bfloat16_units, on, expected', [
-    (True, CPU_ONLY, 'mixed_bfloat16'), (False, CPU_ONLY, 'float32'), (True, TWO_GPUS, 'float32'),
+    (True, CPU_ONLY, 'mixed_bfloat16'), (False, CPU_ONLY, 'float32'), (None, CPU_ONLY, 'float32'),
+    (True, TWO_GPUS, 'float32'),
 ])
 def test_auto_precision_takes_bfloat16_only_on_a_cpu_that_does_it_in_hardware(
         monkeypatch, bfloat16_units, on, expected):

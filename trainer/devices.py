@@ -158,28 +158,29 @@ def from_settings(settings) -> Plan:
                 settings.precision, settings.xla, settings.batch_size)
 
 
-def cpu_has_bfloat16_units() -> bool:
-    """Whether this CPU does bfloat16 math in hardware (AVX512-BF16 or AMX); Linux only."""
+def cpu_has_bfloat16_units() -> Optional[bool]:
+    """Whether this CPU does bfloat16 math in hardware (AVX512-BF16 or AMX); None: unknown
+    (only Linux's /proc/cpuinfo is read)."""
     try:
         with open('/proc/cpuinfo') as f:  # local: this machine's CPU flags
             flags_line = next((line for line in f if line.startswith('flags')), '')
     except OSError:
-        return True  # unknown: do not warn
+        return None
     return bool({'avx512_bf16', 'amx_bf16'} & set(flags_line.split()))
 
 
 def auto_precision(gpus_used: int) -> str:
-    """--precision=auto: mixed_bfloat16 on a CPU that does bfloat16 in hardware, else float32.
+    """--precision=auto: mixed_bfloat16 on a CPU known to do bfloat16 in hardware, else float32.
 
     Emulated bfloat16 is several times slower than float32 (README, "GPUs, mixed precision and
     XLA"); GPUs get float32 because mixed precision has not been measured on one here.
     """
-    return 'mixed_bfloat16' if not gpus_used and cpu_has_bfloat16_units() else 'float32'
+    return 'mixed_bfloat16' if not gpus_used and cpu_has_bfloat16_units() is True else 'float32'
 
 
 def log_plan(chosen: Plan):
     logging.info('%s', chosen.describe())
     on_cpu = not chosen.gpus_used
-    if chosen.precision == 'mixed_bfloat16' and on_cpu and not cpu_has_bfloat16_units():
+    if chosen.precision == 'mixed_bfloat16' and on_cpu and cpu_has_bfloat16_units() is False:
         logging.warning('--precision=mixed_bfloat16: this CPU has no AVX512-BF16 or AMX, so '
                         'bfloat16 is emulated and likely slower than float32')

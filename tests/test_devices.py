@@ -47,6 +47,16 @@ def test_auto_precision_takes_bfloat16_only_on_a_cpu_that_does_it_in_hardware(
     assert '(--precision=auto)' not in devices.plan(precision=expected, devices=on).describe()
 
 
+def test_emulated_bfloat16_warns_and_names_the_fix(monkeypatch, caplog):
+    monkeypatch.setattr(devices, 'cpu_has_bfloat16_units', lambda: False)
+    devices.log_plan(devices.plan(precision='mixed_bfloat16', devices=CPU_ONLY))
+    assert 'bfloat16 is emulated' in caplog.text and 'use --precision=auto' in caplog.text
+    caplog.clear()
+    monkeypatch.setattr(devices, 'cpu_has_bfloat16_units', lambda: True)
+    devices.log_plan(devices.plan(precision='mixed_bfloat16', devices=CPU_ONLY))
+    assert 'emulated' not in caplog.text
+
+
 def test_gpu_plans():
     mirrored = devices.plan('mirrored', batch_size=64, devices=TWO_GPUS)
     assert mirrored.replica_devices == ('/gpu:0', '/gpu:1') and mirrored.per_replica_batch(64) == 32

@@ -9,8 +9,9 @@
 first, then absl's logging and flag-file flags, leaving out the flags that
 imported test and TPU modules define (they do nothing here).
 """
+import signal
 import sys
-from typing import Callable, Sequence, Tuple, Type, Union
+from typing import Callable, List, Sequence, Tuple, Type, Union
 
 from absl import app, flags
 
@@ -97,6 +98,20 @@ def parse_flags(argv):
         sys.exit(EXIT_USAGE)
 
 
+def remember_ctrl_c() -> List[int]:
+    """A list that gets an entry at each Ctrl-C (SIGINT), which still raises KeyboardInterrupt.
+
+    Left alone where SIGINT is ignored or already handled by someone else.
+    """
+    seen = []
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        def on_ctrl_c(signum, frame):
+            seen.append(signum)
+            raise KeyboardInterrupt
+        signal.signal(signal.SIGINT, on_ctrl_c)
+    return seen
+
+
 def run(main: Callable, own_modules: Sequence[str],
         user_errors: Tuple[Type[Exception], ...] = (),
         interrupted_message: Union[str, Callable[[], str]] = 'interrupted') -> None:
@@ -109,15 +124,22 @@ def run(main: Callable, own_modules: Sequence[str],
     install_help(own_modules)
 
     def guarded_main(argv):
+        ctrl_c = remember_ctrl_c()
         try:
             return main(argv)
-        except user_errors as error:
-            print(f'error: {error}', file=sys.stderr)
-            return EXIT_USAGE
         except KeyboardInterrupt:
-            message = interrupted_message() if callable(interrupted_message) else interrupted_message
-            print(f'\n{message}', file=sys.stderr)
-            return EXIT_INTERRUPTED
+            pass
+        except Exception as error:
+            # After a Ctrl-C, any error is the interrupt: TensorFlow's bare `except:` in
+            # Graph.as_graph_element turns a KeyboardInterrupt raised inside it into a TypeError.
+            if not ctrl_c:
+                if isinstance(error, user_errors):
+                    print(f'error: {error}', file=sys.stderr)
+                    return EXIT_USAGE
+                raise
+        message = interrupted_message() if callable(interrupted_message) else interrupted_message
+        print(f'\n{message}', file=sys.stderr)
+        return EXIT_INTERRUPTED
 
     # files.cli_main: the exit status survives tensorflow-io's abort at exit after s3:// use.
     app.run(files.cli_main(guarded_main), flags_parser=parse_flags)

@@ -137,6 +137,28 @@ def test_ctrl_c_exits_130_and_says_how_to_resume(digit_shards, tmp_path):
     assert 'Traceback' not in rest
 
 
+def test_ctrl_c_that_a_library_turns_into_another_error_still_exits_130(tmp_path):
+    # The Ctrl-C test above once exited 1: the signal landed in TensorFlow's bare `except:`
+    # in Graph.as_graph_element during the first checkpoint save, which raised TypeError.
+    script = tmp_path / 'masked_ctrl_c.py'
+    script.write_text(
+        'import os, signal, time\n'
+        'from common import cli\n'
+        'def main(argv):\n'
+        '    try:\n'
+        '        os.kill(os.getpid(), signal.SIGINT)\n'
+        '        time.sleep(30)\n'
+        '    except:  # like TensorFlow\'s\n'
+        '        raise ValueError("not a valid tensor name")\n'
+        'cli.run(main, own_modules=[], interrupted_message="interrupted: stopped")\n')
+    result = subprocess.run([sys.executable, str(script)], cwd=REPO, capture_output=True, text=True,
+                            env={**os.environ, 'PYTHONPATH': REPO}, timeout=60,
+                            preexec_fn=default_sigint)
+    assert result.returncode == 130, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines()[-1] == 'interrupted: stopped'
+    assert 'Traceback' not in result.stderr
+
+
 def test_evaluate_without_checkpoint(digit_shards, tmp_path):
     result = run_module('trainer.main', '--mode=evaluate', f'--model_dir={tmp_path}/empty',
                         f'--eval_files={digit_shards.validation_pattern}', check=False)

@@ -115,35 +115,39 @@ def test_export_and_evaluate_check_the_model_against_the_model_dir(trained_model
     assert not os.path.exists(tmp_path / 'exports')
 
 
-def save_with_one_shape_changed(model_dir, step):
-    """Saves model.ckpt-STEP: the latest checkpoint's variables, the first weight matrix wider,
-    as a model built for a larger input would hold it."""
+def save_with_one_weight_changed(model_dir, step, change):
+    """Saves model.ckpt-STEP: the latest checkpoint's variables with the first weight matrix
+    wider ('widen': as a model built for a larger input holds it) or left out ('drop': as a
+    model with fewer layers holds them); returns that matrix's name."""
     reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(model_dir))
     shapes = reader.get_variable_to_shape_map()
-    widened = next(name for name in sorted(shapes) if name.endswith('kernel')
+    changed = next(name for name in sorted(shapes) if name.endswith('kernel')
                    and len(shapes[name]) == 2)
     with tf.Graph().as_default():
         variables = [tf.compat.v1.Variable(
             tf.zeros([shapes[name][0] + 8] + shapes[name][1:], reader.get_variable_to_dtype_map()[
-                name]) if name == widened else reader.get_tensor(name), name=name)
-            for name in shapes]
+                name]) if name == changed else reader.get_tensor(name), name=name)
+            for name in shapes if not (name == changed and change == 'drop')]
         with tf.compat.v1.Session() as session:
             session.run(tf.compat.v1.global_variables_initializer())
             tf.compat.v1.train.Saver(variables).save(session, f'{model_dir}/model.ckpt',
                                                      global_step=step)
-    return widened
+    return changed
 
 
-@pytest.mark.parametrize('mode', ['evaluate', 'export', 'train'])
-def test_checkpoint_of_other_shapes_is_one_line_error_naming_it(trained_model, digit_shards,
-                                                                tmp_path, mode):
+@pytest.mark.parametrize('change, mode', [('widen', 'evaluate'), ('widen', 'export'),
+                                          ('widen', 'train'), ('drop', 'evaluate'),
+                                          ('drop', 'train')])
+def test_checkpoint_that_does_not_fit_is_one_line_error_naming_it(trained_model, digit_shards,
+                                                                  tmp_path, change, mode):
     model_dir = copy_model_dir(trained_model, tmp_path / 'model')
-    widened = save_with_one_shape_changed(model_dir, 6)
+    changed = save_with_one_weight_changed(model_dir, 6, change)
     kept = file_bytes(glob.glob(f'{model_dir}/*'))
     result = run_module('trainer.main', *train_args(model_dir, digit_shards, 8), f'--mode={mode}',
                         f'--eval_files={digit_shards.validation_pattern}',
                         f'--export_dir={tmp_path}/exports', check=False)
-    assert_one_line_error(result, 2, f'{model_dir}/model.ckpt-6', widened, 'in the checkpoint',
+    assert_one_line_error(result, 2, f'{model_dir}/model.ckpt-6', changed,
+                          'in the checkpoint' if change == 'widen' else 'not in the checkpoint',
                           '--model_dir')
     assert file_bytes(kept) == kept
     assert not (tmp_path / 'exports').exists()  # no SavedModel, whole or in part, no empty folder

@@ -160,13 +160,16 @@ def prepare_to_resume(model_dir: str) -> None:
                         'start afresh')
 
 
-def shape_mismatches(checkpoint_path: str, variables) -> List[str]:
-    """'name: [shape] in the checkpoint, [shape] in the model' for each variable they disagree on.
+def shape_mismatches(checkpoint_path: str, variables, weights=()) -> List[str]:
+    """'name: [shape] in the checkpoint, [shape] in the model' for each variable they disagree on,
+    and 'name: not in the checkpoint, ...' for each of `weights` (the model's trainable
+    variables) the checkpoint lacks.
 
     Restoring does not check shapes: a variable restored from a checkpoint of another shape
     takes that shape, and the run fails later with an unrelated-looking matmul error, or not
-    at all. Variables only one side has (optimizer slots, partitions) are not compared, nor
-    is a checkpoint that cannot be read: restoring it reports that.
+    at all; a missing weight fails restore with a long NotFoundError. Other variables only one
+    side has (optimizer slots, partitions) are not compared, nor is a checkpoint that cannot
+    be read: restoring it reports that.
     """
     try:
         saved = tf.train.load_checkpoint(checkpoint_path).get_variable_to_shape_map()
@@ -178,17 +181,23 @@ def shape_mismatches(checkpoint_path: str, variables) -> List[str]:
         shape = variable.shape.as_list()
         if name in saved and saved[name] != shape:
             found.append(f'{name}: {saved[name]} in the checkpoint, {shape} in the model')
+    for variable in weights:
+        name = variable.name.split(':')[0]
+        if name not in saved and '/part_' not in name:
+            found.append(f'{name}: not in the checkpoint, {variable.shape.as_list()} in the model')
     return found
 
 
 def with_shape_check(model_fn, model_name: str):
     """model_fn that, once it has built the graph, refuses a model_dir whose latest checkpoint
-    holds variables of other shapes (saved by another version of the model, or for another
-    input size), naming the checkpoint, rather than letting restore reshape them."""
+    holds variables of other shapes or lacks some of its weights (saved by another version of
+    the model, or for another input size), naming the checkpoint, rather than letting restore
+    reshape them or fail with a traceback."""
     def model_fn_checking_shapes(features, labels, mode, params, config):  # names read by Estimator
         spec = model_fn(features, labels, mode, params)
         latest = config.model_dir and tf.train.latest_checkpoint(config.model_dir)
-        mismatches = shape_mismatches(latest, tf.compat.v1.global_variables()) if latest else []
+        mismatches = shape_mismatches(latest, tf.compat.v1.global_variables(),
+                                      tf.compat.v1.trainable_variables()) if latest else []
         if mismatches:
             more = f' (and {len(mismatches) - 1} more)' if len(mismatches) > 1 else ''
             raise UserError(

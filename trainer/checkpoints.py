@@ -160,7 +160,7 @@ def prepare_to_resume(model_dir: str) -> None:
                         'start afresh')
 
 
-def shape_mismatches(checkpoint_path: str, variables, weights=()) -> List[str]:
+def checkpoint_mismatches(checkpoint_path: str, variables, weights=()) -> List[str]:
     """'name: [shape] in the checkpoint, [shape] in the model' for each variable they disagree on,
     and 'name: not in the checkpoint, ...' for each of `weights` (the model's trainable
     variables) the checkpoint lacks.
@@ -188,15 +188,16 @@ def shape_mismatches(checkpoint_path: str, variables, weights=()) -> List[str]:
     return found
 
 
-def with_shape_check(model_fn, model_name: str):
+def with_checkpoint_check(model_fn, model_name: str):
     """model_fn that, once it has built the graph, refuses a model_dir whose latest checkpoint
     holds variables of other shapes or lacks some of its weights (saved by another version of
     the model, or for another input size), naming the checkpoint, rather than letting restore
     reshape them or fail with a traceback."""
-    def model_fn_checking_shapes(features, labels, mode, params, config):  # names read by Estimator
+    # The argument names are the ones Estimator reads.
+    def model_fn_checking_checkpoint(features, labels, mode, params, config):
         spec = model_fn(features, labels, mode, params)
         latest = config.model_dir and tf.train.latest_checkpoint(config.model_dir)
-        mismatches = shape_mismatches(latest, tf.compat.v1.global_variables(),
+        mismatches = checkpoint_mismatches(latest, tf.compat.v1.global_variables(),
                                       tf.compat.v1.trainable_variables()) if latest else []
         if mismatches:
             more = f' (and {len(mismatches) - 1} more)' if len(mismatches) > 1 else ''
@@ -207,4 +208,4 @@ def with_shape_check(model_fn, model_name: str):
                 'that version, or train into a new --model_dir')
         return spec
 
-    return model_fn_checking_shapes
+    return model_fn_checking_checkpoint

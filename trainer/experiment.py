@@ -144,7 +144,7 @@ def build_estimator(settings: Settings, spec, plan: devices.Plan) -> tf.estimato
         keep_checkpoint_max=settings.keep_checkpoint_max or None,
         save_summary_steps=settings.log_every_n_steps,
         log_step_count_steps=None)  # ProgressHook logs instead
-    model_fn = checkpoints.with_shape_check(
+    model_fn = checkpoints.with_checkpoint_check(
         precision.with_policy(spec.model_fn, plan.precision), spec.name)
     return tf.estimator.Estimator(model_fn, config=plan.run_config(config),
                                   params=model_params(settings, spec))
@@ -252,7 +252,8 @@ class Experiment:
 
     def check_checkpoint_fits(self) -> None:
         """Builds the training graph once, aside, so that a latest checkpoint the model no longer
-        fits stops training before anything in model_dir changes (checkpoints.with_shape_check)."""
+        fits stops training before anything in model_dir changes
+        (checkpoints.with_checkpoint_check)."""
         if not tf.train.latest_checkpoint(self.settings.model_dir):
             return
         with tf.Graph().as_default():

@@ -198,7 +198,7 @@ def with_checkpoint_check(model_fn, model_name: str):
         spec = model_fn(features, labels, mode, params)
         latest = config.model_dir and tf.train.latest_checkpoint(config.model_dir)
         mismatches = checkpoint_mismatches(latest, tf.compat.v1.global_variables(),
-                                      tf.compat.v1.trainable_variables()) if latest else []
+                                           tf.compat.v1.trainable_variables()) if latest else []
         if mismatches:
             more = f' (and {len(mismatches) - 1} more)' if len(mismatches) > 1 else ''
             raise UserError(

@@ -15,15 +15,17 @@ DEFAULT_PARAMS = {
     'dropout_rate': 0.3,
     'embedding_size': 128,
     'learning_rate_decay_steps': 0,
+    'tower_filters': (32, 64, 128, 128),  # a 3x3 conv-BN-ReLU-2x2 pool block each
 }
 
 
-def build_tower(embedding_size: int, dropout_rate: float) -> tf.keras.Sequential:
+def build_tower(embedding_size: int, dropout_rate: float,
+                filters_per_block=(32, 64, 128, 128)) -> tf.keras.Sequential:
     """Per-photo standardization (lighting varies a lot), then conv-BN-ReLU-pool blocks."""
     layers = tf.keras.layers
     # No InputLayer: built on the real inputs, its batch-norm updates are all for them.
     stack = [layers.Lambda(tf.image.per_image_standardization)]
-    for filters in (32, 64, 128, 128):
+    for filters in filters_per_block:
         stack += [layers.Conv2D(filters, 3, padding='same', use_bias=False),
                   layers.BatchNormalization(), layers.ReLU(), layers.MaxPooling2D(2)]
     stack += [layers.Flatten(), layers.Dropout(dropout_rate), layers.Dense(256, use_bias=False),
@@ -39,7 +41,7 @@ def build_head() -> tf.keras.Sequential:
 def model_fn(features, labels, mode, params):
     params = {**DEFAULT_PARAMS, **(params or {})}
     training = mode == tf.estimator.ModeKeys.TRAIN
-    tower = build_tower(params['embedding_size'], params['dropout_rate'])
+    tower = build_tower(params['embedding_size'], params['dropout_rate'], params['tower_filters'])
     embedding_a = tf.identity(precision.float32(tower(features['image_a'], training=training)),
                               name='embedding_a')
     embedding_b = tf.identity(precision.float32(tower(features['image_b'], training=training)),

@@ -94,6 +94,8 @@ def test_evaluate_export_predict(trained, digit_shards):
     (['--mode=train', '--model_dir=/tmp/x'], '--mode=train needs --train_files'),
     (['--model=resnet9000'], '--model must be one of: csv_mlp, face_diff, face_embedding, face_siamese, mnist_cnn'),
     (['--mode=dance'], 'value should be one of'),
+    (['--model_dir=/tmp/x', '--train_files=x', '--model_params=similarity_scale=40'],
+     "--model_params: mnist_cnn has no param 'similarity_scale'"),
     (['--mode=evaluate', '--model_dir=/tmp/x', '--eval_files=x', '--checkpoint=/nope/model.ckpt-1'],
      '--checkpoint: no such checkpoint'),
     (['--mode=export', '--model_dir=/tmp/x', '--export_dir=/tmp/y', '--checkpoint=all'],

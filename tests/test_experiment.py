@@ -92,3 +92,30 @@ def test_evaluate_and_export_see_faces_as_the_model_was_trained_to(tmp_path):
     (model_dir / run_files.FLAGS_FILE).write_text('--face_crop_fraction=wide\n')
     with pytest.raises(UserError, match=r'flags.txt: --face_crop_fraction=wide .*give'):
         options('export')
+
+
+def test_model_params_flag_and_the_trained_ones_in_evaluate(tmp_path):
+    model_dir = tmp_path / 'model'
+    model_dir.mkdir()
+    (model_dir / run_files.FLAGS_FILE).write_text(
+        '--model=face_embedding\n--model_params=tower_filters=[32,64,128,128,256],'
+        'similarity_scale=40\n')
+
+    def params(mode, *given):
+        return experiment.Settings.from_flags(trainer_flags(
+            '--model=face_embedding', f'--mode={mode}', f'--model_dir={model_dir}',
+            '--eval_files=e', '--train_files=t', '--export_dir=x', *given)).model_params
+
+    assert params('train', '--model_params=similarity_scale=20', '--learning_rate=0.01') == {
+        'similarity_scale': 20.0, 'learning_rate': 0.01}
+    trained = {'tower_filters': (32, 64, 128, 128, 256), 'similarity_scale': 40.0}
+    for mode in ('evaluate', 'continuous_eval', 'export'):
+        assert params(mode) == trained  # built as it was trained
+    assert params('evaluate', '--model_params=zoom_views=[1.1,1.2]') == {
+        **trained, 'zoom_views': (1.1, 1.2)}  # name by name
+    with pytest.raises(UserError, match='--learning_rate and --model_params both set learning_rate'):
+        params('train', '--learning_rate=0.01', '--model_params=learning_rate=0.1')
+
+    (model_dir / run_files.FLAGS_FILE).write_text('--model_params=towers=2\n')
+    with pytest.raises(UserError, match=r"flags.txt: --model_params: face_embedding has no param 'towers'"):
+        params('export')

@@ -240,6 +240,14 @@ def test_face_model_fns_in_all_modes(module):
         assert set(predict.export_outputs) == {'serving_default', 'embed'}
 
 
+def test_tower_has_a_block_per_entry_of_tower_filters():
+    tower = face_siamese.build_tower(16, 0.0, (4, 8, 8))
+    assert tower(tf.zeros([2, 32, 32, 1])).shape == (2, 16)
+    assert [layer.filters for layer in tower.layers if isinstance(layer, tf.keras.layers.Conv2D)] == [4, 8, 8]
+    flatten = next(layer for layer in tower.layers if isinstance(layer, tf.keras.layers.Flatten))
+    assert flatten.output_shape == (2, 4 * 4 * 8)  # three 2x2 pools: 32 -> 4
+
+
 def test_batch_contrastive_loss_rewards_finding_the_partner():
     rng = np.random.RandomState(0)
     a = tf.math.l2_normalize(rng.randn(6, 16).astype(np.float32), axis=1)

@@ -16,9 +16,9 @@ from absl import logging
 from common import files
 from common.errors import UserError
 from input_fns import pipeline
-from models import precision
-from trainer import checkpoints, devices, eval_job, export, hooks, hparams, ledger, run_files
-from trainer import train_lock, vertex_env
+from models import precision, registry
+from trainer import checkpoints, devices, eval_job, export, hooks, hparams, ledger, params_flag
+from trainer import run_files, train_lock, vertex_env
 from trainer.export_policy import LedgerExports
 from trainer.input_kinds import registry as input_kinds
 from trainer.input_kinds.base import InputOptions
@@ -84,8 +84,7 @@ class Settings:
             **{name: getattr(flag_values, name) for name in plain},
             final_train_steps=(flag_values.train_steps if flag_values['train_steps'].present
                                else None),
-            model_params={name: getattr(flag_values, name) for name in MODEL_PARAM_FLAGS
-                          if getattr(flag_values, name) is not None},
+            model_params=given_model_params(flag_values),
             input_options=trained_input_options(flag_values),
             checkpoint=flag_values.checkpoint or 'latest',
             export_goal=MetricGoal.of(flag_values.export_metric, flag_values.export_mode,
@@ -96,16 +95,40 @@ class Settings:
             flagfile_text=flagfile_text)
 
 
+def _trained_flags(flag_values):
+    """(the flags in MODEL_DIR/flags.txt as {name: text}, its path) in the modes that read a
+    trained model_dir; ({}, None) in the others."""
+    if flag_values.mode not in MODEL_DIR_READING_MODES or not flag_values.model_dir:
+        return {}, None
+    path = files.join(flag_values.model_dir, run_files.FLAGS_FILE)
+    return run_files.read_flagfile(run_files.recorded_flags(flag_values.model_dir) or ''), path
+
+
+def given_model_params(flag_values) -> Dict:
+    """What overrides the model's DEFAULT_PARAMS: --model_params and the flags of
+    MODEL_PARAM_FLAGS. In evaluate, continuous_eval and export the model is built as it was
+    trained: the --model_params in MODEL_DIR/flags.txt, overridden name by name by those given."""
+    defaults = registry.get(flag_values.model).default_params
+    recorded, path = _trained_flags(flag_values)
+    params = params_flag.parse(recorded.get('model_params'), defaults, flag_values.model,
+                               f'{path}: --model_params')
+    given = params_flag.parse(flag_values.model_params, defaults, flag_values.model)
+    for name in MODEL_PARAM_FLAGS:
+        if getattr(flag_values, name) is None:
+            continue
+        if name in given:
+            raise UserError(f'--{name} and --model_params both set {name}; give it once')
+        given[name] = getattr(flag_values, name)
+    return {**params, **given}
+
+
 def trained_input_options(flag_values) -> InputOptions:
     """The input flags; in evaluate, continuous_eval and export, the model's view of its input
     (MODEL_VIEW_OPTIONS) is the one it was trained with, read from MODEL_DIR/flags.txt,
     unless the flag is given (then a differing value is warned about)."""
     options = InputOptions(**{field.name: getattr(flag_values, field.name)
                               for field in dataclasses.fields(InputOptions)})
-    if flag_values.mode not in MODEL_DIR_READING_MODES or not flag_values.model_dir:
-        return options
-    recorded = run_files.read_flagfile(run_files.recorded_flags(flag_values.model_dir) or '')
-    path = files.join(flag_values.model_dir, run_files.FLAGS_FILE)
+    recorded, path = _trained_flags(flag_values)
     for name in MODEL_VIEW_OPTIONS:
         if name not in recorded:
             continue

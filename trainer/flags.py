@@ -42,6 +42,10 @@ def define_flags():
                          'Decay the learning rate 10x every this many steps (exponentially); '
                          'default: the model\'s own (constant).', lower_bound=0)
     flags.DEFINE_string('optimizer', None, f'{OPTIMIZER_NAMES}; default: the model\'s own.')
+    flags.DEFINE_string('model_params', None, 'Any of the model\'s params, as name=value,'
+                        'name=[a,b] (for example similarity_scale=40,zoom_views=[1.1,1.2]); '
+                        'evaluate, continuous_eval and export take the trained ones from '
+                        'MODEL_DIR/flags.txt. The models\' params: their DEFAULT_PARAMS.')
     flags.DEFINE_integer('save_checkpoints_steps', 500, 'Save a checkpoint every N steps.',
                          lower_bound=1)
     flags.DEFINE_integer('keep_checkpoint_max', 5, 'Checkpoints to keep (0 keeps all).',

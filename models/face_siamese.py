@@ -19,8 +19,7 @@ DEFAULT_PARAMS = {
 }
 
 
-def build_tower(embedding_size: int, dropout_rate: float,
-                filters_per_block=(32, 64, 128, 128)) -> tf.keras.Sequential:
+def build_tower(embedding_size: int, dropout_rate: float, filters_per_block) -> tf.keras.Sequential:
     """Per-photo standardization (lighting varies a lot), then conv-BN-ReLU-pool blocks."""
     layers = tf.keras.layers
     # No InputLayer: built on the real inputs, its batch-norm updates are all for them.

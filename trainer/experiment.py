@@ -80,12 +80,13 @@ class Settings:
         plain = {field.name for field in dataclasses.fields(cls)} - {
             'final_train_steps', 'model_params', 'input_options', 'export_goal',
             'early_stopping_goal', 'checkpoint', 'flagfile_text'}
+        trained = _trained_flags(flag_values)
         return cls(
             **{name: getattr(flag_values, name) for name in plain},
             final_train_steps=(flag_values.train_steps if flag_values['train_steps'].present
                                else None),
-            model_params=given_model_params(flag_values),
-            input_options=trained_input_options(flag_values),
+            model_params=given_model_params(flag_values, *trained),
+            input_options=trained_input_options(flag_values, *trained),
             checkpoint=flag_values.checkpoint or 'latest',
             export_goal=MetricGoal.of(flag_values.export_metric, flag_values.export_mode,
                                       '--export_metric'),
@@ -97,19 +98,19 @@ class Settings:
 
 def _trained_flags(flag_values):
     """(the flags in MODEL_DIR/flags.txt as {name: text}, its path) in the modes that read a
-    trained model_dir; ({}, None) in the others."""
+    trained model_dir, read once for given_model_params and trained_input_options; ({}, None)
+    in the other modes."""
     if flag_values.mode not in MODEL_DIR_READING_MODES or not flag_values.model_dir:
         return {}, None
     path = files.join(flag_values.model_dir, run_files.FLAGS_FILE)
     return run_files.read_flagfile(run_files.recorded_flags(flag_values.model_dir) or ''), path
 
 
-def given_model_params(flag_values) -> Dict:
+def given_model_params(flag_values, recorded: Dict, path: Optional[str]) -> Dict:
     """What overrides the model's DEFAULT_PARAMS: --model_params and the flags of
     MODEL_PARAM_FLAGS. In evaluate, continuous_eval and export the model is built as it was
     trained: the --model_params in MODEL_DIR/flags.txt, overridden name by name by those given."""
     defaults = registry.get(flag_values.model).default_params
-    recorded, path = _trained_flags(flag_values)
     params = params_flag.parse(recorded.get('model_params'), defaults, flag_values.model,
                                f'{path}: --model_params')
     given = params_flag.parse(flag_values.model_params, defaults, flag_values.model)
@@ -122,13 +123,12 @@ def given_model_params(flag_values) -> Dict:
     return {**params, **given}
 
 
-def trained_input_options(flag_values) -> InputOptions:
+def trained_input_options(flag_values, recorded: Dict, path: Optional[str]) -> InputOptions:
     """The input flags; in evaluate, continuous_eval and export, the model's view of its input
     (MODEL_VIEW_OPTIONS) is the one it was trained with, read from MODEL_DIR/flags.txt,
     unless the flag is given (then a differing value is warned about)."""
     options = InputOptions(**{field.name: getattr(flag_values, field.name)
                               for field in dataclasses.fields(InputOptions)})
-    recorded, path = _trained_flags(flag_values)
     for name in MODEL_VIEW_OPTIONS:
         if name not in recorded:
             continue

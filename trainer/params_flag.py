@@ -18,7 +18,7 @@ def parse(text: str, defaults: Dict, model: str, source: str = '--model_params')
     text = (text or '').strip()
     while position < len(text):
         match = _ASSIGNMENT.match(text, position)
-        if not match or match.end() == position:
+        if not match:
             raise UserError(f'{source}: cannot read {text[position:]!r}; write name=value,'
                             f'name=[a,b] (for example similarity_scale=40,zoom_views=[1.1,1.2])')
         name, value = match.groups()

@@ -7,10 +7,10 @@
 #   ./run.sh faces [--lfw_dir=ROOT]   the face-pair demo (synthetic faces unless --lfw_dir)
 #   ./run.sh prepare ...     python -m input_fns.prepare ...
 #   ./run.sh trainer ...     python -m trainer.main ...
-#   ./run.sh cluster ...     python -m trainer.local_cluster ...: chief, workers, ps, evaluator on loopback
+#   ./run.sh cluster ...     python -m trainer.cluster.local_cluster ...: chief, workers, ps, evaluator on loopback
 #   ./run.sh status --model_dir=M [--format=json]   where a run stands: steps, checkpoints, eval jobs, exports
 #   ./run.sh bench [ARGS]    the input-pipeline benchmark (python -m benchmarks.input_bench)
-#   ./run.sh deploy tfjob|vertex ...   print a Kubeflow TFJob or Vertex AI job (python -m trainer.deploy)
+#   ./run.sh deploy tfjob|vertex ...   print a Kubeflow TFJob or Vertex AI job (python -m trainer.cluster.deploy)
 #   ./run.sh screenshots --model_dir=M [--output_dir=docs]   TensorBoard dashboards in headless Chromium
 #   ./run.sh python ...      the venv's python
 set -euo pipefail
@@ -76,11 +76,11 @@ case "$command" in
   test)    exec "$py" -m pytest "$@" ;;  # pytest.ini: testpaths = tests
   prepare) exec "$py" -m input_fns.prepare "$@" ;;
   trainer) exec "$py" -m trainer.main "$@" ;;
-  cluster) exec "$py" -m trainer.local_cluster "$@" ;;
+  cluster) exec "$py" -m trainer.cluster.local_cluster "$@" ;;
   bench)   exec "$py" -m benchmarks.input_bench "$@" ;;
-  deploy)  exec "$py" -m trainer.deploy "$@" ;;
+  deploy)  exec "$py" -m trainer.cluster.deploy "$@" ;;
   screenshots) exec "$py" -m tools.screenshots "$@" ;;
-  status)  exec "$py" -m trainer.status "$@" ;;
+  status)  exec "$py" -m trainer.observe.status "$@" ;;
   python)  exec "$py" "$@" ;;
   *) echo "run.sh: unknown command '$command' (use: demo, faces, test, prepare, trainer, cluster, status, bench, screenshots, deploy, python)" >&2; exit 2 ;;
 esac

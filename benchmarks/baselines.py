@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from common.errors import UserError
 from input_fns import face_images, face_pairs, image_records
-from trainer import timing
+from trainer.observe import timing
 
 AUTOTUNE = tf.data.AUTOTUNE
 SHUFFLE_BUFFER = 10_000

@@ -33,7 +33,8 @@ from common import cli, files
 from input_fns import (digit_sources, face_images, face_pairs, face_records, image_records,
                        lfw_files, parallel_python, prepare, prepare_faces, shards, synthetic_faces)
 from models import registry
-from trainer import benchmark_input, timing
+from trainer.observe import timing
+from trainer.run import benchmark_input
 
 FLAGS = flags.FLAGS
 IMAGE_SHAPE = (28, 28, 1)

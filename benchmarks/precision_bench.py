@@ -9,7 +9,8 @@ import statistics
 import tempfile
 
 from models import registry
-from trainer import devices, timing
+from trainer.cluster import devices
+from trainer.observe import timing
 
 SECTION = '6 precision and XLA'
 # (row key, --precision, --xla, row name)

@@ -4,7 +4,7 @@ Each is a streaming metric: its update op gathers state over every batch (the K
 examples with the highest score, or a confusion matrix) in local variables, and
 its value is a serialized image Summary drawn once at the end (models/drawing.py,
 through tf.numpy_function). Estimator writes a metric whose value is a Summary
-under the metric's name in the eval run; trainer.eval_job keeps such values out
+under the metric's name in the eval run; trainer.evaluation.eval_job keeps such values out
 of the ledger (they are pictures, not numbers).
 """
 import numpy as np

@@ -68,7 +68,7 @@ def trainer_flags(*args):
     """absl's FLAGS with the trainer's flags parsed from args (defined in this process once)."""
     from absl import flags
 
-    from trainer import flags as trainer_flags_module
+    from trainer.config import flags as trainer_flags_module
     if 'model_dir' not in flags.FLAGS:
         trainer_flags_module.define_flags()
     flags.FLAGS.unparse_flags()

@@ -7,8 +7,8 @@ import pytest
 from conftest import run_module, run_prepare
 from input_fns import prepare
 from models import registry
-from trainer import benchmark_input
 from trainer.input_kinds import registry as input_kinds
+from trainer.run import benchmark_input
 
 STAGES = [('read', 1000.0), ('+ parse', 200.0), ('+ prefetch', 210.0)]
 

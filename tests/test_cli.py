@@ -116,7 +116,7 @@ def test_help_lists_the_trainers_own_flags_first():
     assert '--verbosity' not in short  # absl's logging flags only in --helpfull
     full = run_module('trainer.main', '--helpfull').stdout
     modules = re.findall(r'^(\S+):$', full, re.MULTILINE)
-    assert modules[:2] == ['flags', 'trainer.flags'] and 'absl.logging' in modules
+    assert modules[:2] == ['flags', 'trainer.config.flags'] and 'absl.logging' in modules
     assert not [m for m in modules if 'absltest' in m or 'tpu' in m]
 
 

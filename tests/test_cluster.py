@@ -1,10 +1,10 @@
-"""trainer.local_cluster: chief, 2 workers, a parameter server and an evaluator on loopback."""
+"""trainer.cluster.local_cluster: chief, 2 workers, a parameter server and an evaluator on loopback."""
 import os
 import re
 
 from conftest import run_module
-from trainer import checkpoints
-from trainer.ledger import Ledger
+from trainer.evaluation.ledger import Ledger
+from trainer.run import checkpoints
 
 ROLES = ('chief', 'worker0', 'worker1', 'ps0', 'evaluator')
 
@@ -17,7 +17,7 @@ def cluster_args(model_dir, shards, steps, *extra):
 
 def test_cluster_trains_to_its_step_count_evaluates_and_exports(digit_shards, tmp_path):
     model_dir, export_dir = tmp_path / 'model', tmp_path / 'exports'
-    result = run_module('trainer.local_cluster', *cluster_args(
+    result = run_module('trainer.cluster.local_cluster', *cluster_args(
         model_dir, digit_shards, 60, '--save_checkpoints_steps=20', f'--export_dir={export_dir}'))
     lines = result.stdout.splitlines()
     assert lines and all(re.match(r'\[(chief|worker[01]|ps0|evaluator)\] ', line) for line in lines)

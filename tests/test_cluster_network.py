@@ -7,12 +7,12 @@ import socket
 
 from conftest import start_module, wait_for_log
 from test_cluster import ROLES, cluster_args
-from trainer import local_cluster
+from trainer.cluster import local_cluster
 
 
 def test_task_ports_are_closed_from_outside_and_ctrl_c_stops_every_task(digit_shards, tmp_path):
     log = tmp_path / 'cluster.log'
-    launcher = start_module('trainer.local_cluster', *cluster_args(
+    launcher = start_module('trainer.cluster.local_cluster', *cluster_args(
         tmp_path / 'model', digit_shards, 1_000_000), log_path=log)
     started = wait_for_log(log, r'started (.*); TF_CONFIG cluster (.*)$', launcher)
     pids = [int(pid) for pid in re.findall(r'pid (\d+)', started.group(1))]

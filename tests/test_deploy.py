@@ -14,7 +14,7 @@ from absl import flags
 from conftest import run_module
 from input_fns import image_records
 from models import registry
-from trainer import cluster_roles, deploy, local_cluster, vertex_env
+from trainer.cluster import cluster_roles, deploy, local_cluster, vertex_env
 
 TRAINER_FLAGS = ['--model_dir=gs://bucket/runs/mnist', "--train_files=gs://bucket/mnist/train-*",
                  "--eval_files=gs://bucket/mnist/validation-*", '--train_steps=12000']
@@ -22,7 +22,7 @@ FILES = [f'gs://bucket/mnist/train-{i:05d}-of-00010.tfrecord' for i in range(10)
 
 
 def print_spec(command, *deploy_flags, trainer_flags=TRAINER_FLAGS, check=True):
-    return run_module('trainer.deploy', command, *deploy_flags, '--', *trainer_flags, check=check)
+    return run_module('trainer.cluster.deploy', command, *deploy_flags, '--', *trainer_flags, check=check)
 
 
 @pytest.fixture(scope='module')

@@ -9,7 +9,7 @@ from conftest import run_module
 from input_fns import image_records
 from common.errors import UserError
 from models import registry
-from trainer import devices
+from trainer.cluster import devices
 
 CPU_ONLY = devices.Devices(cpu_cores=2, gpus=())
 TWO_GPUS = devices.Devices(cpu_cores=8, gpus=('GPU A', 'GPU B'))

@@ -7,9 +7,9 @@ import shutil
 import pytest
 
 from conftest import run_module, run_together
-from trainer import checkpoints
-from trainer.ledger import Ledger
-from trainer.metric_goal import MetricGoal
+from trainer.evaluation.ledger import Ledger
+from trainer.evaluation.metric_goal import MetricGoal
+from trainer.run import checkpoints
 
 
 def train_args(model_dir, shards, steps, *extra):
@@ -81,7 +81,7 @@ def test_eval_job_logs_its_checkpoint_and_how_many_wait(side_by_side):
 
 def test_status_of_a_model_dir_with_a_trainer_eval_jobs_and_exports(side_by_side, digit_shards):
     model_dir, export_dir, _ = side_by_side
-    report = json.loads(run_module('trainer.status', f'--model_dir={model_dir}',
+    report = json.loads(run_module('trainer.observe.status', f'--model_dir={model_dir}',
                                    '--format=json').stdout)
     assert report['model'] == 'mnist_cnn' and report['flags']['train_steps'] == '8'
     assert report['training'] == {'latest_step': 8, 'train_steps': 8, 'percent': 100.0,
@@ -101,7 +101,7 @@ def test_status_of_a_model_dir_with_a_trainer_eval_jobs_and_exports(side_by_side
     assert exports['export_dir'] == str(export_dir)
     assert exports['pointers'] == {'best': best['step']}
 
-    text = run_module('trainer.status', f'--model_dir={model_dir}').stdout
+    text = run_module('trainer.observe.status', f'--model_dir={model_dir}').stdout
     assert 'training    step 8/8 (100%), finished: reached train_steps' in text.splitlines()
     assert f'exports     {export_dir}: ' in text and f'best -> {best["step"]}' in text
 

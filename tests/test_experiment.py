@@ -7,9 +7,11 @@ import pytest
 from common.errors import UserError
 from conftest import trainer_flags
 from models import registry
-from trainer import experiment, flags, hooks, hparams, run_files
+from trainer.config import flags
+from trainer.evaluation.metric_goal import MetricGoal
 from trainer.input_kinds.base import InputOptions
-from trainer.metric_goal import MetricGoal
+from trainer.observe import hparams
+from trainer.run import experiment, hooks, run_files
 
 
 def test_settings_from_flags():

@@ -4,7 +4,7 @@ import socket
 
 from tensorflow.core.protobuf import saved_model_pb2
 
-from trainer import export
+from trainer.serving import export
 
 
 def write_saved_model(folder, signature_names):

@@ -5,8 +5,8 @@ import signal
 
 from conftest import make_digit_arrays, run_module, start_module, wait_for_log
 from input_fns import prepare
-from trainer import checkpoints
-from trainer.ledger import Ledger
+from trainer.evaluation.ledger import Ledger
+from trainer.run import checkpoints
 
 
 def test_trainer_killed_then_rerun_resumes_and_finishes(digit_shards, tmp_path):

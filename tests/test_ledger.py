@@ -5,11 +5,11 @@ import pytest
 
 from common import files
 from common.errors import UserError
-from trainer import checkpoints
-from trainer.eval_job import EvalJob
-from trainer.export_policy import LedgerExports
-from trainer.ledger import Ledger
-from trainer.metric_goal import MetricGoal
+from trainer.evaluation.eval_job import EvalJob
+from trainer.evaluation.export_policy import LedgerExports
+from trainer.evaluation.ledger import Ledger
+from trainer.evaluation.metric_goal import MetricGoal
+from trainer.run import checkpoints
 
 
 def evaluated(step, **metrics):

@@ -4,7 +4,7 @@ import math
 import pytest
 
 from common.errors import UserError
-from trainer.metric_goal import MetricGoal
+from trainer.evaluation.metric_goal import MetricGoal
 
 
 def evaluated(step, **metrics):

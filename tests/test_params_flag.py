@@ -2,7 +2,7 @@
 import pytest
 
 from common.errors import UserError
-from trainer import params_flag
+from trainer.config import params_flag
 
 DEFAULTS = {'similarity_scale': 30.0, 'embedding_size': 128, 'flip_average': True,
             'zoom_views': (1.2,), 'tower_filters': (32, 64), 'optimizer': 'adam'}

@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from conftest import run_module
 from models import precision, registry
-from trainer import devices
+from trainer.cluster import devices
 
 TRAIN = tf.estimator.ModeKeys.TRAIN
 

@@ -14,7 +14,7 @@ import tensorflow as tf
 from common import files
 from conftest import REPO, run_module, run_together, start_module, wait_for_log
 from tests.s3_server import free_port
-from trainer import checkpoints
+from trainer.run import checkpoints
 
 TRAIN_STEPS = 12
 

@@ -1,7 +1,7 @@
 """The status report: a pure function from what a model_dir holds to a dict, shown as text."""
 import json
 
-from trainer import status
+from trainer.observe import status
 
 
 def entry(step, status_='evaluated', **metrics):

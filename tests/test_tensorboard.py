@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from models import face_diff, mnist_cnn
 from tools.tensorboard_server import TensorBoard
-from trainer import hparams
+from trainer.observe import hparams
 
 HPARAMS = {'batch_size': 8, 'learning_rate': 0.001, 'model': 'mnist_cnn', 'optimizer': 'adam'}
 

@@ -1,10 +1,10 @@
-"""trainer.train_lock: an OS lock on a local model_dir, a lease object on a bucket."""
+"""trainer.run.train_lock: an OS lock on a local model_dir, a lease object on a bucket."""
 import time
 
 import pytest
 
 from common.errors import UserError
-from trainer import train_lock
+from trainer.run import train_lock
 
 
 def test_local_lock_refuses_a_second_holder_until_released(tmp_path):

@@ -4,7 +4,7 @@ import pytest
 import tensorflow as tf
 
 from models import training
-from trainer import flags
+from trainer.config import flags
 
 
 def run_steps(params, steps):

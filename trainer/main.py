@@ -23,8 +23,10 @@ from absl import flags, logging  # noqa: E402
 from common import cli, files  # noqa: E402
 from common.errors import UserError, op_error_summary  # noqa: E402
 from models import registry  # noqa: E402
-from trainer import benchmark_input, checkpoints, eval_job, experiment, predict  # noqa: E402
-from trainer import flags as trainer_flags  # noqa: E402
+from trainer.config import flags as trainer_flags  # noqa: E402
+from trainer.evaluation import eval_job  # noqa: E402
+from trainer.run import benchmark_input, checkpoints, experiment  # noqa: E402
+from trainer.serving import predict  # noqa: E402
 
 FLAGS = flags.FLAGS
 # Flags that name files or folders: each may be in a bucket (gs://, s3://).

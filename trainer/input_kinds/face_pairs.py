@@ -1,11 +1,11 @@
 """Face photos for training (pairs drawn at random) and fixed pair shards for evaluation.
 
-Evaluation adds LFW's protocol (trainer/pair_protocol.py) to Estimator's metrics.
+Evaluation adds LFW's protocol (trainer/evaluation/pair_protocol.py) to Estimator's metrics.
 """
 import tensorflow as tf
 
 from input_fns import face_images, face_pairs
-from trainer import pair_protocol
+from trainer.evaluation import pair_protocol
 from trainer.input_kinds import base, registry
 
 

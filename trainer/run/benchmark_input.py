@@ -15,9 +15,10 @@ from typing import List, Tuple
 import tensorflow as tf
 
 from common.errors import UserError
-from trainer import devices, timing
-from trainer.experiment import Settings, model_params
+from trainer.cluster import devices
 from trainer.input_kinds import registry as input_kinds
+from trainer.observe import timing
+from trainer.run.experiment import Settings, model_params
 
 REPETITIONS = 3
 

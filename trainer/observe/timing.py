@@ -62,7 +62,7 @@ class StepTimes(tf.estimator.SessionRunHook):
 def timing_estimator(model_fn, params, model_dir: str, plan=None) -> tf.estimator.Estimator:
     """An Estimator that writes no checkpoints or summaries while it is timed.
 
-    plan (trainer.devices.Plan): the precision, XLA and devices to time it with.
+    plan (trainer.cluster.devices.Plan): the precision, XLA and devices to time it with.
     """
     config = tf.estimator.RunConfig(model_dir=model_dir, save_checkpoints_steps=None,
                                     save_checkpoints_secs=None, save_summary_steps=0,

@@ -1,6 +1,6 @@
 """Where a run stands, on one screen: ./run.sh status --model_dir=M [--format=json]
 
-  python -m trainer.status --model_dir=runs/mnist [--export_dir=EXPORTS] [--format=json]
+  python -m trainer.observe.status --model_dir=runs/mnist [--export_dir=EXPORTS] [--format=json]
 
 The model and its flags, the latest step against --train_steps, the checkpoints
 kept, whether training finished or stopped early and why, each eval job (steps
@@ -20,8 +20,9 @@ from absl import flags
 
 from common import cli, files
 from common.errors import UserError
-from trainer import checkpoints, export_policy, ledger, run_files
-from trainer.metric_goal import MetricGoal, evaluated_by_step
+from trainer.evaluation import export_policy, ledger
+from trainer.evaluation.metric_goal import MetricGoal, evaluated_by_step
+from trainer.run import checkpoints, run_files
 
 NOT_METRICS = ('global_step',)
 FLAGS = flags.FLAGS

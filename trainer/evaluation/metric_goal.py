@@ -8,7 +8,7 @@ import math
 from typing import Dict, List, Optional
 
 from common.errors import UserError
-from trainer import ledger
+from trainer.evaluation import ledger
 
 
 def default_mode(metric: str) -> str:

@@ -5,7 +5,7 @@ cluster) writes checkpoints, like the loop over checkpoints in tensorflow/tpu's
 resnet_main.py, but it lists every checkpoint file instead of waiting for the
 latest, which skips those saved during an evaluation. evaluate_once serves a
 scheduler: the latest checkpoint, all of them, or one step. Both skip what the
-ledger already has and export as the ledger says (trainer/export_policy.py).
+ledger already has and export as the ledger says (trainer/evaluation/export_policy.py).
 """
 import time
 from typing import Callable, Dict, List, Optional, Tuple
@@ -15,8 +15,9 @@ from absl import logging
 
 from common import files
 from common.errors import UserError
-from trainer import checkpoints, ledger, run_files
-from trainer.export_policy import LedgerExports
+from trainer.evaluation import ledger
+from trainer.evaluation.export_policy import LedgerExports
+from trainer.run import checkpoints, run_files
 
 POLL_SECS = 1.0
 # How long an eval job waits for a model_dir that does not exist yet.

@@ -4,7 +4,7 @@ The choice is recomputed from the whole ledger every time, never from memory, so
 a restarted eval job cannot export a model worse than one it exported before (as
 tf.estimator's BestExporter can), and one killed between its ledger line and the
 export makes the export when it starts again. Exports go to EXPORT_DIR/<step>/
-(complete once marked: trainer/export.py); the pointer EXPORT_DIR/best (or
+(complete once marked: trainer/serving/export.py); the pointer EXPORT_DIR/best (or
 EXPORT_DIR/latest) is a small file naming the step (a bucket has no symlinks), replaced
 whole; only the newest `keep` complete exports stay.
 """
@@ -13,8 +13,9 @@ from typing import Callable, Dict, List, Optional
 from absl import logging
 
 from common import files
-from trainer import checkpoints, export
-from trainer.metric_goal import MetricGoal, evaluated_by_step
+from trainer.evaluation.metric_goal import MetricGoal, evaluated_by_step
+from trainer.run import checkpoints
+from trainer.serving import export
 
 POLICIES = ('best', 'latest')  # each also names the pointer to the chosen export
 

@@ -6,7 +6,7 @@ from absl import flags
 
 from common import files
 from models import registry, training
-from trainer import vertex_env
+from trainer.cluster import vertex_env
 from trainer.input_kinds.base import InputOptions
 
 MODES = ('train', 'evaluate', 'continuous_eval', 'train_and_evaluate', 'export', 'predict',
@@ -149,7 +149,7 @@ def flagfile_text(flag_values) -> str:
 
 
 def define_device_flags():
-    """Devices, distribution and precision (checked against the devices in trainer.devices)."""
+    """Devices, distribution and precision (checked against the devices in trainer.cluster.devices)."""
     flags.DEFINE_enum('distribution', 'none', ('none', 'mirrored'), 'mirrored: synchronous '
                       'training over this machine\'s GPUs (MirroredStrategy); --batch_size is the '
                       'global batch, split across replicas. none: one device, or a TF_CONFIG '
@@ -169,7 +169,7 @@ def define_device_flags():
 
 
 def define_cluster_flags():
-    """trainer.local_cluster's own flags; all the others go on to every task."""
+    """trainer.cluster.local_cluster's own flags; all the others go on to every task."""
     flags.DEFINE_integer('cluster_workers', 2, 'Workers besides the chief.', lower_bound=0)
     flags.DEFINE_integer('cluster_ps', 1, 'Parameter servers.', lower_bound=0)
     flags.DEFINE_boolean('cluster_evaluator', True, 'Run an evaluator task: the eval job '

@@ -17,12 +17,16 @@ from common import files
 from common.errors import UserError
 from input_fns import pipeline
 from models import precision, registry
-from trainer import checkpoints, devices, eval_job, export, hooks, hparams, ledger, params_flag
-from trainer import run_files, train_lock, vertex_env
-from trainer.export_policy import LedgerExports
+from trainer.cluster import devices, vertex_env
+from trainer.config import params_flag
+from trainer.evaluation import eval_job, ledger
+from trainer.evaluation.export_policy import LedgerExports
+from trainer.evaluation.metric_goal import MetricGoal
 from trainer.input_kinds import registry as input_kinds
 from trainer.input_kinds.base import InputOptions
-from trainer.metric_goal import MetricGoal
+from trainer.observe import hparams
+from trainer.run import checkpoints, hooks, run_files, train_lock
+from trainer.serving import export
 
 MODEL_PARAM_FLAGS = ('learning_rate', 'learning_rate_decay_steps', 'optimizer')
 # Input options that shape what the model sees at evaluation and in serving, not only in

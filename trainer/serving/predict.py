@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from common import files
 from common.errors import UserError, op_error_summary
-from trainer import export
+from trainer.serving import export
 
 
 def resolve_saved_model(path: str) -> str:

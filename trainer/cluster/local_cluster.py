@@ -1,6 +1,6 @@
 """A local TensorFlow cluster on loopback ports, with the same flags as a single-machine run.
 
-  python -m trainer.local_cluster --model_dir=DIR --train_files=GLOB --eval_files=GLOB \
+  python -m trainer.cluster.local_cluster --model_dir=DIR --train_files=GLOB --eval_files=GLOB \
       --train_steps=1000 [--cluster_workers=2 --cluster_ps=1 --cluster_evaluator] [trainer flags]
 
 Starts a chief, the workers and parameter servers, and an evaluator, each a
@@ -30,8 +30,8 @@ import time
 
 from absl import app, flags, logging
 
-from trainer import cluster_roles
-from trainer import flags as trainer_flags
+from trainer.cluster import cluster_roles
+from trainer.config import flags as trainer_flags
 
 FLAGS = flags.FLAGS
 STOP_GRACE_SECS = 10
@@ -89,7 +89,7 @@ def enter_private_network() -> bool:
     sys.stderr.flush()
     os.environ[PRIVATE_NETWORK_ENV] = '1'
     unshare = shutil.which('unshare')  # local: a program on this machine's PATH
-    os.execv(unshare, [unshare, *UNSHARE_ARGS, sys.executable, '-m', 'trainer.local_cluster',
+    os.execv(unshare, [unshare, *UNSHARE_ARGS, sys.executable, '-m', 'trainer.cluster.local_cluster',
                        *sys.argv[1:]])
 
 

@@ -16,7 +16,7 @@ from typing import List
 from tensorflow.core.protobuf import saved_model_pb2
 
 from common import files
-from trainer import checkpoints
+from trainer.run import checkpoints
 
 COMPLETE_MARKER = 'export_complete.json'
 STAGING_PREFIX = '.staging-'

@@ -6,7 +6,7 @@ import tensorflow as tf
 from absl import logging
 
 from common import progress
-from trainer.metric_goal import MetricGoal
+from trainer.evaluation.metric_goal import MetricGoal
 
 
 class ProgressHook(tf.estimator.SessionRunHook):

@@ -1,8 +1,8 @@
 """Job specs that run the trainer as a TF_CONFIG cluster on Kubeflow or Vertex AI.
 
-  python -m trainer.deploy tfjob --name=NAME --image=IMAGE --workers=2 --ps=1 --evaluator \
+  python -m trainer.cluster.deploy tfjob --name=NAME --image=IMAGE --workers=2 --ps=1 --evaluator \
       [--gpus=1] [--network_policy] -- --model_dir=gs://BUCKET/run --train_files=... [trainer flags]
-  python -m trainer.deploy vertex --name=NAME --image=IMAGE --workers=2 --ps=1 --evaluator \
+  python -m trainer.cluster.deploy vertex --name=NAME --image=IMAGE --workers=2 --ps=1 --evaluator \
       -- --model_dir=gs://BUCKET/run --train_files=... [trainer flags]
 
 `tfjob` prints a kubeflow.org/v1 TFJob (and with --network_policy a NetworkPolicy

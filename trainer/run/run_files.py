@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from common import files
 from common.errors import UserError
-from trainer import checkpoints
+from trainer.run import checkpoints
 
 # The flags of the last training run, in --flagfile format: rerun with --flagfile=MODEL_DIR/flags.txt.
 FLAGS_FILE = 'flags.txt'

@@ -1,0 +1,1 @@
+"""Where a task runs: TF_CONFIG roles, devices and distribution, the loopback cluster, deploy specs."""

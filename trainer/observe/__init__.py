@@ -1,0 +1,1 @@
+"""Seeing a run: status, step timing, TensorBoard hparams."""

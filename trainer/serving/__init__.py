@@ -1,0 +1,1 @@
+"""SavedModels: writing exports and answering --mode=predict from them."""

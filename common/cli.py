@@ -9,13 +9,14 @@
 first, then absl's logging and flag-file flags, leaving out the flags that
 imported test and TPU modules define (they do nothing here).
 """
+import os
 import signal
 import sys
 from typing import Callable, List, Sequence, Tuple, Type, Union
 
 from absl import app, flags
 
-from common import files
+from common import bucket_probe
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 # Modules whose flags TensorFlow's imports bring along but no command here reads.
@@ -98,6 +99,36 @@ def parse_flags(argv):
         sys.exit(EXIT_USAGE)
 
 
+def exit_process(code: int) -> None:
+    """Exits with code. After s3:// was used, skips the interpreter's teardown: tensorflow-io
+    0.36.0's AWS SDK aborts in it ("pure virtual method called", status 134) even when all the
+    work is done, which would turn every success into a failure."""
+    if not bucket_probe.used_s3():
+        sys.exit(code)
+    try:
+        from absl import logging
+        logging.flush()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def cli_main(main):
+    """Wraps an absl main(argv) so its exit status survives exit_process (see there)."""
+    def wrapped(argv):
+        try:
+            code = main(argv)
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        except BaseException:  # noqa: B902  (printed, then a failure status)
+            import traceback
+            traceback.print_exc()
+            code = 1
+        exit_process(code or 0)
+    return wrapped
+
+
 def remember_ctrl_c() -> List[int]:
     """A list that gets an entry at each Ctrl-C (SIGINT), which still raises KeyboardInterrupt.
 
@@ -141,5 +172,5 @@ def run(main: Callable, own_modules: Sequence[str],
         print(f'\n{message}', file=sys.stderr)
         return EXIT_INTERRUPTED
 
-    # files.cli_main: the exit status survives tensorflow-io's abort at exit after s3:// use.
-    app.run(files.cli_main(guarded_main), flags_parser=parse_flags)
+    # cli_main: the exit status survives tensorflow-io's abort at exit after s3:// use.
+    app.run(cli_main(guarded_main), flags_parser=parse_flags)

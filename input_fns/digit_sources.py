@@ -11,7 +11,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from common import files
+from common import files, paths
 from common.errors import UserError
 
 IMAGES_MAGIC = 2051  # IDX: unsigned bytes, 3 dimensions
@@ -54,7 +54,7 @@ def read_idx(path: str, expected_magic: int) -> np.ndarray:
 def _find(source_dir: str, names: List[str]) -> Optional[str]:
     for name in names:
         for candidate in (name, name + '.gz'):
-            path = files.join(source_dir, candidate)
+            path = paths.join(source_dir, candidate)
             if files.exists(path):
                 return path
     return None
@@ -109,7 +109,7 @@ def load_mnist(source: str) -> Dict[str, Split]:
     if source.endswith('.npz') and files.exists(source) and not files.isdir(source):
         splits = load_npz(source)
     elif files.isdir(source):
-        npz = files.join(source, 'mnist.npz')
+        npz = paths.join(source, 'mnist.npz')
         splits = load_npz(npz) if files.exists(npz) else load_idx_dir(source)
     else:
         raise UserError(f'--source_dir={source}: no such folder or .npz file')

@@ -14,7 +14,7 @@ from typing import Dict, List
 
 import tensorflow as tf
 
-from common import files
+from common import files, paths
 from common.errors import UserError
 
 PHOTO_NAME = re.compile(r'^(?P<name>.+)_(?P<number>\d{4})\.jpe?g$', re.IGNORECASE)
@@ -37,7 +37,7 @@ class Pair:
 def resolve_root(source_dir: str) -> str:
     if not files.isdir(source_dir):
         raise UserError(f'--source_dir={source_dir}: no such folder')
-    nested = files.join(source_dir, 'lfw')
+    nested = paths.join(source_dir, 'lfw')
     return nested if files.isdir(nested) else source_dir
 
 
@@ -49,7 +49,7 @@ def scan_people(root: str) -> Dict[str, List[str]]:
     """{name: sorted photo file names} for every ROOT/<Name>/<Name>_NNNN.jpg."""
     people = {}
     for name in files.listdir(root):
-        folder = files.join(root, name)
+        folder = paths.join(root, name)
         photos = [f for f in files.listdir(folder) if PHOTO_NAME.match(f)]
         if photos:
             people[name] = photos

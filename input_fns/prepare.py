@@ -20,7 +20,7 @@ import numpy as np
 import tensorflow as tf
 from absl import flags
 
-from common import cli, files
+from common import bucket_probe, cli, files
 from common.errors import UserError
 from input_fns import csv_records, digit_sources, image_records, prepare_faces, shards
 
@@ -143,7 +143,7 @@ def main(argv):
         return 2
     output_dir = flags.FLAGS.output_dir
     # A missing bucket or unreachable endpoint: one line now, not retries later.
-    files.check_buckets([output_dir, flags.FLAGS.source_dir,
+    bucket_probe.check_buckets([output_dir, flags.FLAGS.source_dir,
                          flags.FLAGS.pairs_file, flags.FLAGS.train_people_file])
     try:
         files.makedirs(output_dir)

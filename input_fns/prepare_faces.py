@@ -13,7 +13,7 @@ from typing import Dict, List, Tuple
 import tensorflow as tf
 from absl import logging
 
-from common import files
+from common import files, paths
 from common.errors import UserError, op_error_summary
 from input_fns import face_images, face_records, lfw_files, shards
 from input_fns.lfw_files import Pair
@@ -41,7 +41,7 @@ class PhotoReader:
             return self._cache[relative_path]
         if relative_path in self.bad:
             return None
-        path = files.join(self.root, relative_path)
+        path = paths.join(self.root, relative_path)
         try:
             data = files.read_bytes(path)
             decode_as_training_does(tf.constant(data))
@@ -123,7 +123,7 @@ def write_pair_split(output_dir: str, split: str, pairs: List[Pair], reader: Pho
         jpegs = []
         for name, number in ((pair.name_a, pair.number_a), (pair.name_b, pair.number_b)):
             path = lfw_files.photo_relpath(name, number)
-            exists = files.exists(files.join(reader.root, path))
+            exists = files.exists(paths.join(reader.root, path))
             if not exists and reader.strict:
                 raise UserError(f'{sources[0]}:{pair.line}: {os.path.join(reader.root, path)} '
                                 'does not exist')

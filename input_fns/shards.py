@@ -13,7 +13,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from common import files, progress
+from common import files, paths, process_lock, progress
 from common.files import write_json_atomic
 
 MANIFEST_NAME = 'manifest.json'
@@ -25,7 +25,7 @@ def shard_name(split: str, index: int, num_shards: int, suffix: str = SHARD_SUFF
 
 
 def read_manifest(output_dir: str) -> Dict:
-    path = files.join(output_dir, MANIFEST_NAME)
+    path = paths.join(output_dir, MANIFEST_NAME)
     if not files.exists(path):
         return {'splits': {}}
     return files.read_json(path)
@@ -40,7 +40,7 @@ def _set_manifest_split(output_dir: str, split: str, entry: Optional[Dict],
         manifest['splits'].pop(split, None)
     else:
         manifest['splits'][split] = entry
-    write_json_atomic(files.join(output_dir, MANIFEST_NAME), manifest)
+    write_json_atomic(paths.join(output_dir, MANIFEST_NAME), manifest)
 
 
 def update_split(output_dir: str, split: str, entry: Dict) -> None:
@@ -51,24 +51,24 @@ def update_split(output_dir: str, split: str, entry: Dict) -> None:
 def set_source_root(output_dir: str, root: str) -> None:
     """Records the folder the records came from (the generator pair sampler reads it)."""
     manifest = read_manifest(output_dir)
-    manifest['source_root'] = os.path.abspath(root) if files.is_local(root) else root
-    write_json_atomic(files.join(output_dir, MANIFEST_NAME), manifest)
+    manifest['source_root'] = os.path.abspath(root) if paths.is_local(root) else root
+    write_json_atomic(paths.join(output_dir, MANIFEST_NAME), manifest)
 
 
 def remove_killed_writers_files(output_dir: str) -> None:
     """Temporary files (NAME.tmp-PID) that a killed job left: they match the shard globs."""
-    if not files.is_local(output_dir):  # in a bucket shards are written whole, never as NAME.tmp-PID
+    if not paths.is_local(output_dir):  # in a bucket shards are written whole, never as NAME.tmp-PID
         return
-    for path in files.glob(files.join(output_dir, '*.tmp-*')):
+    for path in files.glob(paths.join(output_dir, '*.tmp-*')):
         pid = path.rsplit('.tmp-', 1)[1]
-        if pid.isdigit() and not files.pid_alive(int(pid)):
+        if pid.isdigit() and not process_lock.pid_alive(int(pid)):
             logging.info('removing %s, left by a killed prepare (pid %s)', path, pid)
             files.remove(path)
 
 
 def _remove_stale_shards(output_dir: str, split: str, keep: Iterable[str], suffix: str) -> None:
     keep = set(keep)
-    for path in files.glob(files.join(output_dir, f'{split}-*-of-*{suffix}')):
+    for path in files.glob(paths.join(output_dir, f'{split}-*-of-*{suffix}')):
         if os.path.basename(path) not in keep:
             files.remove(path)
 
@@ -116,9 +116,9 @@ def write_split(output_dir: str,
     rate.add(0, start_time)
     for shard_index in range(num_shards):
         name = shard_name(split, shard_index, num_shards, suffix)
-        final_path = files.join(output_dir, name)
+        final_path = paths.join(output_dir, name)
         # In a bucket an object appears whole when closed: no temporary name (no atomic rename).
-        temp_path = final_path if files.is_bucket(final_path) else f'{final_path}.tmp-{os.getpid()}'
+        temp_path = final_path if paths.is_bucket(final_path) else f'{final_path}.tmp-{os.getpid()}'
         written = 0
         try:
             with open_writer(temp_path) as writer:

@@ -214,10 +214,10 @@ def s3_bucket(s3_server):
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
     """After s3:// was used in this process, tensorflow-io 0.36.0 aborts in the interpreter's
-    teardown (status 134); leave with pytest's own status instead (see common.files.exit_process)."""
-    from common import files
-    if files.used_s3():
-        files.exit_process(int(getattr(config, 'exit_status', 0)))
+    teardown (status 134); leave with pytest's own status instead (see common.cli.exit_process)."""
+    from common import bucket_probe, cli
+    if bucket_probe.used_s3():
+        cli.exit_process(int(getattr(config, 'exit_status', 0)))
 
 
 def pytest_sessionfinish(session, exitstatus):

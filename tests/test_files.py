@@ -1,4 +1,4 @@
-"""common/files.py on ram:// (TF's in-memory filesystem), a local disk and a real S3 server."""
+"""common.files and common.paths on ram:// (TF's in-memory filesystem), a local disk and a real S3 server."""
 import os
 import subprocess
 import sys
@@ -8,7 +8,8 @@ import uuid
 
 import pytest
 
-from common import files
+from common import files, paths
+from common.errors import UserError
 from tests.s3_server import free_port
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -25,52 +26,52 @@ def root(request, tmp_path):
 
 def test_whole_files_round_trip(root):
     files.makedirs(root)
-    files.write_json_atomic(files.join(root, 'a', 'x.json'), {'step': 12})
-    files.write_text_atomic(files.join(root, 'b.txt'), 'first')
-    files.write_text_atomic(files.join(root, 'b.txt'), 'second')  # replaced whole
-    assert files.read_json(files.join(root, 'a', 'x.json')) == {'step': 12}
-    assert files.read_text(files.join(root, 'b.txt')) == 'second'
-    assert files.exists(files.join(root, 'b.txt'))
-    assert not files.exists(files.join(root, 'missing.txt'))
+    files.write_json_atomic(paths.join(root, 'a', 'x.json'), {'step': 12})
+    files.write_text_atomic(paths.join(root, 'b.txt'), 'first')
+    files.write_text_atomic(paths.join(root, 'b.txt'), 'second')  # replaced whole
+    assert files.read_json(paths.join(root, 'a', 'x.json')) == {'step': 12}
+    assert files.read_text(paths.join(root, 'b.txt')) == 'second'
+    assert files.exists(paths.join(root, 'b.txt'))
+    assert not files.exists(paths.join(root, 'missing.txt'))
     assert files.listdir(root) == ['a', 'b.txt']  # no temporary names left behind
-    assert files.listdir(files.join(root, 'nothing-here')) == []
+    assert files.listdir(paths.join(root, 'nothing-here')) == []
 
 
 def test_glob_copy_and_remove_tree(root):
-    source, copy = files.join(root, 'staged'), files.join(root, 'copy')
+    source, copy = paths.join(root, 'staged'), paths.join(root, 'copy')
     for name in ('model.ckpt-10.index', 'model.ckpt-20.index', 'model.ckpt-20.data-00000-of-00001',
                  'variables/variables.index'):
-        files.write_text_atomic(files.join(source, name), name)
-    assert [os.path.basename(p) for p in files.glob(files.join(source, 'model.ckpt-*.index'))] == [
+        files.write_text_atomic(paths.join(source, name), name)
+    assert [os.path.basename(p) for p in files.glob(paths.join(source, 'model.ckpt-*.index'))] == [
         'model.ckpt-10.index', 'model.ckpt-20.index']
     assert files.copy_tree(source, copy) == sorted([
         'model.ckpt-10.index', 'model.ckpt-20.data-00000-of-00001', 'model.ckpt-20.index',
         'variables/variables.index'])
-    assert files.read_text(files.join(copy, 'variables', 'variables.index')) == \
+    assert files.read_text(paths.join(copy, 'variables', 'variables.index')) == \
         'variables/variables.index'
     files.remove_tree(source)
     files.remove_tree(source)  # already gone: fine
-    assert files.glob(files.join(source, '*')) == []
+    assert files.glob(paths.join(source, '*')) == []
     assert files.isdir(copy)
-    files.remove(files.join(copy, 'model.ckpt-10.index'))
-    files.remove(files.join(copy, 'model.ckpt-10.index'))
+    files.remove(paths.join(copy, 'model.ckpt-10.index'))
+    files.remove(paths.join(copy, 'model.ckpt-10.index'))
     assert 'model.ckpt-10.index' not in files.listdir(copy)
 
 
 def test_join_keeps_urls():
-    assert files.join('s3://b/m', 'eval_x', 'results') == 's3://b/m/eval_x/results'
-    assert files.bucket_of('gs://bucket/a/b') == 'gs://bucket'
-    assert files.is_local('runs/x') and files.is_local('file:///tmp/x')
-    assert not files.is_local('ram://x') and files.is_bucket('s3://b/x')
+    assert paths.join('s3://b/m', 'eval_x', 'results') == 's3://b/m/eval_x/results'
+    assert paths.bucket_of('gs://bucket/a/b') == 'gs://bucket'
+    assert paths.is_local('runs/x') and paths.is_local('file:///tmp/x')
+    assert not paths.is_local('ram://x') and paths.is_bucket('s3://b/x')
 
 
 def test_missing_bucket_is_one_user_error(s3_server):
     started = time.time()
-    with pytest.raises(files.UserError, match=r'^s3://no-such-bucket/data/train-\*: bucket '
+    with pytest.raises(UserError, match=r'^s3://no-such-bucket/data/train-\*: bucket '
                                               r's3://no-such-bucket does not exist'):
         files.glob('s3://no-such-bucket/data/train-*')
     assert time.time() - started < 10
-    with pytest.raises(files.UserError, match='does not exist'):  # remembered, still an error
+    with pytest.raises(UserError, match='does not exist'):  # remembered, still an error
         files.exists('s3://no-such-bucket/x')
 
 
@@ -83,15 +84,16 @@ def first_use_of(path, env):
     """Runs files.exists(path) in a fresh process; returns (its one line of output, seconds taken)."""
     result = run_python(f"""
         import time
-        from common import files
+        from common import cli, files
+        from common.errors import UserError
         started = time.time()
         try:
             files.exists({path!r})
             message = 'no error'
-        except files.UserError as e:
+        except UserError as e:
             message = str(e)
         print(round(time.time() - started, 1), message)
-        files.exit_process(0)
+        cli.exit_process(0)
         """, env)
     seconds, message = result.stdout.rstrip('\n').split(' ', 1)
     return message, float(seconds)
@@ -138,14 +140,14 @@ def test_cli_exit_status_survives_tensorflow_io_teardown(s3_bucket, fail):
     """tensorflow-io 0.36.0 aborts (status 134) at interpreter exit after s3:// was used."""
     result = run_python(f"""
         from absl import app
-        from common import files
+        from common import cli, files
 
         def main(argv):
             files.write_text_atomic('{s3_bucket}/hello.txt', 'hi')
             print('wrote', files.read_text('{s3_bucket}/hello.txt'))
             return 2 if {fail} else 0
 
-        app.run(files.cli_main(main))
+        app.run(cli.cli_main(main))
         """, os.environ)
     assert result.stdout == 'wrote hi\n'
     assert result.returncode == (2 if fail else 0), result.stderr[-2000:]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import files
+from common import files, paths
 from conftest import REPO, run_module, run_together, start_module, wait_for_log
 from tests.s3_server import free_port
 from trainer.run import checkpoints
@@ -55,7 +55,7 @@ def test_prepare_writes_shards_and_manifest_into_the_bucket(s3_run):
 
 
 def test_eval_job_beside_the_trainer_evaluates_every_checkpoint_once(s3_run):
-    results = files.join(s3_run.model_dir, 'eval_validation', 'results')
+    results = paths.join(s3_run.model_dir, 'eval_validation', 'results')
     steps = [0, 4, 8, 12]
     assert files.listdir(results) == [f'step-{step:09d}.json' for step in steps]
     entries = [files.read_json(f'{results}/step-{step:09d}.json') for step in steps]
@@ -67,7 +67,7 @@ def test_eval_job_beside_the_trainer_evaluates_every_checkpoint_once(s3_run):
 
 
 def test_best_export_is_marked_complete_and_pointed_to(s3_run):
-    results = files.join(s3_run.model_dir, 'eval_validation', 'results')
+    results = paths.join(s3_run.model_dir, 'eval_validation', 'results')
     entries = [files.read_json(path) for path in files.glob(f'{results}/step-*.json')]
     best = max(entries, key=lambda e: e['metrics']['accuracy'])  # max keeps the first of equals
     assert files.read_text(f'{s3_run.export_dir}/best').strip() == str(best['step'])

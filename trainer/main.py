@@ -20,7 +20,7 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
 import tensorflow as tf  # noqa: E402
 from absl import flags, logging  # noqa: E402
 
-from common import cli, files  # noqa: E402
+from common import bucket_probe, cli  # noqa: E402
 from common.errors import UserError, op_error_summary  # noqa: E402
 from models import registry  # noqa: E402
 from trainer.config import flags as trainer_flags  # noqa: E402
@@ -106,7 +106,7 @@ def main(argv):
     quiet_tensorflow_logging()
     try:
         # A missing bucket or unreachable endpoint: one line now, not retries or empty listings later.
-        files.check_buckets([FLAGS[name].value for name in PATH_FLAGS] + argv[1:])
+        bucket_probe.check_buckets([FLAGS[name].value for name in PATH_FLAGS] + argv[1:])
         if FLAGS.mode == 'continuous_eval' and FLAGS.model_dir:  # its settings read the model's flags.txt
             eval_job.wait_for_training_run(FLAGS.model_dir, FLAGS.eval_timeout_secs)
         run(experiment.Settings.from_flags(FLAGS, trainer_flags.flagfile_text(FLAGS)), argv[1:])

@@ -1,10 +1,9 @@
 """The trainer's flags, defined in a function so that modules import cleanly."""
-import os
 import re
 
 from absl import flags
 
-from common import files
+from common import files, paths
 from models import registry, training
 from trainer.cluster import vertex_env
 from trainer.input_kinds.base import InputOptions
@@ -131,7 +130,7 @@ EVAL_NAME = re.compile(r'[A-Za-z0-9_.-]+')
 def _checkpoint_exists(value):
     return (value in (None, 'latest', 'all') or value.isdigit()
             # a bucket is checked when used (checkpoints.resolve), with a message naming it
-            or not files.is_local(value) or files.exists(value + '.index'))
+            or not paths.is_local(value) or files.exists(value + '.index'))
 
 
 def _required_for_mode(values):

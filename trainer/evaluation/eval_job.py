@@ -13,7 +13,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import tensorflow as tf
 from absl import logging
 
-from common import files
+from common import files, paths
 from common.errors import UserError
 from trainer.evaluation import ledger
 from trainer.evaluation.export_policy import LedgerExports
@@ -148,7 +148,7 @@ def wait_for_training_run(model_dir: str, timeout_secs: float) -> None:
            and not checkpoints.list_checkpoints(model_dir)):
         if not said_waiting:
             logging.info('waiting for a trainer to write %s or a checkpoint',
-                         files.join(model_dir, run_files.FLAGS_FILE))
+                         paths.join(model_dir, run_files.FLAGS_FILE))
             said_waiting = True
         if time.time() > deadline:
             raise _no_checkpoint(model_dir, timeout_secs)

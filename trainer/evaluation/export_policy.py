@@ -12,7 +12,7 @@ from typing import Callable, Dict, List, Optional
 
 from absl import logging
 
-from common import files
+from common import files, paths
 from trainer.evaluation.metric_goal import MetricGoal, evaluated_by_step
 from trainer.run import checkpoints
 from trainer.serving import export
@@ -25,7 +25,7 @@ def listed_exports(export_dir: str) -> Dict:
         return {'steps': [], 'pointers': {}}
     pointers = {}
     for name in POLICIES:
-        pointer = files.join(export_dir, name)
+        pointer = paths.join(export_dir, name)
         if files.exists(pointer) and files.read_text(pointer).strip().isdigit():
             pointers[name] = int(files.read_text(pointer).strip())
     return {'steps': export.complete_versions(export_dir), 'pointers': pointers}
@@ -42,7 +42,7 @@ class LedgerExports:
 
     @property
     def pointer(self) -> str:
-        return files.join(self.export_dir, self.policy)
+        return paths.join(self.export_dir, self.policy)
 
     def chosen(self, entries: List[Dict]) -> Optional[Dict]:
         if self.policy == 'latest':
@@ -56,7 +56,7 @@ class LedgerExports:
         if entry is None:
             return None
         name = str(checkpoints.saved_step(entry['checkpoint'], entry['metrics']))
-        target = files.join(self.export_dir, name)
+        target = paths.join(self.export_dir, name)
         if not export.is_complete(target):
             if not checkpoints.exists(entry['checkpoint']):
                 logging.warning('cannot export step %d: its checkpoint %s was deleted',
@@ -84,4 +84,4 @@ class LedgerExports:
         steps = export.complete_versions(self.export_dir)
         for step in steps[:-self.keep]:
             if str(step) != keep_name:
-                files.remove_tree(files.join(self.export_dir, str(step)))
+                files.remove_tree(paths.join(self.export_dir, str(step)))

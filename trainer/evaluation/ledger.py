@@ -8,7 +8,6 @@ lock (flock), so two of them never evaluate a checkpoint twice. A bucket has no 
 running one eval job per name is then the scheduler's job (a second one repeats work).
 """
 import contextlib
-import math
 import os
 import re
 import time
@@ -16,7 +15,7 @@ from typing import Dict, List, Optional
 
 import tensorflow as tf
 
-from common import files
+from common import files, paths, process_lock
 from common.errors import UserError
 
 RESULTS_DIR = 'results'
@@ -29,7 +28,7 @@ DAMAGED = 'damaged'  # its files could not be read: recorded so that later check
 
 def eval_dir(model_dir: str, eval_name: str) -> str:
     """Where Estimator.evaluate(name=eval_name) writes its TensorBoard events, and the ledger."""
-    return files.join(model_dir, f'eval_{eval_name}')
+    return paths.join(model_dir, f'eval_{eval_name}')
 
 
 def result_name(step: int) -> str:
@@ -42,13 +41,13 @@ def eval_names(model_dir: str) -> List[str]:
         return []
     return sorted(name[len('eval_'):] for name in files.listdir(model_dir)
                   if name.startswith('eval_')
-                  and files.isdir(files.join(model_dir, name, RESULTS_DIR)))
+                  and files.isdir(paths.join(model_dir, name, RESULTS_DIR)))
 
 
 class Ledger:
     def __init__(self, model_dir: str, eval_name: str):
         self.dir = eval_dir(model_dir, eval_name)
-        self.path = files.join(self.dir, RESULTS_DIR)
+        self.path = paths.join(self.dir, RESULTS_DIR)
         self.eval_name = eval_name
         self._read = {}  # file name -> entry: a result, once written, is never changed
 
@@ -57,7 +56,7 @@ class Ledger:
         names = [name for name in files.listdir(self.path) if RESULT_NAME.match(name)]
         for name in names:
             if name not in self._read:
-                path = files.join(self.path, name)
+                path = paths.join(self.path, name)
                 try:
                     self._read[name] = files.read_json(path)
                 except (ValueError, UnicodeDecodeError):
@@ -78,15 +77,15 @@ class Ledger:
         """Records a checkpoint's result as one whole object (again: the same answer replaced)."""
         entry = {'step': step, 'checkpoint': checkpoint, 'status': status,
                  'time': time.strftime('%Y-%m-%dT%H:%M:%S%z'), **fields}
-        files.write_json_atomic(files.join(self.path, result_name(step)), entry)
+        files.write_json_atomic(paths.join(self.path, result_name(step)), entry)
         self._read[result_name(step)] = entry
         return entry
 
     def lock(self):
         """The name's lock on a local disk; in a bucket, nothing (see the module's docstring)."""
-        if not files.is_local(self.dir):
+        if not paths.is_local(self.dir):
             return contextlib.nullcontext()
-        return EvalLock(os.path.join(files.local_path(self.dir), LOCK_NAME), self.eval_name)
+        return EvalLock(os.path.join(paths.local_path(self.dir), LOCK_NAME), self.eval_name)
 
 
 class EvalLock:
@@ -98,7 +97,7 @@ class EvalLock:
         self._file = None
 
     def __enter__(self):
-        self._file, holder = files.try_exclusive_lock(self._path, f'pid {os.getpid()}\n')
+        self._file, holder = process_lock.try_exclusive_lock(self._path, f'pid {os.getpid()}\n')
         if self._file is None:
             raise UserError(f'--eval_name={self._eval_name}: {holder or "another process"} is '
                             f'evaluating under this name ({self._path}); wait for it, or use '

@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Tuple
 import tensorflow as tf
 from absl import logging
 
-from common import files
+from common import files, paths
 from common.errors import UserError
 
 CHECKPOINT_INDEX = re.compile(r'^model\.ckpt-(\d+)\.index$')
@@ -20,14 +20,14 @@ def list_checkpoints(model_dir: str) -> List[Tuple[int, str]]:
     the last keep_checkpoint_max. A file counts once the state file names a checkpoint
     at least as new: a trainer killed mid-save leaves files of a step it saves again.
     """
-    if not files.exists(files.join(model_dir, 'checkpoint')):
+    if not files.exists(paths.join(model_dir, 'checkpoint')):
         return []
     state = tf.train.get_checkpoint_state(model_dir)
     if state is None:
         return []
     newest = step_of(state.model_checkpoint_path)
     found = []
-    for path in files.glob(files.join(model_dir, 'model.ckpt-*.index')):
+    for path in files.glob(paths.join(model_dir, 'model.ckpt-*.index')):
         match = CHECKPOINT_INDEX.match(os.path.basename(path))
         if match and int(match.group(1)) <= newest:
             found.append((int(match.group(1)), path[:-len('.index')]))
@@ -101,7 +101,7 @@ def resolve(model_dir: str, which: str) -> List[Tuple[int, str]]:
 def _listed_by_files(model_dir: str) -> List[Tuple[int, str]]:
     """(step, path) of every checkpoint with an .index file, oldest first, state file or not."""
     found = [(int(m.group(1)), path[:-len('.index')])
-             for path in files.glob(files.join(model_dir, 'model.ckpt-*.index'))
+             for path in files.glob(paths.join(model_dir, 'model.ckpt-*.index'))
              for m in [CHECKPOINT_INDEX.match(os.path.basename(path))] if m]
     return sorted(found)
 
@@ -131,7 +131,7 @@ def prepare_to_resume(model_dir: str) -> None:
     """
     if not files.isdir(model_dir):
         return
-    for leftover in files.glob(files.join(model_dir, 'model.ckpt-*_temp*')):
+    for leftover in files.glob(paths.join(model_dir, 'model.ckpt-*_temp*')):
         logging.info('removing %s, left by a trainer killed while saving', leftover)
         files.remove_tree(leftover)
     latest = tf.train.latest_checkpoint(model_dir)
@@ -143,7 +143,7 @@ def prepare_to_resume(model_dir: str) -> None:
             raise UserError(f'checkpoint {latest} is damaged ({problem}); restore its files, or '
                             f'move {latest}.* away {instead}')
         return
-    state_file = files.join(model_dir, 'checkpoint')
+    state_file = paths.join(model_dir, 'checkpoint')
     for step, path in reversed(_listed_by_files(model_dir)):
         if damage(path) is None:
             logging.warning('the checkpoint state file %s is missing, unreadable or names no '
@@ -204,7 +204,7 @@ def with_checkpoint_check(model_fn, model_name: str):
             raise UserError(
                 f'checkpoint {latest} does not fit --model={model_name} as it is built now: '
                 f'{mismatches[0]}{more}; it was saved by another version of the model or for '
-                f'another input size (see {files.join(config.model_dir, "flags.txt")}): use '
+                f'another input size (see {paths.join(config.model_dir, "flags.txt")}): use '
                 'that version, or train into a new --model_dir')
         return spec
 

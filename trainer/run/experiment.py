@@ -13,7 +13,7 @@ from typing import Callable, Dict, Optional
 import tensorflow as tf
 from absl import logging
 
-from common import files
+from common import paths
 from common.errors import UserError
 from input_fns import pipeline
 from models import precision, registry
@@ -106,7 +106,7 @@ def _trained_flags(flag_values):
     in the other modes."""
     if flag_values.mode not in MODEL_DIR_READING_MODES or not flag_values.model_dir:
         return {}, None
-    path = files.join(flag_values.model_dir, run_files.FLAGS_FILE)
+    path = paths.join(flag_values.model_dir, run_files.FLAGS_FILE)
     return run_files.read_flagfile(run_files.recorded_flags(flag_values.model_dir) or ''), path
 
 

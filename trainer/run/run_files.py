@@ -4,7 +4,7 @@ from typing import Dict, Optional
 import numpy as np
 import tensorflow as tf
 
-from common import files
+from common import files, paths
 from common.errors import UserError
 from trainer.run import checkpoints
 
@@ -17,7 +17,7 @@ TRAIN_FINISHED_FILE = 'train_finished.json'
 
 def check_model(model_dir: str, model_name: str, what_to_do: str) -> None:
     """Refuses to train, evaluate or export --model on a model_dir that holds another model."""
-    path = files.join(model_dir, FLAGS_FILE)
+    path = paths.join(model_dir, FLAGS_FILE)
     if not files.exists(path):
         return
     previous = read_flagfile(files.read_text(path)).get('model')
@@ -30,12 +30,12 @@ def record_flags(model_dir: str, model_name: str, flagfile_text: str) -> None:
     """Writes the trainer's flags to model_dir/flags.txt, refusing to resume a different model."""
     check_model(model_dir, model_name, f'use another --model_dir for {model_name}')
     files.makedirs(model_dir)
-    files.write_text_atomic(files.join(model_dir, FLAGS_FILE), flagfile_text)
+    files.write_text_atomic(paths.join(model_dir, FLAGS_FILE), flagfile_text)
 
 
 def recorded_flags(model_dir: str) -> Optional[str]:
     """The text of model_dir/flags.txt, or None before the first training run."""
-    path = files.join(model_dir, FLAGS_FILE)
+    path = paths.join(model_dir, FLAGS_FILE)
     return files.read_text(path) if files.exists(path) else None
 
 
@@ -55,18 +55,18 @@ def read_flagfile(text: str) -> Dict[str, str]:
 
 
 def write_train_finished(model_dir: str, train_steps: int, early_stop_reason=None) -> None:
-    files.write_json_atomic(files.join(model_dir, TRAIN_FINISHED_FILE), {
+    files.write_json_atomic(paths.join(model_dir, TRAIN_FINISHED_FILE), {
         'step': checkpoints.latest_saved_step(model_dir), 'train_steps': train_steps,
         'early_stopped': bool(early_stop_reason), 'reason': early_stop_reason or 'reached train_steps'})
 
 
 def clear_train_finished(model_dir: str) -> None:
-    files.remove(files.join(model_dir, TRAIN_FINISHED_FILE))
+    files.remove(paths.join(model_dir, TRAIN_FINISHED_FILE))
 
 
 def train_finished(model_dir: str):
     """What the last finished training run wrote (its final step...), or None."""
-    path = files.join(model_dir, TRAIN_FINISHED_FILE)
+    path = paths.join(model_dir, TRAIN_FINISHED_FILE)
     try:
         finished = files.read_json(path) if files.exists(path) else None
         if finished is None:

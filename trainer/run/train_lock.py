@@ -18,7 +18,7 @@ import uuid
 import tensorflow as tf
 from absl import logging
 
-from common import files
+from common import files, paths, process_lock
 from common.errors import UserError
 
 LOCK_NAME = 'train.lock'
@@ -26,10 +26,6 @@ LEASE_NAME = 'train.lease'
 LEASE_SECS = 120
 # A bucket's last writer wins: read the lease back after this long to learn who did.
 SETTLE_SECS = 2
-
-
-def is_object_store(path: str) -> bool:
-    return '://' in path
 
 
 def _owner() -> dict:
@@ -57,7 +53,7 @@ class LocalLock:
         self._file = None
 
     def acquire(self) -> None:
-        self._file, holder = files.try_exclusive_lock(self.path, json.dumps(_owner()))
+        self._file, holder = process_lock.try_exclusive_lock(self.path, json.dumps(_owner()))
         if self._file is None:
             try:
                 holder = json.loads(holder or '{}')
@@ -100,7 +96,7 @@ class Lease:
         if not lease or lease.get('token') == self.token:
             return False
         if lease.get('host') == self.owner['host'] and isinstance(lease.get('pid'), int) and \
-                not files.pid_alive(lease['pid']):
+                not process_lock.pid_alive(lease['pid']):
             return False  # its trainer on this machine was killed: no need to wait for expiry
         return float(lease.get('expires', 0)) > time.time()
 
@@ -143,7 +139,7 @@ class TrainLock:
     """with TrainLock(model_dir): ... raises UserError naming the holder when another run has it."""
 
     def __init__(self, model_dir: str):
-        self._lock = Lease(model_dir) if is_object_store(model_dir) else LocalLock(model_dir)
+        self._lock = Lease(model_dir) if paths.is_bucket(model_dir) else LocalLock(model_dir)
 
     def __enter__(self):
         self._lock.acquire()

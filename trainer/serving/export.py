@@ -15,7 +15,7 @@ from typing import List
 
 from tensorflow.core.protobuf import saved_model_pb2
 
-from common import files
+from common import files, paths, process_lock
 from trainer.run import checkpoints
 
 COMPLETE_MARKER = 'export_complete.json'
@@ -24,7 +24,7 @@ STAGING_PREFIX = '.staging-'
 
 def rename_signatures(saved_model_dir: str, renames) -> None:
     """Estimator names alternative-input signatures '<receiver>:<output>'; give them plain names."""
-    path = files.join(saved_model_dir, 'saved_model.pb')
+    path = paths.join(saved_model_dir, 'saved_model.pb')
     saved_model = saved_model_pb2.SavedModel()
     saved_model.ParseFromString(files.read_bytes(path))
     for meta_graph in saved_model.meta_graphs:
@@ -42,13 +42,13 @@ def rename_signatures(saved_model_dir: str, renames) -> None:
 
 
 def is_complete(version_dir: str) -> bool:
-    return files.exists(files.join(version_dir, COMPLETE_MARKER))
+    return files.exists(paths.join(version_dir, COMPLETE_MARKER))
 
 
 def complete_versions(export_dir: str) -> List[int]:
     """The steps of EXPORT_DIR's complete exports, oldest first."""
     return sorted(int(name) for name in files.listdir(export_dir)
-                  if name.isdigit() and is_complete(files.join(export_dir, name)))
+                  if name.isdigit() and is_complete(paths.join(export_dir, name)))
 
 
 def _remove_leftovers(export_dir: str) -> None:
@@ -58,8 +58,8 @@ def _remove_leftovers(export_dir: str) -> None:
                          r'|\d+\.old)-(\d+)')
     for name in files.listdir(export_dir):
         match = pattern.fullmatch(name)
-        if match and not files.pid_alive(int(match.group(1))):
-            files.remove_tree(files.join(export_dir, name))
+        if match and not process_lock.pid_alive(int(match.group(1))):
+            files.remove_tree(paths.join(export_dir, name))
 
 
 def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path: str,
@@ -68,15 +68,15 @@ def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path:
     step = checkpoints.saved_step(checkpoint_path)
     created_here = not files.isdir(export_dir)
     _remove_leftovers(export_dir)
-    final_dir = files.join(export_dir, str(step))
-    staging_base = files.join(export_dir, f'{STAGING_PREFIX}{socket.gethostname()}-{os.getpid()}')
+    final_dir = paths.join(export_dir, str(step))
+    staging_base = paths.join(export_dir, f'{STAGING_PREFIX}{socket.gethostname()}-{os.getpid()}')
     try:
         staged = estimator.export_saved_model(staging_base, receiver_fn,
                                               checkpoint_path=checkpoint_path)
         staged = staged.decode() if isinstance(staged, bytes) else staged
         rename_signatures(staged, signature_renames or {})
         files.move_tree(staged, final_dir)
-        files.write_json_atomic(files.join(final_dir, COMPLETE_MARKER), {
+        files.write_json_atomic(paths.join(final_dir, COMPLETE_MARKER), {
             'step': step, 'checkpoint': checkpoint_path,
             'time': time.strftime('%Y-%m-%dT%H:%M:%S%z')})
     finally:

@@ -5,7 +5,7 @@ from typing import List
 
 import tensorflow as tf
 
-from common import files
+from common import files, paths
 from common.errors import UserError, op_error_summary
 from trainer.serving import export
 
@@ -17,8 +17,8 @@ def resolve_saved_model(path: str) -> str:
         if not step.isdigit():
             raise UserError(f'--saved_model={path}: neither a SavedModel folder nor an export '
                             'pointer (a file naming a step)')
-        path = files.join(os.path.dirname(path.rstrip('/')), step)
-    if not files.exists(files.join(path, 'saved_model.pb')):
+        path = paths.join(os.path.dirname(path.rstrip('/')), step)
+    if not files.exists(paths.join(path, 'saved_model.pb')):
         raise UserError(f'--saved_model={path}: no saved_model.pb there; '
                         'export one with --mode=export')
     if os.path.basename(path.rstrip('/')).isdigit() and not export.is_complete(path):

@@ -1,0 +1,113 @@
+"""Buckets are probed once per process before their first use.
+
+A missing bucket, an unreachable endpoint or wrong credentials stop with a one-line
+UserError naming the path within seconds, instead of tensorflow-io's retries (about 25 s a
+call) or an empty listing that looks like "no checkpoints yet". tensorflow-io (s3://) is
+imported the first time an s3:// path is used.
+"""
+import http.client
+import os
+import ssl
+import threading
+import urllib.parse
+from typing import Optional
+
+import tensorflow as tf
+
+from common import paths
+from common.errors import UserError
+
+# One probe of a bucket gets this long; the S3 endpoint check inside it gets part of it.
+PROBE_TIMEOUT_SECS = 20.0
+ENDPOINT_TIMEOUT_SECS = 8.0
+
+_probed_buckets = {}  # 's3://bucket' -> None (fine) or the UserError message
+_s3_loaded = False
+
+
+def used_s3() -> bool:
+    return _s3_loaded
+
+
+def _load_s3_filesystem() -> None:
+    global _s3_loaded
+    if not _s3_loaded:
+        import tensorflow_io  # noqa: F401  (registers s3:// with tf.io.gfile)
+        _s3_loaded = True
+
+
+def s3_endpoint() -> str:
+    """The endpoint tensorflow-io talks to: S3_ENDPOINT (a URL; http:// for plain HTTP), or AWS."""
+    endpoint = os.environ.get('S3_ENDPOINT')
+    if not endpoint:
+        return f'https://s3.{os.environ.get("AWS_REGION", "us-east-1")}.amazonaws.com'
+    return endpoint if '://' in endpoint else f'https://{endpoint}'
+
+
+def _check_s3_endpoint(path: str) -> Optional[str]:
+    """Any HTTP answer from the endpoint will do; returns why not, or None."""
+    endpoint = s3_endpoint()
+    url = urllib.parse.urlsplit(endpoint)
+    if url.scheme == 'https':
+        context = ssl.create_default_context()
+        if os.environ.get('S3_VERIFY_SSL', '1') == '0':
+            context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        connection = http.client.HTTPSConnection(url.hostname, url.port,
+                                                 timeout=ENDPOINT_TIMEOUT_SECS, context=context)
+    else:
+        connection = http.client.HTTPConnection(url.hostname, url.port,
+                                                timeout=ENDPOINT_TIMEOUT_SECS)
+    try:
+        connection.request('HEAD', '/')
+        connection.getresponse()
+    except (OSError, http.client.HTTPException) as e:
+        return (f'{path}: cannot reach the S3 endpoint {endpoint} ({e.__class__.__name__}: {e}); '
+                'check S3_ENDPOINT (a URL such as http://host:9000) and the network')
+    finally:
+        connection.close()
+    return None
+
+
+def _probe_bucket(path: str) -> Optional[str]:
+    bucket = paths.bucket_of(path)
+    if bucket.startswith('s3://'):
+        problem = _check_s3_endpoint(path)
+        if problem:
+            return problem
+    if not tf.io.gfile.isdir(bucket + '/'):
+        keys = ('S3_ENDPOINT, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION'
+                if bucket.startswith('s3://') else 'GOOGLE_APPLICATION_CREDENTIALS')
+        return (f'{path}: bucket {bucket} does not exist or these credentials cannot read it; '
+                f'create the bucket or check {keys}')
+    return None
+
+
+def check_bucket(path: str) -> None:
+    """For a gs:// or s3:// path, makes sure its bucket answers (once per bucket and process).
+
+    Raises UserError naming the path when it does not, within PROBE_TIMEOUT_SECS.
+    """
+    if path.startswith('s3://'):
+        _load_s3_filesystem()
+    if not path.startswith(paths.OBJECT_STORE_SCHEMES):
+        return
+    bucket = paths.bucket_of(path)
+    if bucket not in _probed_buckets:
+        answer = []
+        # Filesystem calls cannot be interrupted: a daemon thread lets us give up on them.
+        worker = threading.Thread(target=lambda: answer.append(_probe_bucket(path)), daemon=True)
+        worker.start()
+        worker.join(PROBE_TIMEOUT_SECS)
+        if not answer:
+            raise UserError(f'{path}: no answer from {bucket} within {PROBE_TIMEOUT_SECS:.0f} s; '
+                            'check the network and the storage credentials')
+        _probed_buckets[bucket] = answer[0]
+    if _probed_buckets[bucket]:
+        raise UserError(_probed_buckets[bucket])
+
+
+def check_buckets(paths) -> None:
+    """check_bucket for each path (None and '' skipped; comma-separated patterns split)."""
+    for value in paths:
+        for path in filter(None, (value or '').split(',')):
+            check_bucket(path.strip())

@@ -1,0 +1,37 @@
+"""OS locks on a local disk, and whether a process that left a file behind still runs.
+
+flock exists only on a local disk; on a bucket callers use a lease object instead.
+"""
+import fcntl
+import os
+
+
+def try_exclusive_lock(path: str, holder: str):
+    """(file, None): an exclusive OS lock (flock) on the local file path, which now reads
+    `holder`; or (None, what the current holder wrote) when another process has it. The
+    kernel drops the lock when its file is closed or its process dies, even by kill -9."""
+    os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
+    lock_file = open(path, 'a+')
+    try:
+        fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock_file.seek(0)
+        current = lock_file.read().strip()
+        lock_file.close()
+        return None, current
+    lock_file.seek(0)
+    lock_file.truncate()
+    lock_file.write(holder)
+    lock_file.flush()
+    return lock_file, None
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether the process that owns a temporary (NAME.tmp-PID, .staging-HOST-PID) still runs."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        pass
+    return True

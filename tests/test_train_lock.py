@@ -37,3 +37,11 @@ def test_bucket_lease_is_refreshed_and_taken_over_only_after_it_expires(store, r
     first._thread = None  # the dead holder's release must not delete the new holder's lease
     second.release()
     assert second._read() is None  # released: the lease object is gone
+
+
+def test_a_file_url_model_dir_gets_the_os_lock_not_a_lease(tmp_path):
+    with train_lock.TrainLock(f'file://{tmp_path}/model') as held:
+        assert isinstance(held._lock, train_lock.LocalLock)
+        assert (tmp_path / 'model' / train_lock.LOCK_NAME).exists()
+        with pytest.raises(UserError, match='is in use by another training run'):
+            train_lock.LocalLock(str(tmp_path / 'model')).acquire()

@@ -49,7 +49,7 @@ class LocalLock:
 
     def __init__(self, model_dir: str):
         self.model_dir = model_dir
-        self.path = os.path.join(model_dir, LOCK_NAME)
+        self.path = os.path.join(paths.local_path(model_dir), LOCK_NAME)
         self._file = None
 
     def acquire(self) -> None:

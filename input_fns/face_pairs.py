@@ -13,6 +13,7 @@ from typing import Callable, List, Optional
 import numpy as np
 import tensorflow as tf
 
+from common import tf_config
 from common.errors import UserError
 from input_fns import pipeline, shards
 from input_fns.face_images import (FaceGeometry, augment_pair_batch, decode_face,
@@ -153,8 +154,7 @@ def make_train_input_fn(file_pattern: str, geometry: FaceGeometry, batch_size: i
     files = pipeline.list_record_files(file_pattern, flag_name)
     pipeline.check_record_files(files, PHOTO_SPEC)
     index = read_photo_index(files)
-    _, worker_index = pipeline.worker_share_from_tf_config()
-    seed = seed * 1000 + worker_index
+    seed = seed * 1000 + tf_config.role().reader_index
     pairs_dataset = pairs_dataset or sampled_pairs_dataset
     return lambda: pairs_dataset(files, index, geometry, batch_size, seed, same_fraction,
                                  augment_images=augment)

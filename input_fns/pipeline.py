@@ -5,7 +5,6 @@ TFRecordDataset (TextLineDataset for CSV), in blocks of records -> shuffle ->
 repeat -> batch -> batch-level parse -> prefetch.
 Evaluation: files in sorted order, one deterministic pass, no dropped remainder.
 """
-import json
 import os
 import re
 from typing import Callable, Dict, List, Optional, Tuple
@@ -14,6 +13,7 @@ import tensorflow as tf
 from absl import logging
 
 from common import files as common_files
+from common import tf_config
 from common.errors import UserError, op_error_summary
 from input_fns import shards
 
@@ -101,30 +101,6 @@ def _listed_shards(folder: str) -> Optional[Dict[str, Dict]]:
         raise UserError(f'{path}: unreadable manifest ({e}); run prepare again')
 
 
-def worker_share_from_tf_config(tf_config: Optional[str] = None) -> Tuple[int, int]:
-    """(number of training workers, this task's index) from TF_CONFIG.
-
-    The chief counts as worker 0, as in tf.estimator.RunConfig; so does a `master`
-    (older Vertex AI and Cloud ML Engine jobs name the chief so). Tasks that do not
-    train (evaluator, ps) and single-machine runs get (1, 0): all of the data.
-    """
-    raw = os.environ.get('TF_CONFIG', '') if tf_config is None else tf_config
-    if not raw:
-        return 1, 0
-    try:
-        config = json.loads(raw)
-    except ValueError as e:
-        raise UserError(f'TF_CONFIG is not valid JSON ({e}); fix the environment variable')
-    cluster = config.get('cluster', {})
-    task = config.get('task', {})
-    num_chief = len(cluster.get('chief', [])) + len(cluster.get('master', []))
-    num_workers = num_chief + len(cluster.get('worker', []))
-    task_type, task_index = task.get('type'), int(task.get('index', 0))
-    if num_workers <= 1 or task_type not in ('chief', 'master', 'worker'):
-        return 1, 0
-    return num_workers, (num_chief + task_index if task_type == 'worker' else 0)
-
-
 def worker_share(files: List[str], num_workers: int, worker_index: int) -> List[str]:
     """This training worker's files: every num_workers-th of the sorted list, disjoint from the others'."""
     if num_workers <= 1:
@@ -184,7 +160,8 @@ def record_input_fn(files: List[str], parse_batch: Callable, batch_size: int, tr
                     reader: Callable = tf.data.TFRecordDataset) -> Callable[[], tf.data.Dataset]:
     """An Estimator input_fn over checked files; under TF_CONFIG each worker reads its share."""
     if training:  # shared out now, so a cluster task logs its share (or fails) as it starts
-        files = worker_share(files, *worker_share_from_tf_config())
+        task = tf_config.role()
+        files = worker_share(files, task.readers, task.reader_index)
 
     def input_fn():
         return process_record_dataset(

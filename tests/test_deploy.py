@@ -1,7 +1,7 @@
 """TFJob and Vertex AI specs: parsed, and each replica's TF_CONFIG -> role and file share.
 
 The TF_CONFIG each replica gets is built here the way the TFJob operator and Vertex
-AI build it, and read with cluster_roles.role, the function the loopback launcher
+AI build it, and read with common.tf_config.role, the function the loopback launcher
 uses: what is deployed is what `./run.sh cluster` runs.
 """
 import json
@@ -11,10 +11,11 @@ import tensorflow as tf
 import yaml
 from absl import flags
 
+from common import tf_config
 from conftest import run_module
-from input_fns import image_records
+from input_fns import image_records, pipeline
 from models import registry
-from trainer.cluster import cluster_roles, deploy, local_cluster, vertex_env
+from trainer.cluster import deploy, local_cluster, vertex_env
 
 TRAINER_FLAGS = ['--model_dir=gs://bucket/runs/mnist', "--train_files=gs://bucket/mnist/train-*",
                  "--eval_files=gs://bucket/mnist/validation-*", '--train_steps=12000']
@@ -44,8 +45,8 @@ def operator_tf_configs(tfjob, name='mnist', namespace='default'):
 
 
 def roles_and_shares(tf_configs):
-    roles = {key: cluster_roles.role(json.dumps(config)) for key, config in tf_configs.items()}
-    return roles, {key: role.file_share(FILES) for key, role in roles.items() if role.trains}
+    roles = {key: tf_config.role(json.dumps(config)) for key, config in tf_configs.items()}
+    return roles, {key: pipeline.worker_share(FILES, role.readers, role.reader_index) for key, role in roles.items() if role.trains}
 
 
 def test_tfjob_replicas_containers_ports_and_resources(tfjob_output):
@@ -96,7 +97,7 @@ def test_loopback_launcher_derives_the_same_roles():
     tfjob = yaml.safe_load(deploy.to_yaml(deploy.tfjob_manifests(
         'mnist', 'image', [], workers=2, ps=1, evaluator=True)))
     deployed, _ = roles_and_shares(operator_tf_configs(tfjob))
-    local = {label: cluster_roles.role(json.dumps(config)) for label, config in launched}
+    local = {label: tf_config.role(json.dumps(config)) for label, config in launched}
     assert local == {role.label: role for role in deployed.values()}
 
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from common import tf_config
 from common.errors import UserError
 from conftest import make_digit_arrays
 from input_fns import image_records, pipeline
@@ -53,14 +54,15 @@ def test_tf_config_worker_shares():
     cluster = {'chief': ['h:1'], 'worker': ['h:2', 'h:3'], 'ps': ['h:4']}
 
     def share(task_type, index):
-        return pipeline.worker_share_from_tf_config(
+        task = tf_config.role(
             json.dumps({'cluster': cluster, 'task': {'type': task_type, 'index': index}}))
+        return task.readers, task.reader_index
 
     assert share('chief', 0) == (3, 0)
     assert share('worker', 0) == (3, 1)
     assert share('worker', 1) == (3, 2)
     assert share('evaluator', 0) == (1, 0)
-    assert pipeline.worker_share_from_tf_config('') == (1, 0)
+    assert tf_config.role('').readers == 1
 
 
 def test_each_worker_reads_its_own_files(tmp_path):

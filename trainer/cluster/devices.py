@@ -5,7 +5,6 @@
 `Plan.run_config(config)` adds the strategy and session settings to a RunConfig.
 """
 import dataclasses
-import json
 import os
 from typing import Optional, Tuple
 
@@ -14,6 +13,7 @@ from absl import logging
 from tensorflow.compat.v1 import ConfigProto
 from tensorflow_estimator.python.estimator import run_config as estimator_run_config
 
+from common import tf_config
 from common.errors import UserError
 
 
@@ -87,7 +87,7 @@ class Plan:
             spread = (f'mirrored over {self.num_replicas} replicas '
                       f'({", ".join(self.replica_devices)})')
         else:
-            spread = 'one device' + (', TF_CONFIG cluster' if os.environ.get('TF_CONFIG') else '')
+            spread = 'one device' + (', TF_CONFIG cluster' if tf_config.role().in_cluster else '')
         auto = ' (--precision=auto)' if self.precision_chosen_by_auto else ''
         return (f'devices: {self.devices.describe()}; distribution: {spread}; precision: '
                 f'{self.precision}{auto}; XLA: {"on" if self.xla else "off"}')
@@ -122,7 +122,7 @@ def plan(distribution: str = 'none', num_gpus: Optional[int] = None, cpu_replica
                 f'--distribution=mirrored needs at least two devices, but this run has one '
                 f'({devices.describe()}{asked}); use --distribution=none, or --cpu_replicas=2 '
                 'to try mirroring on the CPU')
-        if _tf_config_cluster():
+        if tf_config.role().in_cluster:
             raise UserError('--distribution=mirrored is for one machine; with a TF_CONFIG cluster '
                             'the parameter servers spread training: use --distribution=none')
         if batch_size is not None and batch_size % len(replica_devices):
@@ -134,13 +134,6 @@ def plan(distribution: str = 'none', num_gpus: Optional[int] = None, cpu_replica
     if xla:
         _enable_xla_on_cpu()
     return Plan(devices, distribution, replica_devices, gpus, precision, xla, chosen_by_auto)
-
-
-def _tf_config_cluster() -> bool:
-    try:
-        return bool(json.loads(os.environ.get('TF_CONFIG') or '{}').get('cluster'))
-    except ValueError:
-        return False
 
 
 def _enable_xla_on_cpu():

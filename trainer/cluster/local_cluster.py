@@ -30,7 +30,8 @@ import time
 
 from absl import app, flags, logging
 
-from trainer.cluster import cluster_roles
+from common import tf_config
+
 from trainer.config import flags as trainer_flags
 
 FLAGS = flags.FLAGS
@@ -60,7 +61,7 @@ def tasks(spec, evaluator: bool):
                for job in ('ps', 'chief', 'worker') for index in range(len(spec.get(job, [])))]
     if evaluator:
         configs.append({'cluster': spec, 'task': {'type': 'evaluator', 'index': 0}})
-    return [(cluster_roles.role(config).label, config) for config in configs]
+    return [(tf_config.role(config).label, config) for config in configs]
 
 
 def private_network_possible() -> bool:
@@ -118,8 +119,8 @@ class Cluster:
         self._print_lock = threading.Lock()
 
     def start(self):
-        for role, tf_config in self._tasks:
-            env = dict(os.environ, TF_CONFIG=json.dumps(tf_config))
+        for role, task_config in self._tasks:
+            env = dict(os.environ, TF_CONFIG=json.dumps(task_config))
             # Own session: a terminal's Ctrl-C reaches only the launcher, which stops the tasks.
             self._processes[role] = subprocess.Popen(  # local: tasks are processes here
                 [sys.executable, '-m', 'trainer.main'] + self._args, env=env,

@@ -13,9 +13,8 @@ from typing import Callable, Dict, Optional
 import tensorflow as tf
 from absl import logging
 
-from common import paths
+from common import paths, tf_config
 from common.errors import UserError
-from input_fns import pipeline
 from models import precision, registry
 from trainer.cluster import devices, vertex_env
 from trainer.config import params_flag
@@ -163,7 +162,7 @@ def model_params(settings: Settings, spec) -> Dict:
 
 
 def build_estimator(settings: Settings, spec, plan: devices.Plan) -> tf.estimator.Estimator:
-    pipeline.worker_share_from_tf_config()  # a bad TF_CONFIG: one line, not RunConfig's traceback
+    tf_config.role()  # a bad TF_CONFIG: one line, not RunConfig's traceback
     devices.log_plan(plan)
     config = tf.estimator.RunConfig(
         model_dir=settings.model_dir, tf_random_seed=settings.random_seed,

@@ -4,15 +4,12 @@ All in graph mode, as the Estimator runs things: feed_dict from NumPy, queue
 runners with shuffle_batch, the FloatList + parse_single_example pipeline that
 parses one record at a time, and tf.py_function for plain-Python preprocessing.
 """
-import os
-import random
 from typing import Sequence
 
 import numpy as np
 import tensorflow as tf
 
-from common.errors import UserError
-from input_fns import face_images, face_pairs, image_records
+from input_fns import image_records
 from trainer.observe import timing
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -160,43 +157,3 @@ def py_function_dataset(fn, output_signature, batch_size: int) -> tf.data.Datase
     dataset = tf.data.Dataset.range(2 ** 62).map(py_map, num_parallel_calls=AUTOTUNE,
                                                   deterministic=False)
     return dataset.batch(batch_size).prefetch(AUTOTUNE)
-
-
-def generator_pairs_dataset(index: face_pairs.PhotoIndex, geometry: face_images.FaceGeometry,
-                            batch_size: int, seed: int = 0, same_fraction: float = 0.5,
-                            augment_images: bool = True) -> tf.data.Dataset:
-    """Face pairs the naive way (--pair_sampler=generator): a Python generator yields path pairs,
-    map reads them, against face_pairs.sampled_pairs_dataset."""
-    if not index.source_root or not os.path.isdir(index.source_root):
-        raise UserError(f'the generator pair sampler reads the photo folder {index.source_root!r} '
-                        'named in manifest.json, and it is not there')
-    order, starts, counts, eligible = index.tables()
-    paths = [os.path.join(index.source_root, f) for f in index.filenames]
-
-    def generate():
-        rng = random.Random(seed)
-        step = 0
-        while True:
-            if rng.random() < same_fraction:
-                person = eligible[rng.randrange(len(eligible))]
-                a, b = rng.sample(range(counts[person]), 2)
-                a, b, same = order[starts[person] + a], order[starts[person] + b], 1.0
-            else:
-                person_a, person_b = rng.sample(range(len(counts)), 2)
-                a = order[starts[person_a] + rng.randrange(counts[person_a])]
-                b = order[starts[person_b] + rng.randrange(counts[person_b])]
-                same = 0.0
-            yield paths[a], paths[b], same, step
-            step += 1
-
-    pairs = tf.data.Dataset.from_generator(generate, output_signature=(
-        tf.TensorSpec([], tf.string), tf.TensorSpec([], tf.string), tf.TensorSpec([], tf.float32),
-        tf.TensorSpec([], tf.int64)))
-    decode = face_images.decode_training_pair(geometry, augment_images)
-    pairs = pairs.map(lambda a, b, same, step: decode(tf.io.read_file(a), tf.io.read_file(b),
-                                                      same, step),
-                      num_parallel_calls=AUTOTUNE)
-    pairs = pairs.batch(batch_size, drop_remainder=True)
-    if augment_images:
-        pairs = pairs.map(face_images.augment_pair_batch, num_parallel_calls=AUTOTUNE)
-    return pairs.prefetch(AUTOTUNE)

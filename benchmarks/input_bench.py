@@ -232,7 +232,7 @@ def face_pair_rows(work_dir, results):
     index = face_pairs.read_photo_index(files)
     batch_size, section = FLAGS.pair_batch_size, '3 face pairs'
     pairs = lambda rate: rate.per_sec * batch_size  # noqa: E731
-    rate = timing.dataset_rate(lambda: baselines.generator_pairs_dataset(
+    rate = timing.dataset_rate(lambda: face_pairs.generator_pairs_dataset(
         index, FACE_GEOMETRY, batch_size), **feeding_timing())
     results.add('faces.generator', section, 'Python generator of paths, map to read and decode',
                 pairs(rate), 'pairs/s', rate)

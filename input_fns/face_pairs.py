@@ -8,6 +8,7 @@ are fixed, read from pair shards.
 """
 import dataclasses
 import os
+import random
 from typing import Callable, List, Optional
 
 import numpy as np
@@ -165,3 +166,43 @@ def make_eval_input_fn(file_pattern: str, geometry: FaceGeometry, batch_size: in
     files = pipeline.list_record_files(file_pattern, flag_name)
     pipeline.check_record_files(files, PAIR_SPEC)
     return lambda: fixed_pairs_dataset(files, geometry, batch_size)
+
+
+def generator_pairs_dataset(index: PhotoIndex, geometry: FaceGeometry,
+                            batch_size: int, seed: int = 0, same_fraction: float = 0.5,
+                            augment_images: bool = True) -> tf.data.Dataset:
+    """Face pairs the naive way (--pair_sampler=generator): a Python generator yields path pairs,
+    map reads them, kept to measure sampled_pairs_dataset against."""
+    if not index.source_root or not os.path.isdir(index.source_root):
+        raise UserError(f'the generator pair sampler reads the photo folder {index.source_root!r} '
+                        'named in manifest.json, and it is not there')
+    order, starts, counts, eligible = index.tables()
+    paths = [os.path.join(index.source_root, f) for f in index.filenames]
+
+    def generate():
+        rng = random.Random(seed)
+        step = 0
+        while True:
+            if rng.random() < same_fraction:
+                person = eligible[rng.randrange(len(eligible))]
+                a, b = rng.sample(range(counts[person]), 2)
+                a, b, same = order[starts[person] + a], order[starts[person] + b], 1.0
+            else:
+                person_a, person_b = rng.sample(range(len(counts)), 2)
+                a = order[starts[person_a] + rng.randrange(counts[person_a])]
+                b = order[starts[person_b] + rng.randrange(counts[person_b])]
+                same = 0.0
+            yield paths[a], paths[b], same, step
+            step += 1
+
+    pairs = tf.data.Dataset.from_generator(generate, output_signature=(
+        tf.TensorSpec([], tf.string), tf.TensorSpec([], tf.string), tf.TensorSpec([], tf.float32),
+        tf.TensorSpec([], tf.int64)))
+    decode = decode_training_pair(geometry, augment_images)
+    pairs = pairs.map(lambda a, b, same, step: decode(tf.io.read_file(a), tf.io.read_file(b),
+                                                      same, step),
+                      num_parallel_calls=AUTOTUNE)
+    pairs = pairs.batch(batch_size, drop_remainder=True)
+    if augment_images:
+        pairs = pairs.map(augment_pair_batch, num_parallel_calls=AUTOTUNE)
+    return pairs.prefetch(AUTOTUNE)

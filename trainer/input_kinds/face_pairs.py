@@ -24,8 +24,8 @@ class FacePairs(base.InputKind):
     # --pair_sampler: drawn inside tf.data, or the naive Python generator kept for comparison.
     pair_samplers = {
         'graph': face_pairs.sampled_pairs_dataset,
-        'generator': lambda files, index, *args, **options: _generator_pairs(index, *args,
-                                                                             **options),
+        'generator': lambda files, index, *args, **options: face_pairs.generator_pairs_dataset(
+            index, *args, **options),
     }
 
     def train_input_fn(self, spec, file_pattern, flag_name, batch_size, seed, options):
@@ -79,9 +79,3 @@ class FacePairs(base.InputKind):
 
 
 KIND = registry.register(FacePairs())
-
-
-def _generator_pairs(index, *args, **options):
-    # Imported on use: benchmarks/ is not part of the trainer's container image.
-    from benchmarks import baselines
-    return baselines.generator_pairs_dataset(index, *args, **options)

@@ -7,7 +7,7 @@ import pytest
 from common.errors import UserError
 from conftest import trainer_flags
 from models import registry
-from trainer.config import flags
+from trainer.config import flags, settings as settings_module
 from trainer.evaluation.metric_goal import MetricGoal
 from trainer.input_kinds.base import InputOptions
 from trainer.observe import hparams
@@ -18,9 +18,9 @@ def test_settings_from_flags():
     given = trainer_flags('--model_dir=m', '--train_files=t', '--train_steps=7', '--optimizer=sgd',
                           '--export_metric=accuracy', '--early_stopping_metric=loss',
                           '--early_stopping_mode=max', '--same_fraction=0.3')
-    settings = experiment.Settings.from_flags(given, flags.flagfile_text(given))
+    settings = settings_module.Settings.from_flags(given, flags.flagfile_text(given))
     assert settings.final_train_steps == 7 and settings.train_steps == 7
-    assert settings.model_params == {'optimizer': 'sgd'}  # only what was given overrides
+    assert settings.model_param_overrides == {'optimizer': 'sgd'}  # only what was given overrides
     assert settings.export_goal == MetricGoal('accuracy', 'max', '--export_metric')
     assert settings.early_stopping_goal == MetricGoal('loss', 'max', '--early_stopping_metric')
     assert settings.input_options == InputOptions(same_fraction=0.3)
@@ -28,17 +28,17 @@ def test_settings_from_flags():
     assert '--train_steps=7\n' in settings.flagfile_text
     assert '--model_dir=m\n' in settings.flagfile_text
 
-    default = experiment.Settings.from_flags(trainer_flags('--model_dir=m', '--train_files=t'))
+    default = settings_module.Settings.from_flags(trainer_flags('--model_dir=m', '--train_files=t'))
     assert default.final_train_steps is None and default.train_steps == 1000
     assert default.export_goal.mode == 'min'  # loss
 
 
 def test_build_makes_what_the_modes_run(digit_shards, tmp_path):
-    settings = experiment.Settings(
+    settings = settings_module.Settings(
         model_dir=str(tmp_path / 'model'), train_files=digit_shards.train_pattern,
         eval_files=digit_shards.validation_pattern, batch_size=8, train_steps=3,
         keep_checkpoint_max=0, early_stopping_eval_name='validation',
-        export_dir=str(tmp_path / 'exports'), model_params={'learning_rate': 0.5},
+        export_dir=str(tmp_path / 'exports'), model_param_overrides={'learning_rate': 0.5},
         flagfile_text='--model=mnist_cnn\n')
     run = experiment.build(settings, registry.get('mnist_cnn'))
     assert run.estimator.config.model_dir == settings.model_dir
@@ -48,7 +48,7 @@ def test_build_makes_what_the_modes_run(digit_shards, tmp_path):
     assert run.train_spec.max_steps == 3
     assert [type(hook) for hook in run.train_spec.hooks] == [
         hooks.ProgressHook, hparams.HParamsHook, hooks.EarlyStoppingHook]
-    logged = experiment.hparam_settings(settings)
+    logged = settings_module.hparam_settings(settings)
     assert logged['batch_size'] == 8 and logged['shuffle_buffer'] == settings.input_options.shuffle_buffer
     features, labels = next(iter(run.train_spec.input_fn()))
     assert features['image'].shape == (8, 28, 28, 1) and labels.shape == (8,)
@@ -69,7 +69,7 @@ def test_build_makes_what_the_modes_run(digit_shards, tmp_path):
 
 
 def test_eval_files_are_checked_only_when_a_mode_needs_them(tmp_path):
-    settings = experiment.Settings(model_dir=str(tmp_path), eval_files=str(tmp_path / 'none-*'))
+    settings = settings_module.Settings(model_dir=str(tmp_path), eval_files=str(tmp_path / 'none-*'))
     run = experiment.build(settings, registry.get('mnist_cnn'))  # train/export need no eval files
     with pytest.raises(UserError, match='--eval_files: no files match'):
         run.eval_job
@@ -82,7 +82,7 @@ def test_evaluate_and_export_see_faces_as_the_model_was_trained_to(tmp_path):
         '--model=face_embedding\n--face_crop_fraction=0.4\n--same_fraction=0.75\n')
 
     def options(mode, *given):
-        return experiment.Settings.from_flags(trainer_flags(
+        return settings_module.Settings.from_flags(trainer_flags(
             '--model=face_embedding', f'--mode={mode}', f'--model_dir={model_dir}',
             '--eval_files=e', '--train_files=t', '--export_dir=x', *given)).input_options
 
@@ -104,9 +104,9 @@ def test_model_params_flag_and_the_trained_ones_in_evaluate(tmp_path):
         'similarity_scale=40\n')
 
     def params(mode, *given):
-        return experiment.Settings.from_flags(trainer_flags(
+        return settings_module.Settings.from_flags(trainer_flags(
             '--model=face_embedding', f'--mode={mode}', f'--model_dir={model_dir}',
-            '--eval_files=e', '--train_files=t', '--export_dir=x', *given)).model_params
+            '--eval_files=e', '--train_files=t', '--export_dir=x', *given)).model_param_overrides
 
     assert params('train', '--model_params=similarity_scale=20', '--learning_rate=0.01') == {
         'similarity_scale': 20.0, 'learning_rate': 0.01}

@@ -11,7 +11,6 @@
 All flags can come from a file: --flagfile=FILE. Exit status: 0 done, 1 a failure while
 running, 2 bad flags or input, 130 interrupted (train and eval modes resume when run again).
 """
-import json
 import os
 import sys
 
@@ -22,11 +21,10 @@ from absl import flags, logging  # noqa: E402
 
 from common import bucket_probe, cli  # noqa: E402
 from common.errors import UserError, op_error_summary  # noqa: E402
-from models import registry  # noqa: E402
-from trainer.config import flags as trainer_flags  # noqa: E402
+from trainer.config import flags as trainer_flags, modes  # noqa: E402
+from trainer.config.settings import Settings  # noqa: E402
 from trainer.evaluation import eval_job  # noqa: E402
-from trainer.run import benchmark_input, checkpoints, experiment  # noqa: E402
-from trainer.serving import predict  # noqa: E402
+from trainer.run import mode_runners  # noqa: E402
 
 FLAGS = flags.FLAGS
 # Flags that name files or folders: each may be in a bucket (gs://, s3://).
@@ -34,56 +32,9 @@ PATH_FLAGS = ('model_dir', 'train_files', 'eval_files', 'threshold_files', 'expo
               'saved_model')
 
 
-def train(run: experiment.Experiment):
-    with run.training():
-        run.estimator.train(run.train_spec.input_fn, max_steps=run.train_spec.max_steps,
-                            hooks=run.train_spec.hooks)
-
-
-def train_and_evaluate(run: experiment.Experiment):
-    if run.estimator.config.task_type == 'evaluator':  # tf.estimator's own skips checkpoints
-        return continuous_eval(run)
-    # On a cluster (TF_CONFIG): the chief, a worker or a parameter server.
-    with run.training(with_eval_spec=True):
-        tf.estimator.train_and_evaluate(run.estimator, run.train_spec, run.eval_spec)
-
-
-def continuous_eval(run: experiment.Experiment):
-    run.check_model()
-    eval_job.continuous_eval(run.eval_job, run.settings.model_dir, run.settings.final_train_steps,
-                             run.settings.eval_timeout_secs)
-
-
-def evaluate(run: experiment.Experiment):
-    run.check_model()
-    chosen = checkpoints.resolve(run.settings.model_dir, run.settings.checkpoint)
-    entries = eval_job.evaluate_once(run.eval_job, chosen)
-    predict.print_json_lines(entry.get('metrics', entry) for entry in entries)
-
-
-def export(run: experiment.Experiment):
-    run.check_model()
-    [(_, path)] = checkpoints.resolve(run.settings.model_dir, run.settings.checkpoint)
-    print(json.dumps({'saved_model': run.export_checkpoint(path)}), flush=True)
-
-
-# Modes that take up where they stopped when run again.
-RESUMABLE_MODES = ('train', 'train_and_evaluate', 'continuous_eval', 'evaluate')
-RUNNERS = {'train': train, 'train_and_evaluate': train_and_evaluate,
-           'continuous_eval': continuous_eval, 'evaluate': evaluate, 'export': export}
-
-
-def run(settings: experiment.Settings, image_paths):
-    spec = registry.get(settings.model)
-    if settings.mode == 'predict':
-        return predict.print_json_lines(predict.predict_files(settings.saved_model, image_paths))
-    if settings.mode == 'benchmark_input':  # trains in a temporary folder, never --model_dir
-        return benchmark_input.run(settings, spec)
-    built = experiment.build(settings, spec)
-    try:
-        RUNNERS[settings.mode](built)
-    except tf.errors.OpError as e:  # a bad record mid-file: name the file, if one is to blame
-        raise built.data_error(e) or e
+def run(settings: Settings, arguments):
+    """Dispatches on the mode, as tf.estimator's training.py does on the task type."""
+    getattr(mode_runners, settings.mode)(settings, arguments)
 
 
 def quiet_tensorflow_logging():
@@ -94,7 +45,7 @@ def quiet_tensorflow_logging():
 
 
 def interrupted_message() -> str:
-    if FLAGS.mode in RESUMABLE_MODES:
+    if modes.MODES[FLAGS.mode].resumes:
         return (f'interrupted: --mode={FLAGS.mode} stopped; resume with the same command '
                 '(it goes on from the last checkpoint or ledger entry)')
     return f'interrupted: --mode={FLAGS.mode} stopped'
@@ -109,7 +60,7 @@ def main(argv):
         bucket_probe.check_buckets([FLAGS[name].value for name in PATH_FLAGS] + argv[1:])
         if FLAGS.mode == 'continuous_eval' and FLAGS.model_dir:  # its settings read the model's flags.txt
             eval_job.wait_for_training_run(FLAGS.model_dir, FLAGS.eval_timeout_secs)
-        run(experiment.Settings.from_flags(FLAGS, trainer_flags.flagfile_text(FLAGS)), argv[1:])
+        run(Settings.from_flags(FLAGS, trainer_flags.flagfile_text(FLAGS)), argv[1:])
     except tf.errors.OpError as e:  # found only while running, e.g. a record corrupt mid-file
         logging.debug('traceback', exc_info=True)
         print(f'error: {type(e).__name__}: {op_error_summary(e)} (run with --verbosity=1 for '

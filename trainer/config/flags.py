@@ -1,130 +1,183 @@
-"""The trainer's flags, defined in a function so that modules import cleanly."""
+"""The trainer's flags, in groups as official/utils/flags defines them, over any FlagValues.
+
+define_flags() defines them on absl's FLAGS for `python -m trainer.main`; defaults() reads
+their defaults from a private FlagValues, so that Settings repeats none of them.
+"""
+import functools
 import re
+import types
 
 from absl import flags
 
 from common import files, paths
 from models import registry, training
 from trainer.cluster import vertex_env
+from trainer.config import modes
 from trainer.input_kinds.base import InputOptions
 
-MODES = ('train', 'evaluate', 'continuous_eval', 'train_and_evaluate', 'export', 'predict',
-         'benchmark_input')
 OPTIMIZER_NAMES = ', '.join(list(training.OPTIMIZERS)[:-1]) + ' or ' + list(training.OPTIMIZERS)[-1]
-# The flags each mode cannot run without.
-REQUIRED_BY_MODE = {
-    'train': ('model_dir', 'train_files'),
-    'evaluate': ('model_dir', 'eval_files'),
-    'continuous_eval': ('model_dir', 'eval_files'),
-    'train_and_evaluate': ('model_dir', 'train_files', 'eval_files'),
-    'export': ('model_dir', 'export_dir'),
-    'predict': ('saved_model',),
-    'benchmark_input': ('train_files',),
-}
-
-
-def define_flags():
-    flags.DEFINE_string('model', 'mnist_cnn', 'Registered model: ' + ', '.join(registry.names()))
-    flags.DEFINE_enum('mode', 'train', MODES, 'What to do.')
-    flags.DEFINE_string('model_dir', None, 'Checkpoints, summaries and the flags used.')
-    flags.DEFINE_string('train_files', None, 'Glob (or comma-separated globs) of training shards; '
-                        'write a comma inside a path as \\,.')
-    flags.DEFINE_string('eval_files', None, 'Glob (or comma-separated globs) of evaluation shards; '
-                        'write a comma inside a path as \\,.')
-    flags.DEFINE_integer('batch_size', 100, 'Examples per training and evaluation batch.',
-                         lower_bound=1)
-    flags.DEFINE_integer('train_steps', 1000, 'Train until the global step reaches this.',
-                         lower_bound=1)
-    flags.DEFINE_float('learning_rate', None, 'Learning rate; default: the model\'s own.',
-                       lower_bound=0.0)
-    flags.DEFINE_integer('learning_rate_decay_steps', None,
-                         'Decay the learning rate 10x every this many steps (exponentially); '
-                         'default: the model\'s own (constant).', lower_bound=0)
-    flags.DEFINE_string('optimizer', None, f'{OPTIMIZER_NAMES}; default: the model\'s own.')
-    flags.DEFINE_string('model_params', None, 'Any of the model\'s params, as name=value,'
-                        'name=[a,b] (for example similarity_scale=40,zoom_views=[1.1,1.2]); '
-                        'evaluate, continuous_eval and export take the trained ones from '
-                        'MODEL_DIR/flags.txt. The models\' params: their DEFAULT_PARAMS.')
-    flags.DEFINE_integer('save_checkpoints_steps', 500, 'Save a checkpoint every N steps.',
-                         lower_bound=1)
-    flags.DEFINE_integer('keep_checkpoint_max', 5, 'Checkpoints to keep (0 keeps all).',
-                         lower_bound=0)
-    flags.DEFINE_integer('log_every_n_steps', 100, 'Log progress and write summaries every N steps.',
-                         lower_bound=1)
-    flags.DEFINE_integer('random_seed', 0, 'Seed for weights and the data order.')
-    flags.DEFINE_integer('shuffle_buffer', InputOptions.shuffle_buffer, 'Records in the training shuffle buffer.',
-                         lower_bound=1)
-    flags.DEFINE_integer('eval_throttle_secs', 60, 'train_and_evaluate: at least this many seconds '
-                         'between evaluations.', lower_bound=0)
-    flags.DEFINE_string('threshold_files', None, 'Face pairs, evaluate: pair shards of training '
-                        'people on which the decision threshold is chosen (LFW protocol); not '
-                        'needed when --eval_files hold the 10 folds of pairs.txt.')
-    flags.DEFINE_enum('pair_sampler', InputOptions.pair_sampler, ('graph', 'generator'), 'Face pairs, training: '
-                      'draw pairs inside tf.data (graph), or with the naive Python generator.')
-    flags.DEFINE_float('same_fraction', InputOptions.same_fraction, 'Face pairs, training: share of same-person pairs.',
-                       lower_bound=0.0, upper_bound=1.0)
-    flags.DEFINE_bool('augment', InputOptions.augment, 'Training only: random shifts, rotations '
-                      'and scaling of digits; random crops, flips, brightness, contrast and '
-                      'rotations of faces. Never applied to evaluation or serving.')
-    flags.DEFINE_float('face_crop_fraction', InputOptions.face_crop_fraction,
-                       'Face pairs: side of the central square crop, as a fraction of the '
-                       'photo\'s shorter side. evaluate, continuous_eval and export: default, the '
-                       'one the model was trained with (MODEL_DIR/flags.txt).',
-                       lower_bound=0.05, upper_bound=1.0)
-    flags.DEFINE_string('checkpoint', None, 'evaluate: latest, all, a global step or a checkpoint '
-                        'path; export: latest, a step or a path. Default: latest.')
-    flags.DEFINE_string('eval_name', 'default', 'evaluate/continuous_eval: results go to '
-                        'MODEL_DIR/eval_NAME/ (TensorBoard) and its ledger, results/step-N.json.')
-    flags.DEFINE_integer('eval_timeout_secs', 3600, 'continuous_eval: stop after this many seconds '
-                         'without a new checkpoint.', lower_bound=1)
-    flags.DEFINE_string('export_dir', None, 'export: SavedModels go to EXPORT_DIR/<global step>/; '
-                        'evaluate/continuous_eval: also export there as --export_policy says.')
-    flags.DEFINE_enum('export_policy', 'best', ('best', 'latest'), 'evaluate/continuous_eval with '
-                      '--export_dir: export the best checkpoint in the ledger, or the latest.')
-    flags.DEFINE_string('export_metric', 'loss', 'The metric that picks the best export.')
-    flags.DEFINE_enum('export_mode', None, ('max', 'min'), 'Whether a larger --export_metric is '
-                      'better; default: min for metrics named *loss* or *error*, else max.')
-    flags.DEFINE_integer('exports_to_keep', 5, 'Keep only the newest N exports (0 keeps all).',
-                         lower_bound=0)
-    flags.DEFINE_string('early_stopping_eval_name', None, 'train: stop when the ledger of this '
-                        'eval job shows no improvement for --early_stopping_patience evaluations.')
-    flags.DEFINE_string('early_stopping_metric', 'loss', 'The metric early stopping watches.')
-    flags.DEFINE_enum('early_stopping_mode', None, ('max', 'min'), 'Like --export_mode, for '
-                      '--early_stopping_metric.')
-    flags.DEFINE_integer('early_stopping_patience', 5, 'Evaluations without improvement before '
-                         'training stops.', lower_bound=1)
-    flags.DEFINE_float('early_stopping_check_secs', 10, 'How often training reads the ledger.',
-                       lower_bound=0)
-    flags.DEFINE_string('saved_model', None, 'predict: the SavedModel folder to load.')
-    flags.DEFINE_integer('benchmark_batches', 300, 'benchmark_input: batches to time each '
-                         'input pipeline stage for.', lower_bound=3)
-    flags.DEFINE_integer('benchmark_train_steps', 30, 'benchmark_input: training steps to time '
-                         'on in-memory input.', lower_bound=3)
-
-    define_device_flags()
-    vertex_env.set_flag_defaults()  # AIP_CHECKPOINT_DIR... when --model_dir is not given
-
-    flags.register_validator('model', lambda name: name in registry.names(),
-                             message='--model must be one of: ' + ', '.join(registry.names()))
-    flags.register_validator('optimizer', lambda name: name is None or name in training.OPTIMIZERS,
-                             message=f'--optimizer must be {OPTIMIZER_NAMES}')
-    flags.register_validator('learning_rate', lambda rate: rate is None or rate > 0,
-                             message='--learning_rate must be positive')
-    flags.register_validator('checkpoint', _checkpoint_exists,
-                             message='--checkpoint: no such checkpoint (give latest, all, a step, '
-                             'or the path without .index, e.g. MODEL_DIR/model.ckpt-1000)')
-    flags.register_multi_flags_validator(
-        ['mode', 'checkpoint'], lambda v: v['checkpoint'] != 'all' or v['mode'] == 'evaluate',
-        message='--checkpoint=all is only for --mode=evaluate')
-    for name in ('eval_name', 'early_stopping_eval_name'):
-        flags.register_validator(name, lambda value: value is None or EVAL_NAME.fullmatch(value),
-                                 message=f'--{name} may use only letters, digits, _, . and -')
-    flags.register_multi_flags_validator(
-        ['mode'] + sorted({f for names in REQUIRED_BY_MODE.values() for f in names}),
-        _required_for_mode, message='a flag this mode needs is missing')
-
-
 EVAL_NAME = re.compile(r'[A-Za-z0-9_.-]+')
+
+
+def _definers(flag_values) -> types.SimpleNamespace:
+    """absl's DEFINE_* functions bound to flag_values."""
+    kinds = {'string': flags.DEFINE_string, 'integer': flags.DEFINE_integer,
+             'float': flags.DEFINE_float, 'enum': flags.DEFINE_enum, 'bool': flags.DEFINE_bool}
+    return types.SimpleNamespace(**{kind: functools.partial(define, flag_values=flag_values)
+                                    for kind, define in kinds.items()})
+
+
+def define_flags(flag_values=flags.FLAGS, environment_defaults: bool = True):
+    """Every trainer flag and its checks; environment_defaults: Vertex AI's folders stand in
+    for --model_dir and the others when not given."""
+    for define_group in (define_base, define_training, define_input, define_evaluation,
+                         define_export, define_early_stopping, define_predict_and_benchmark,
+                         define_device_flags):
+        define_group(_definers(flag_values))
+    if environment_defaults:
+        vertex_env.set_flag_defaults(flag_values)  # AIP_CHECKPOINT_DIR... when --model_dir is not given
+    register_checks(flag_values)
+
+
+@functools.lru_cache(maxsize=None)
+def defaults() -> types.MappingProxyType:
+    """{flag name: default} of the trainer's flags, without the environment's."""
+    flag_values = flags.FlagValues()
+    define_flags(flag_values, environment_defaults=False)
+    return types.MappingProxyType({name: flag_values[name].default for name in flag_values})
+
+
+def define_base(d):
+    d.string('model', 'mnist_cnn', 'Registered model: ' + ', '.join(registry.names()))
+    d.enum('mode', 'train', list(modes.MODES), modes.help_text())
+    d.string('model_dir', None, 'Checkpoints, summaries and the flags used.')
+    d.string('train_files', None, 'Glob (or comma-separated globs) of training shards; '
+             'write a comma inside a path as \\,.')
+    d.string('eval_files', None, 'Glob (or comma-separated globs) of evaluation shards; '
+             'write a comma inside a path as \\,.')
+    d.integer('batch_size', 100, 'Examples per training and evaluation batch.', lower_bound=1)
+    d.string('model_params', None, 'Any of the model\'s params, as name=value,'
+             'name=[a,b] (for example similarity_scale=40,zoom_views=[1.1,1.2]); '
+             'evaluate, continuous_eval and export take the trained ones from '
+             'MODEL_DIR/flags.txt. The models\' params: their DEFAULT_PARAMS.')
+    d.integer('random_seed', 0, 'Seed for weights and the data order.')
+
+
+def define_training(d):
+    d.integer('train_steps', 1000, 'Train until the global step reaches this.', lower_bound=1)
+    d.float('learning_rate', None, 'Learning rate; default: the model\'s own.', lower_bound=0.0)
+    d.integer('learning_rate_decay_steps', None, 'Decay the learning rate 10x every this many '
+              'steps (exponentially); default: the model\'s own (constant).', lower_bound=0)
+    d.string('optimizer', None, f'{OPTIMIZER_NAMES}; default: the model\'s own.')
+    d.integer('save_checkpoints_steps', 500, 'Save a checkpoint every N steps.', lower_bound=1)
+    d.integer('keep_checkpoint_max', 5, 'Checkpoints to keep (0 keeps all).', lower_bound=0)
+    d.integer('log_every_n_steps', 100, 'Log progress and write summaries every N steps.',
+              lower_bound=1)
+
+
+def define_input(d):
+    d.integer('shuffle_buffer', InputOptions.shuffle_buffer,
+              'Records in the training shuffle buffer.', lower_bound=1)
+    d.enum('pair_sampler', InputOptions.pair_sampler, ('graph', 'generator'), 'Face pairs, '
+           'training: draw pairs inside tf.data (graph), or with the naive Python generator.')
+    d.float('same_fraction', InputOptions.same_fraction,
+            'Face pairs, training: share of same-person pairs.', lower_bound=0.0, upper_bound=1.0)
+    d.bool('augment', InputOptions.augment, 'Training only: random shifts, rotations '
+           'and scaling of digits; random crops, flips, brightness, contrast and '
+           'rotations of faces. Never applied to evaluation or serving.')
+    d.float('face_crop_fraction', InputOptions.face_crop_fraction,
+            'Face pairs: side of the central square crop, as a fraction of the '
+            'photo\'s shorter side. evaluate, continuous_eval and export: default, the '
+            'one the model was trained with (MODEL_DIR/flags.txt).',
+            lower_bound=0.05, upper_bound=1.0)
+
+
+def define_evaluation(d):
+    d.integer('eval_throttle_secs', 60, 'train_and_evaluate: at least this many seconds '
+              'between evaluations.', lower_bound=0)
+    d.string('threshold_files', None, 'Face pairs, evaluate: pair shards of training '
+             'people on which the decision threshold is chosen (LFW protocol); not '
+             'needed when --eval_files hold the 10 folds of pairs.txt.')
+    d.string('checkpoint', None, 'evaluate: latest, all, a global step or a checkpoint '
+             'path; export: latest, a step or a path. Default: latest.')
+    d.string('eval_name', 'default', 'evaluate/continuous_eval: results go to '
+             'MODEL_DIR/eval_NAME/ (TensorBoard) and its ledger, results/step-N.json.')
+    d.integer('eval_timeout_secs', 3600, 'continuous_eval: stop after this many seconds '
+              'without a new checkpoint.', lower_bound=1)
+
+
+def define_export(d):
+    d.string('export_dir', None, 'export: SavedModels go to EXPORT_DIR/<global step>/; '
+             'evaluate/continuous_eval: also export there as --export_policy says.')
+    d.enum('export_policy', 'best', ('best', 'latest'), 'evaluate/continuous_eval with '
+           '--export_dir: export the best checkpoint in the ledger, or the latest.')
+    d.string('export_metric', 'loss', 'The metric that picks the best export.')
+    d.enum('export_mode', None, ('max', 'min'), 'Whether a larger --export_metric is '
+           'better; default: min for metrics named *loss* or *error*, else max.')
+    d.integer('exports_to_keep', 5, 'Keep only the newest N exports (0 keeps all).',
+              lower_bound=0)
+
+
+def define_early_stopping(d):
+    d.string('early_stopping_eval_name', None, 'train: stop when the ledger of this '
+             'eval job shows no improvement for --early_stopping_patience evaluations.')
+    d.string('early_stopping_metric', 'loss', 'The metric early stopping watches.')
+    d.enum('early_stopping_mode', None, ('max', 'min'), 'Like --export_mode, for '
+           '--early_stopping_metric.')
+    d.integer('early_stopping_patience', 5, 'Evaluations without improvement before '
+              'training stops.', lower_bound=1)
+    d.float('early_stopping_check_secs', 10, 'How often training reads the ledger.',
+            lower_bound=0)
+
+
+def define_predict_and_benchmark(d):
+    d.string('saved_model', None, 'predict: the SavedModel folder to load.')
+    d.integer('benchmark_batches', 300, 'benchmark_input: batches to time each '
+              'input pipeline stage for.', lower_bound=3)
+    d.integer('benchmark_train_steps', 30, 'benchmark_input: training steps to time '
+              'on in-memory input.', lower_bound=3)
+
+
+def define_device_flags(d):
+    """Devices, distribution and precision (checked against the devices in trainer.cluster.devices)."""
+    d.enum('distribution', 'none', ('none', 'mirrored'), 'mirrored: synchronous '
+           'training over this machine\'s GPUs (MirroredStrategy); --batch_size is the '
+           'global batch, split across replicas. none: one device, or a TF_CONFIG '
+           'cluster\'s parameter-server training.')
+    d.integer('num_gpus', None, 'GPUs to use (default: all visible).', lower_bound=0)
+    d.integer('cpu_replicas', 1, 'With --distribution=mirrored and no GPU: mirror over '
+              'this many CPU devices (to try the multi-device path on a CPU).', lower_bound=1)
+    d.enum('precision', 'float32', ('float32', 'mixed_bfloat16', 'mixed_float16', 'auto'),
+           'Keras mixed-precision policy in the model: layers compute in 16 bits with '
+           'float32 variables; logits, loss and metrics stay float32. mixed_float16 '
+           '(GPUs) scales the loss; mixed_bfloat16 suits CPUs with AVX512-BF16 or AMX '
+           '(elsewhere it is emulated, several times slower). auto: mixed_bfloat16 on '
+           'such a CPU, else float32.')
+    d.bool('xla', False, 'XLA JIT compilation of the training graph '
+           '(auto-clustering, CPU and GPU).')
+
+
+def register_checks(flag_values):
+    check = functools.partial(flags.register_validator, flag_values=flag_values)
+    check_together = functools.partial(flags.register_multi_flags_validator,
+                                       flag_values=flag_values)
+    check('model', lambda name: name in registry.names(),
+          message='--model must be one of: ' + ', '.join(registry.names()))
+    check('optimizer', lambda name: name is None or name in training.OPTIMIZERS,
+          message=f'--optimizer must be {OPTIMIZER_NAMES}')
+    check('learning_rate', lambda rate: rate is None or rate > 0,
+          message='--learning_rate must be positive')
+    check('checkpoint', _checkpoint_exists,
+          message='--checkpoint: no such checkpoint (give latest, all, a step, '
+          'or the path without .index, e.g. MODEL_DIR/model.ckpt-1000)')
+    check_together(['mode', 'checkpoint'],
+                   lambda v: v['checkpoint'] != 'all' or v['mode'] == 'evaluate',
+                   message='--checkpoint=all is only for --mode=evaluate')
+    for name in ('eval_name', 'early_stopping_eval_name'):
+        check(name, lambda value: value is None or EVAL_NAME.fullmatch(value),
+              message=f'--{name} may use only letters, digits, _, . and -')
+    check_together(['mode'] + sorted({f for mode in modes.MODES.values() for f in mode.needs}),
+                   _required_for_mode, message='a flag this mode needs is missing')
 
 
 def _checkpoint_exists(value):
@@ -134,7 +187,7 @@ def _checkpoint_exists(value):
 
 
 def _required_for_mode(values):
-    missing = [name for name in REQUIRED_BY_MODE[values['mode']] if not values[name]]
+    missing = [name for name in modes.MODES[values['mode']].needs if not values[name]]
     if missing:
         raise flags.ValidationError(
             f'--mode={values["mode"]} needs ' + ', '.join(f'--{name}' for name in missing))
@@ -145,26 +198,6 @@ def flagfile_text(flag_values) -> str:
     """The trainer's flags as --flagfile lines, sorted (what MODEL_DIR/flags.txt holds)."""
     lines = [flag.serialize() for flag in flag_values.get_flags_for_module(__name__)]
     return ''.join(f'{line}\n' for line in sorted(lines) if line)
-
-
-def define_device_flags():
-    """Devices, distribution and precision (checked against the devices in trainer.cluster.devices)."""
-    flags.DEFINE_enum('distribution', 'none', ('none', 'mirrored'), 'mirrored: synchronous '
-                      'training over this machine\'s GPUs (MirroredStrategy); --batch_size is the '
-                      'global batch, split across replicas. none: one device, or a TF_CONFIG '
-                      'cluster\'s parameter-server training.')
-    flags.DEFINE_integer('num_gpus', None, 'GPUs to use (default: all visible).', lower_bound=0)
-    flags.DEFINE_integer('cpu_replicas', 1, 'With --distribution=mirrored and no GPU: mirror over '
-                         'this many CPU devices (to try the multi-device path on a CPU).',
-                         lower_bound=1)
-    flags.DEFINE_enum('precision', 'float32', ('float32', 'mixed_bfloat16', 'mixed_float16', 'auto'),
-                      'Keras mixed-precision policy in the model: layers compute in 16 bits with '
-                      'float32 variables; logits, loss and metrics stay float32. mixed_float16 '
-                      '(GPUs) scales the loss; mixed_bfloat16 suits CPUs with AVX512-BF16 or AMX '
-                      '(elsewhere it is emulated, several times slower). auto: mixed_bfloat16 on '
-                      'such a CPU, else float32.')
-    flags.DEFINE_boolean('xla', False, 'XLA JIT compilation of the training graph '
-                         '(auto-clustering, CPU and GPU).')
 
 
 def define_cluster_flags():

@@ -15,14 +15,14 @@ from tensorboard.plugins.hparams import summary as hparams_summary
 HParamValue = Union[bool, int, float, str]
 
 
-def run_hparams(flag_values: Dict[str, object], model_params: Dict[str, object]) -> Dict[str, HParamValue]:
+def run_hparams(flag_values: Dict[str, object], model_fn_params: Dict[str, object]) -> Dict[str, HParamValue]:
     """The values to log: the flags that were set, and the params the model really used.
 
     The model's params win over the flags of the same name (--learning_rate unset means
     the model's own rate, which is what ran). None is left out; other types become text.
     """
     values = {name: value for name, value in flag_values.items() if value is not None}
-    values.update({name: value for name, value in model_params.items() if value is not None})
+    values.update({name: value for name, value in model_fn_params.items() if value is not None})
     return {name: value if isinstance(value, (bool, int, float, str)) else str(value)
             for name, value in sorted(values.items())}
 

@@ -1,164 +1,27 @@
-"""Everything a run is built from: the settings (made from the flags once) and what they build.
+"""What a run is built from its Settings (trainer.config.settings).
 
-`Settings.from_flags` is the one place that reads the flag values; `build(settings, spec)`
-makes the Estimator and, when a mode asks for them, its train and eval specs, serving
+`build(settings, spec)` makes the Estimator and, when a mode asks for them, its train and eval specs, serving
 receiver, exports and eval job (as tensor2tensor's create_experiment or TFX's trainer_fn).
 Parts are built on first use, so a mode never checks files it does not read.
 """
 import contextlib
-import dataclasses
 import functools
-from typing import Callable, Dict, Optional
+from typing import Callable, Optional
 
 import tensorflow as tf
-from absl import logging
 
-from common import paths, tf_config
+from common import tf_config
 from common.errors import UserError
-from models import precision, registry
+from models import precision
 from trainer.cluster import devices, vertex_env
-from trainer.config import params_flag
+from trainer.config import modes
+from trainer.config.settings import Settings, hparam_settings, model_fn_params
 from trainer.evaluation import eval_job, ledger
 from trainer.evaluation.export_policy import LedgerExports
-from trainer.evaluation.metric_goal import MetricGoal
 from trainer.input_kinds import registry as input_kinds
-from trainer.input_kinds.base import InputOptions
 from trainer.observe import hparams
 from trainer.run import checkpoints, hooks, run_files, train_lock
 from trainer.serving import export
-
-MODEL_PARAM_FLAGS = ('learning_rate', 'learning_rate_decay_steps', 'optimizer')
-# Input options that shape what the model sees at evaluation and in serving, not only in
-# training: modes that read a trained model_dir take them from its flags.txt unless given.
-MODEL_VIEW_OPTIONS = ('face_crop_fraction',)
-MODEL_DIR_READING_MODES = ('evaluate', 'continuous_eval', 'export')
-# What the HParams dashboard shows of a training run (with the input options and model params).
-TRAINING_SETTINGS = ('model', 'mode', 'train_files', 'batch_size', 'train_steps',
-                     'save_checkpoints_steps', 'random_seed', 'early_stopping_eval_name')
-
-
-@dataclasses.dataclass(frozen=True)
-class Settings:
-    model: str = 'mnist_cnn'
-    mode: str = 'train'
-    model_dir: Optional[str] = None
-    train_files: Optional[str] = None
-    eval_files: Optional[str] = None
-    batch_size: int = 100
-    train_steps: int = 1000
-    # The trainer's --train_steps when it was given: an eval job stops at its final checkpoint.
-    final_train_steps: Optional[int] = None
-    model_params: Dict = dataclasses.field(default_factory=dict)  # overrides of the model's own
-    save_checkpoints_steps: int = 500
-    keep_checkpoint_max: int = 5
-    log_every_n_steps: int = 100
-    random_seed: int = 0
-    input_options: InputOptions = InputOptions()
-    eval_throttle_secs: int = 60
-    threshold_files: Optional[str] = None
-    checkpoint: str = 'latest'
-    eval_name: str = 'default'
-    eval_timeout_secs: int = 3600
-    export_dir: Optional[str] = None
-    export_policy: str = 'best'
-    export_goal: MetricGoal = MetricGoal('loss', 'min', '--export_metric')
-    exports_to_keep: int = 5
-    early_stopping_eval_name: Optional[str] = None
-    early_stopping_goal: MetricGoal = MetricGoal('loss', 'min', '--early_stopping_metric')
-    early_stopping_patience: int = 5
-    early_stopping_check_secs: float = 10
-    saved_model: Optional[str] = None
-    benchmark_batches: int = 300
-    benchmark_train_steps: int = 30
-    distribution: str = 'none'
-    num_gpus: Optional[int] = None
-    cpu_replicas: int = 1
-    precision: str = 'float32'
-    xla: bool = False
-    flagfile_text: str = ''  # what MODEL_DIR/flags.txt records
-
-    @classmethod
-    def from_flags(cls, flag_values, flagfile_text: str = '') -> 'Settings':
-        """The settings the trainer's flags give (flag_values: absl's FLAGS)."""
-        plain = {field.name for field in dataclasses.fields(cls)} - {
-            'final_train_steps', 'model_params', 'input_options', 'export_goal',
-            'early_stopping_goal', 'checkpoint', 'flagfile_text'}
-        trained = _trained_flags(flag_values)
-        return cls(
-            **{name: getattr(flag_values, name) for name in plain},
-            final_train_steps=(flag_values.train_steps if flag_values['train_steps'].present
-                               else None),
-            model_params=given_model_params(flag_values, *trained),
-            input_options=trained_input_options(flag_values, *trained),
-            checkpoint=flag_values.checkpoint or 'latest',
-            export_goal=MetricGoal.of(flag_values.export_metric, flag_values.export_mode,
-                                      '--export_metric'),
-            early_stopping_goal=MetricGoal.of(flag_values.early_stopping_metric,
-                                              flag_values.early_stopping_mode,
-                                              '--early_stopping_metric'),
-            flagfile_text=flagfile_text)
-
-
-def _trained_flags(flag_values):
-    """(the flags in MODEL_DIR/flags.txt as {name: text}, its path) in the modes that read a
-    trained model_dir, read once for given_model_params and trained_input_options; ({}, None)
-    in the other modes."""
-    if flag_values.mode not in MODEL_DIR_READING_MODES or not flag_values.model_dir:
-        return {}, None
-    path = paths.join(flag_values.model_dir, run_files.FLAGS_FILE)
-    return run_files.read_flagfile(run_files.recorded_flags(flag_values.model_dir) or ''), path
-
-
-def given_model_params(flag_values, recorded: Dict, path: Optional[str]) -> Dict:
-    """What overrides the model's DEFAULT_PARAMS: --model_params and the flags of
-    MODEL_PARAM_FLAGS. In evaluate, continuous_eval and export the model is built as it was
-    trained: the --model_params in MODEL_DIR/flags.txt, overridden name by name by those given."""
-    defaults = registry.get(flag_values.model).default_params
-    params = params_flag.parse(recorded.get('model_params'), defaults, flag_values.model,
-                               f'{path}: --model_params')
-    given = params_flag.parse(flag_values.model_params, defaults, flag_values.model)
-    for name in MODEL_PARAM_FLAGS:
-        if getattr(flag_values, name) is None:
-            continue
-        if name in given:
-            raise UserError(f'--{name} and --model_params both set {name}; give it once')
-        given[name] = getattr(flag_values, name)
-    return {**params, **given}
-
-
-def trained_input_options(flag_values, recorded: Dict, path: Optional[str]) -> InputOptions:
-    """The input flags; in evaluate, continuous_eval and export, the model's view of its input
-    (MODEL_VIEW_OPTIONS) is the one it was trained with, read from MODEL_DIR/flags.txt,
-    unless the flag is given (then a differing value is warned about)."""
-    options = InputOptions(**{field.name: getattr(flag_values, field.name)
-                              for field in dataclasses.fields(InputOptions)})
-    for name in MODEL_VIEW_OPTIONS:
-        if name not in recorded:
-            continue
-        try:
-            trained = type(getattr(options, name))(recorded[name])
-        except ValueError:
-            raise UserError(f'{path}: --{name}={recorded[name]} is not a valid value; fix that '
-                            f'line, or give --{name}') from None
-        if not flag_values[name].present:
-            options = dataclasses.replace(options, **{name: trained})
-        elif getattr(options, name) != trained:
-            logging.warning('--%s=%s differs from the %s the model was trained with (%s)',
-                            name, getattr(options, name), trained, path)
-    return options
-
-
-def hparam_settings(settings: Settings) -> Dict:
-    """The settings that shape a training run, flat, as the HParams dashboard compares them."""
-    values = {field.name: getattr(settings, field.name) for field in dataclasses.fields(settings)
-              if field.name in TRAINING_SETTINGS}
-    values.update(dataclasses.asdict(settings.input_options))
-    return values
-
-
-def model_params(settings: Settings, spec) -> Dict:
-    """The model's params: its defaults, overridden by the settings that were given."""
-    return {**spec.default_params, **settings.model_params}
 
 
 def build_estimator(settings: Settings, spec, plan: devices.Plan) -> tf.estimator.Estimator:
@@ -173,7 +36,7 @@ def build_estimator(settings: Settings, spec, plan: devices.Plan) -> tf.estimato
     model_fn = checkpoints.with_checkpoint_check(
         precision.with_policy(spec.model_fn, plan.precision), spec.name)
     return tf.estimator.Estimator(model_fn, config=plan.run_config(config),
-                                  params=model_params(settings, spec))
+                                  params=model_fn_params(settings, spec))
 
 
 class Experiment:
@@ -224,7 +87,7 @@ class Experiment:
         if not self.estimator.config.is_chief:
             return []
         return [hparams.HParamsHook(self.settings.model_dir, hparams.run_hparams(
-            hparam_settings(self.settings), model_params(self.settings, self.spec)))]
+            hparam_settings(self.settings), model_fn_params(self.settings, self.spec)))]
 
     @functools.cached_property
     def eval_spec(self) -> tf.estimator.EvalSpec:
@@ -258,13 +121,9 @@ class Experiment:
         if not isinstance(error, (tf.errors.InvalidArgumentError, tf.errors.DataLossError)):
             return None
         s = self.settings
-        reads = {'train': [('--train_files', s.train_files)],
-                 'evaluate': [('--eval_files', s.eval_files)],
-                 'continuous_eval': [('--eval_files', s.eval_files)],
-                 'train_and_evaluate': [('--train_files', s.train_files),
-                                        ('--eval_files', s.eval_files)]}.get(s.mode, [])
-        for flag_name, pattern in reads:
-            found = self.kind.find_bad_file(self.spec, pattern)
+        for name in modes.MODES[s.mode].data_flags:
+            flag_name = f'--{name}'
+            found = self.kind.find_bad_file(self.spec, getattr(s, name))
             if found:
                 path, problem = found
                 return UserError(f'{path}: {problem} (a {flag_name} file, found while reading '

@@ -1,0 +1,75 @@
+"""One function per mode of trainer.main, named as the mode (trainer.config.modes.MODES).
+
+Each takes the Settings and the arguments after the flags (the files --mode=predict reads).
+"""
+import json
+from typing import Callable, List
+
+import tensorflow as tf
+
+from models import registry
+from trainer.evaluation import eval_job
+from trainer.run import benchmark_input as input_benchmark
+from trainer.run import checkpoints, experiment
+from trainer.serving import predict as serving_predict
+
+
+def _on_experiment(run_on: Callable[[experiment.Experiment], None]):
+    """A mode that runs on an Experiment; a bad record read on the way names its file."""
+    def run(settings, arguments: List[str]):
+        built = experiment.build(settings, registry.get(settings.model))
+        try:
+            run_on(built)
+        except tf.errors.OpError as e:
+            raise built.data_error(e) or e
+    run.__doc__ = run_on.__doc__
+    return run
+
+
+@_on_experiment
+def train(run: experiment.Experiment):
+    with run.training():
+        run.estimator.train(run.train_spec.input_fn, max_steps=run.train_spec.max_steps,
+                            hooks=run.train_spec.hooks)
+
+
+def _continuous_eval(run: experiment.Experiment):
+    run.check_model()
+    eval_job.continuous_eval(run.eval_job, run.settings.model_dir, run.settings.final_train_steps,
+                             run.settings.eval_timeout_secs)
+
+
+continuous_eval = _on_experiment(_continuous_eval)
+
+
+@_on_experiment
+def train_and_evaluate(run: experiment.Experiment):
+    if run.estimator.config.task_type == 'evaluator':  # tf.estimator's own skips checkpoints
+        return _continuous_eval(run)
+    # On a cluster (TF_CONFIG): the chief, a worker or a parameter server.
+    with run.training(with_eval_spec=True):
+        tf.estimator.train_and_evaluate(run.estimator, run.train_spec, run.eval_spec)
+
+
+@_on_experiment
+def evaluate(run: experiment.Experiment):
+    run.check_model()
+    chosen = checkpoints.resolve(run.settings.model_dir, run.settings.checkpoint)
+    entries = eval_job.evaluate_once(run.eval_job, chosen)
+    serving_predict.print_json_lines(entry.get('metrics', entry) for entry in entries)
+
+
+@_on_experiment
+def export(run: experiment.Experiment):
+    run.check_model()
+    [(_, path)] = checkpoints.resolve(run.settings.model_dir, run.settings.checkpoint)
+    print(json.dumps({'saved_model': run.export_checkpoint(path)}), flush=True)
+
+
+def predict(settings, arguments: List[str]):
+    serving_predict.print_json_lines(serving_predict.predict_files(settings.saved_model, arguments))
+
+
+def benchmark_input(settings, arguments: List[str]):
+    """Trains in a temporary folder, never in --model_dir."""
+    input_benchmark.run(settings, registry.get(settings.model))

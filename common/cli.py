@@ -4,6 +4,7 @@
   1    a failure while running
   2    bad flags or bad input: a one-line error naming the flag or file
   130  interrupted (Ctrl-C); the message says whether the same command resumes
+  143  terminated (SIGTERM, as Kubernetes and Vertex AI stop a task)
 
 --helpshort (and --help) lists the command's own flags; --helpfull lists them
 first, then absl's logging and flag-file flags, leaving out the flags that
@@ -18,7 +19,7 @@ from absl import app, flags
 
 from common import bucket_probe
 
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 # Modules whose flags TensorFlow's imports bring along but no command here reads.
 UNRELATED_FLAG_MODULES = ('absl.testing.', 'tensorflow.python.tpu.',
                           'tensorflow.python.ops.parallel_for.')
@@ -87,14 +88,20 @@ def install_help(own_modules: Sequence[str]) -> None:
     flags.DEFINE_flag(_FullHelpFlag(tuple(own_modules)))
 
 
-def parse_flags(argv):
-    """absl's parsing, but a bad flag is a one-line error and exit status 2."""
+def parse_flags(argv, known_only: bool = False, unknown_flag_hint: str = ''):
+    """absl's parsing, but a bad flag is a one-line error and exit status 2.
+
+    known_only: leave unknown flags in the arguments (for a launcher that passes them on).
+    unknown_flag_hint: added to the error for an unknown flag, e.g. where such flags go.
+    """
     try:
-        return FLAGS(argv)
+        return FLAGS(argv, known_only=known_only)
     except flags.Error as error:
         message = ' '.join(str(error).split())
         if message.startswith('flags ') and ': --' in message:  # drop absl's list of every value
             message = message[message.index(': --') + 2:]
+        if unknown_flag_hint and isinstance(error, flags.UnrecognizedFlagError):
+            message += f'; {unknown_flag_hint}'
         sys.stderr.write(f'error: {message}\n(--helpshort lists the flags)\n')
         sys.exit(EXIT_USAGE)
 
@@ -145,12 +152,14 @@ def remember_ctrl_c() -> List[int]:
 
 def run(main: Callable, own_modules: Sequence[str],
         user_errors: Tuple[Type[Exception], ...] = (),
-        interrupted_message: Union[str, Callable[[], str]] = 'interrupted') -> None:
+        interrupted_message: Union[str, Callable[[], str]] = 'interrupted',
+        **parse_options) -> None:
     """app.run(main) with this project's help and exit statuses.
 
     user_errors: exceptions that mean bad input (exit 2 with their message).
     interrupted_message: what Ctrl-C prints, e.g. '...; resume with the same command', or a
       function returning it (called after the flags are parsed).
+    parse_options: known_only, unknown_flag_hint (see parse_flags).
     """
     install_help(own_modules)
 
@@ -173,4 +182,4 @@ def run(main: Callable, own_modules: Sequence[str],
         return EXIT_INTERRUPTED
 
     # cli_main: the exit status survives tensorflow-io's abort at exit after s3:// use.
-    app.run(cli_main(guarded_main), flags_parser=parse_flags)
+    app.run(cli_main(guarded_main), flags_parser=lambda argv: parse_flags(argv, **parse_options))

@@ -110,37 +110,17 @@ def write_split(output_dir: str,
 
     order = np.random.RandomState(seed).permutation(num_records)
     bounds = np.linspace(0, num_records, num_shards + 1).astype(int)
-    shards, skipped, done = [], 0, 0
-    start_time = last_report = time.time()
-    rate = progress.RecentRate()
-    rate.add(0, start_time)
+    shards, skipped = [], 0
+    progress_log = _SplitProgress(split, num_records)
     for shard_index in range(num_shards):
         name = shard_name(split, shard_index, num_shards, suffix)
-        final_path = paths.join(output_dir, name)
-        # In a bucket an object appears whole when closed: no temporary name (no atomic rename).
-        temp_path = final_path if paths.is_bucket(final_path) else f'{final_path}.tmp-{os.getpid()}'
-        written = 0
-        try:
-            with open_writer(temp_path) as writer:
-                for record_index in order[bounds[shard_index]:bounds[shard_index + 1]]:
-                    record = make_record(int(record_index))
-                    done += 1
-                    if record is None:
-                        skipped += 1
-                        continue
-                    writer.write(record)
-                    written += 1
-                    if time.time() - last_report > 5:
-                        last_report = time.time()
-                        rate.add(done, last_report)
-                        log_progress(split, done, num_records, rate)
-            if temp_path != final_path:
-                files.rename(temp_path, final_path)
-        finally:
-            if temp_path != final_path:
-                files.remove(temp_path)
+        record_indices = order[bounds[shard_index]:bounds[shard_index + 1]]
+        written = _write_shard(paths.join(output_dir, name), record_indices, make_record,
+                               open_writer, progress_log)
+        skipped += len(record_indices) - written
         # The input check compares sizes with these: a shard cut short is caught before reading.
-        shards.append({'file': name, 'records': written, 'bytes': files.size(final_path)})
+        shards.append({'file': name, 'records': written,
+                       'bytes': files.size(paths.join(output_dir, name))})
         logging.info('%s: wrote %s (%d records, shard %d/%d)', split, name, written,
                      shard_index + 1, num_shards)
 
@@ -157,5 +137,45 @@ def write_split(output_dir: str,
     entry.update(extra or {})
     _set_manifest_split(output_dir, split, entry, dataset)
     logging.info('%s: %d records in %d shards under %s (%.1fs)', split, entry['num_records'],
-                 num_shards, output_dir, time.time() - start_time)
+                 num_shards, output_dir, time.time() - progress_log.start_time)
     return entry
+
+
+class _SplitProgress:
+    """Counts the records of a split as they are made, logging every 5 s."""
+
+    def __init__(self, split: str, total: int):
+        self.split, self.total, self.done = split, total, 0
+        self.start_time = self._last_report = time.time()
+        self._rate = progress.RecentRate()
+        self._rate.add(0, self.start_time)
+
+    def count_one(self) -> None:
+        self.done += 1
+        if time.time() - self._last_report > 5:
+            self._last_report = time.time()
+            self._rate.add(self.done, self._last_report)
+            log_progress(self.split, self.done, self.total, self._rate)
+
+
+def _write_shard(final_path: str, record_indices, make_record: Callable[[int], Optional[bytes]],
+                 open_writer: Callable, progress_log: _SplitProgress) -> int:
+    """Writes one shard whole (through a temporary name where renames are atomic); returns
+    the records written (make_record's Nones are skipped)."""
+    # In a bucket an object appears whole when closed: no temporary name (no atomic rename).
+    temp_path = final_path if paths.is_bucket(final_path) else f'{final_path}.tmp-{os.getpid()}'
+    written = 0
+    try:
+        with open_writer(temp_path) as writer:
+            for record_index in record_indices:
+                record = make_record(int(record_index))
+                progress_log.count_one()
+                if record is not None:
+                    writer.write(record)
+                    written += 1
+        if temp_path != final_path:
+            files.rename(temp_path, final_path)
+    finally:
+        if temp_path != final_path:
+            files.remove(temp_path)
+    return written

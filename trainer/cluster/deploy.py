@@ -15,22 +15,19 @@ CustomJob to Vertex AI's customJobs.create (its jobSpec is what
 `gcloud ai custom-jobs create --config=FILE` takes).
 """
 import json
-import sys
 from typing import Dict, List
 
 import yaml
-from absl import app, flags
+from absl import flags
+
+from common import cli, paths
+from common.errors import UserError
 
 FLAGS = flags.FLAGS
 PORT = 2222  # the TFJob operator's default port, named tfjob-port
-BUCKET_PREFIXES = ('gs://', 's3://')
 JOB_LABEL = 'estimator-service/job'
 # Vertex AI's worker pools, in its order: chief, workers, parameter servers, evaluator.
 VERTEX_POOLS = ('chief', 'worker', 'ps', 'evaluator')
-
-
-class UsageError(ValueError):
-    """A deploy command that cannot make a working job; the message says what to do."""
 
 
 def define_flags():
@@ -64,21 +61,21 @@ def trainer_args(trainer_flags: List[str], needs_model_dir: bool) -> List[str]:
     """The trainer's command-line flags for every replica, checked for a cluster."""
     mode = flag_value(trainer_flags, 'mode')
     if mode not in (None, 'train_and_evaluate'):
-        raise UsageError(f'--mode={mode}: a cluster runs --mode=train_and_evaluate; drop --mode '
-                         'from the trainer flags')
+        raise UserError(f'--mode={mode}: a cluster runs --mode=train_and_evaluate; drop --mode '
+                        'from the trainer flags')
     model_dir = flag_value(trainer_flags, 'model_dir')
     if model_dir is None and needs_model_dir:
-        raise UsageError('the trainer flags after -- need --model_dir=gs://BUCKET/PATH (or '
-                         's3://): the folder every replica shares')
-    if model_dir is not None and not model_dir.startswith(BUCKET_PREFIXES):
-        raise UsageError(f'--model_dir={model_dir}: replicas run on different machines, so the '
-                         'model_dir must be a bucket every one can reach (gs://... or s3://...)')
+        raise UserError('the trainer flags after -- need --model_dir=gs://BUCKET/PATH (or '
+                        's3://): the folder every replica shares')
+    if model_dir is not None and not model_dir.startswith(paths.OBJECT_STORE_SCHEMES):
+        raise UserError(f'--model_dir={model_dir}: replicas run on different machines, so the '
+                        'model_dir must be a bucket every one can reach (gs://... or s3://...)')
     if not flag_value(trainer_flags, 'train_files'):
-        raise UsageError('the trainer flags after -- need --train_files=gs://BUCKET/shards/'
-                         'train-* (and --eval_files for the evaluation)')
+        raise UserError('the trainer flags after -- need --train_files=gs://BUCKET/shards/'
+                        'train-* (and --eval_files for the evaluation)')
     if flag_value(trainer_flags, 'distribution') == 'mirrored':
-        raise UsageError('--distribution=mirrored is for one machine; a cluster trains with '
-                         'parameter servers: drop it from the trainer flags')
+        raise UserError('--distribution=mirrored is for one machine; a cluster trains with '
+                        'parameter servers: drop it from the trainer flags')
     return [arg for arg in trainer_flags if not arg.startswith('--mode=')] + [
         '--mode=train_and_evaluate']
 
@@ -91,10 +88,10 @@ def replica_counts(workers: int, ps: int, evaluator: bool) -> Dict[str, int]:
 
 def check_common(name, image):
     if not image:
-        raise UsageError('--image is required: the container image every replica runs (build '
-                         'it from the Dockerfile and push it, e.g. gcr.io/PROJECT/trainer:TAG)')
+        raise UserError('--image is required: the container image every replica runs (build '
+                        'it from the Dockerfile and push it, e.g. gcr.io/PROJECT/trainer:TAG)')
     if not name:
-        raise UsageError('--name is required: the job\'s name (lowercase letters, digits and -)')
+        raise UserError('--name is required: the job\'s name (lowercase letters, digits and -)')
 
 
 # ------------------------------------------------------------------ Kubeflow TFJob
@@ -152,7 +149,7 @@ def vertex_job(name: str, image: str, args: List[str], workers: int, ps: int, ev
                base_output_dir: str = None) -> dict:
     """A CustomJob spec: workerPoolSpecs in Vertex AI's order (an absent pool is {})."""
     if gpus and not accelerator_type:
-        raise UsageError('--gpus on Vertex AI needs --accelerator_type, e.g. NVIDIA_TESLA_T4')
+        raise UserError('--gpus on Vertex AI needs --accelerator_type, e.g. NVIDIA_TESLA_T4')
     counts = replica_counts(workers, ps, evaluator)
     pools = []
     for task_type in VERTEX_POOLS:
@@ -180,8 +177,8 @@ def build(command: str, trainer_flags: List[str]) -> str:
             FLAGS.name, FLAGS.image, args, FLAGS.workers, FLAGS.ps, FLAGS.evaluator, FLAGS.gpus,
             FLAGS.cpu, FLAGS.memory, FLAGS.namespace, FLAGS.network_policy))
     if FLAGS.base_output_dir and not FLAGS.base_output_dir.startswith('gs://'):
-        raise UsageError(f'--base_output_dir={FLAGS.base_output_dir}: Vertex AI needs a gs:// '
-                         'folder')
+        raise UserError(f'--base_output_dir={FLAGS.base_output_dir}: Vertex AI needs a gs:// '
+                        'folder')
     args = trainer_args(trainer_flags, needs_model_dir=not FLAGS.base_output_dir)
     return json.dumps(vertex_job(
         FLAGS.name, FLAGS.image, args, FLAGS.workers, FLAGS.ps, FLAGS.evaluator,
@@ -190,28 +187,14 @@ def build(command: str, trainer_flags: List[str]) -> str:
 
 def main(argv):
     command, trainer_flags = (argv[1], argv[2:]) if len(argv) > 1 else (None, [])
-    try:
-        if command not in ('tfjob', 'vertex'):
-            raise UsageError('give a command: tfjob (Kubeflow) or vertex (Vertex AI), then the '
-                             'flags, then -- and the trainer flags')
-        print(build(command, trainer_flags), end='' if command == 'tfjob' else '\n')
-    except UsageError as e:
-        print(f'error: {e}', file=sys.stderr)
-        return 2
-    return 0
-
-
-def parse_flags(argv):
-    try:
-        return FLAGS(argv)
-    except flags.UnrecognizedFlagError as e:
-        print(f'error: {e}; trainer flags go after --', file=sys.stderr)
-        sys.exit(2)
-    except flags.Error as e:
-        print(f'error: {e}', file=sys.stderr)
-        sys.exit(2)
+    if command not in ('tfjob', 'vertex'):
+        raise UserError('give a command: tfjob (Kubeflow) or vertex (Vertex AI), then the '
+                        'flags, then -- and the trainer flags')
+    print(build(command, trainer_flags), end='' if command == 'tfjob' else '\n')
+    return cli.EXIT_OK
 
 
 if __name__ == '__main__':
     define_flags()
-    app.run(main, flags_parser=parse_flags)
+    cli.run(main, own_modules=[], user_errors=(UserError,),
+            unknown_flag_hint='trainer flags go after --')

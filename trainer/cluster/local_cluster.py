@@ -28,9 +28,10 @@ import sys
 import threading
 import time
 
-from absl import app, flags, logging
+from absl import flags, logging
 
-from common import tf_config
+from common import cli, tf_config
+from common.errors import UserError
 
 from trainer.config import flags as trainer_flags
 
@@ -170,22 +171,12 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def parse_flags(argv):
-    """The launcher's flags; it returns the others, which go on to every task."""
-    try:
-        return FLAGS(argv, known_only=True)
-    except flags.Error as e:
-        print(f'error: {e}', file=sys.stderr)
-        sys.exit(2)
-
-
 def main(argv):
     trainer_args = argv[1:]
     modes = [arg.split('=', 1)[1] for arg in trainer_args if arg.startswith('--mode=')]
     if any(mode not in ('train', 'train_and_evaluate') for mode in modes):
-        print(f'error: --mode={modes[-1]}: a cluster trains (--mode=train or train_and_evaluate)',
-              file=sys.stderr)
-        return 2
+        raise UserError(f'--mode={modes[-1]}: a cluster trains (--mode=train or '
+                        'train_and_evaluate)')
     if FLAGS.cluster_private_network:
         enter_private_network()
     cluster = Cluster(trainer_args, FLAGS.cluster_evaluator, FLAGS.cluster_workers,
@@ -196,11 +187,12 @@ def main(argv):
         return cluster.wait()
     except KeyboardInterrupt:
         logging.info('interrupted; stopping the cluster')
-        return 130
+        return cli.EXIT_INTERRUPTED
     finally:
         cluster.stop_all()
 
 
 if __name__ == '__main__':
     trainer_flags.define_cluster_flags()
-    app.run(main, flags_parser=parse_flags)
+    # known_only: the launcher's flags; the others go on to every task.
+    cli.run(main, own_modules=[trainer_flags.__name__], user_errors=(UserError,), known_only=True)

@@ -1,0 +1,85 @@
+"""The tree keeps its shape: sizes that read on one screen, imports that follow the layers,
+and one home for TF_CONFIG and for "is this path a bucket?" (docs/architecture.md)."""
+import ast
+import pathlib
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+SERVICE_PACKAGES = ('common', 'input_fns', 'models', 'trainer')
+MAX_MODULE_LINES = 250
+MAX_FUNCTION_LINES = 60
+MAX_MAIN_LINES = 100
+# What each service package may import of the others: common <- input_fns, models <- trainer.
+MAY_IMPORT = {'common': {'common'}, 'input_fns': {'common', 'input_fns'},
+              'models': {'common', 'models'}, 'trainer': set(SERVICE_PACKAGES)}
+NOT_SERVICE = ('benchmarks', 'demos', 'tools', 'tests')
+
+
+def service_modules():
+    return sorted(path for package in SERVICE_PACKAGES for path in (REPO / package).rglob('*.py'))
+
+
+def imported_top_packages(tree: ast.AST):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name.split('.')[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.module.split('.')[0]
+
+
+def test_the_service_tree_is_found():
+    assert len(service_modules()) > 40  # a wrong REPO would make every other check vacuous
+
+
+def too_long(path: pathlib.Path):
+    """What in a module is over the limits: the module itself, and its long functions."""
+    text = path.read_text()
+    if text.count('\n') > MAX_MODULE_LINES:
+        yield f'{path.relative_to(REPO)} ({text.count(chr(10))} lines)'
+    for node in ast.walk(ast.parse(text)):
+        length = getattr(node, 'end_lineno', 0) - getattr(node, 'lineno', 0) + 1
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and length > MAX_FUNCTION_LINES:
+            yield f'{path.relative_to(REPO)}: {node.name} ({length} lines)'
+
+
+def test_module_and_function_sizes():
+    assert [found for path in service_modules() for found in too_long(path)] == []
+
+
+def test_main_reads_on_one_screen():
+    assert (REPO / 'trainer' / 'main.py').read_text().count('\n') <= MAX_MAIN_LINES
+
+
+def layer_violations(path: pathlib.Path):
+    package = path.relative_to(REPO).parts[0]
+    imported = set(imported_top_packages(ast.parse(path.read_text())))
+    allowed = MAY_IMPORT[package] | (imported - set(SERVICE_PACKAGES) - set(NOT_SERVICE))
+    return sorted(f'{path.relative_to(REPO)} imports {name}' for name in imported - allowed)
+
+
+def test_imports_follow_the_layers():
+    """The service never imports benchmarks/demos/tools; common <- input_fns, models <- trainer."""
+    assert [found for path in service_modules() for found in layer_violations(path)] == []
+
+
+def test_one_reader_of_tf_config_and_one_bucket_predicate():
+    reads_tf_config, asks_for_a_scheme = [], []
+    for path in service_modules():
+        text, name = path.read_text(), str(path.relative_to(REPO))
+        if "environ.get('TF_CONFIG'" in text or "environ['TF_CONFIG']" in text:
+            reads_tf_config.append(name)
+        if "'://' in path" in text or "'://' not in path" in text:
+            asks_for_a_scheme.append(name)
+    assert reads_tf_config == ['common/tf_config.py']
+    assert asks_for_a_scheme == ['common/paths.py']
+
+
+def test_the_checks_find_what_they_look_for(tmp_path, monkeypatch):
+    """On a made-up tree: a long function and an import of benchmarks/ are both reported."""
+    (tmp_path / 'models').mkdir()
+    module = tmp_path / 'models' / 'big.py'
+    module.write_text('from benchmarks import baselines\nfrom trainer import main\n\n\ndef f():\n'
+                      + '    x = 1\n' * MAX_FUNCTION_LINES)
+    monkeypatch.setitem(globals(), 'REPO', tmp_path)
+    assert list(too_long(module)) == [f'models/big.py: f ({MAX_FUNCTION_LINES + 1} lines)']
+    assert layer_violations(module) == ['models/big.py imports benchmarks',
+                                        'models/big.py imports trainer']

@@ -1,6 +1,7 @@
 """The docs stay true: every `./run.sh ...` and `python -m ...` command in README.md, BUILD.md
-and docs/*.md names a command, flags and repo files that exist; every relative link and
-anchor resolves; and the README's quick-start block runs."""
+and docs/*.md names a command, flags and repo files that exist; so does the prose's code
+(`trainer/run/experiment.py`, the layout table's modules); every relative link and anchor
+resolves; and the README's quick-start block runs."""
 import ast
 import glob
 import importlib
@@ -239,6 +240,29 @@ def test_every_repo_path_a_command_names_exists(commands):
     top_level = tracked_top_level_names()
     missing = [f'{path} in {command!r}' for command in commands
                for path in repo_paths(command, top_level)
+               if not glob.glob(os.path.join(REPO, path))]
+    assert not missing, 'paths that do not exist:\n' + '\n'.join(missing)
+
+
+def prose_paths(top_level):
+    """(doc, path) for each repo path the prose names in code: `trainer/run/experiment.py`, and
+    in the README's layout table, each `module.py` of a row's folder."""
+    for doc in DOC_FILES:
+        prose = FENCE.sub('', read(doc))
+        for span in INLINE_CODE.findall(prose):
+            for word in span.split():
+                path = word.strip('[](),;:')
+                stems = [os.path.splitext(part)[0] for part in path.split('/')[1:]]
+                if ('/' in path and path.split('/', 1)[0] in top_level
+                        and not any(stem.isupper() for stem in stems)):  # models/NAME.py
+                    yield doc, path
+    for folder, cells in re.findall(r'^\| `([\w/]+/)` \|(.*)\|$', read('README.md'), re.MULTILINE):
+        for name in re.findall(r'`([\w/]+\.(?:py|flags))`', cells):
+            yield 'README.md', folder + name
+
+
+def test_every_repo_path_the_prose_names_exists():
+    missing = [f'{doc}: {path}' for doc, path in prose_paths(tracked_top_level_names())
                if not glob.glob(os.path.join(REPO, path))]
     assert not missing, 'paths that do not exist:\n' + '\n'.join(missing)
 

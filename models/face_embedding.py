@@ -18,7 +18,7 @@ import tensorflow as tf
 from models import binary_head, face_siamese, precision, registry
 
 # 96x96 rather than face_siamese's 64x64, with cosines times 30 rather than 10: AUC 0.955 on
-# average over three runs against 0.943 on new people (README, "Recipes", rows 2b, 13, 15-15b);
+# average over three runs against 0.943 on new people (docs/recipes.md, rows 2b, 13, 15-15b);
 # the recipe adds a fifth tower block with --model_params (0.958, rows 18-18b).
 IMAGE_SHAPE = (96, 96, 1)
 DEFAULT_PARAMS = {

@@ -1,4 +1,4 @@
-"""Every recipe in recipes/ runs as the README gives it, for two steps on small data."""
+"""Every recipe in recipes/ runs as docs/recipes.md gives it, for two steps on small data."""
 import glob
 import os
 

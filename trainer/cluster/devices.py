@@ -165,8 +165,9 @@ def cpu_has_bfloat16_units() -> Optional[bool]:
 def auto_precision(gpus_used: int) -> str:
     """--precision=auto: mixed_bfloat16 on a CPU known to do bfloat16 in hardware, else float32.
 
-    Emulated bfloat16 is several times slower than float32 (README, "GPUs, mixed precision and
-    XLA"); GPUs get float32 because mixed precision has not been measured on one here.
+    Emulated bfloat16 is several times slower than float32 (docs/training.md, "GPUs, mixed
+    precision and XLA"); GPUs get float32 because mixed precision has not been measured on one
+    here.
     """
     return 'mixed_bfloat16' if not gpus_used and cpu_has_bfloat16_units() is True else 'float32'
 

@@ -4,6 +4,8 @@
 #   `nvidia-smi -L` finds a GPU); switching variants rebuilds .venv.
 #   ./run.sh                 the demo: offline digits -> shards -> train -> evaluate -> export -> predict
 #   ./run.sh test [ARGS]     the test suite (ARGS go to pytest)
+#   ./run.sh test-container [--scenarios=a,b,c,d]   the image built and a TFJob run as containers
+#                            the way the training operator runs it (needs a docker daemon)
 #   ./run.sh faces [--lfw_dir=ROOT]   the face-pair demo (synthetic faces unless --lfw_dir)
 #   ./run.sh prepare ...     python -m input_fns.prepare ...
 #   ./run.sh trainer ...     python -m trainer.main ...
@@ -71,6 +73,7 @@ case "${1:-demo}" in
   test)
     install_pinned requirements-demo.txt "$venv/.requirements-demo.sha256"
     install_pinned requirements-test.txt "$venv/.requirements-test.sha256" ;;
+  test-container) install_pinned requirements-test.txt "$venv/.requirements-test.sha256" ;;
 esac
 export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-1}
 command=${1:-demo}
@@ -79,6 +82,7 @@ case "$command" in
   demo)    exec "$py" -m demos.digits "$@" ;;
   faces)   exec "$py" -m demos.faces "$@" ;;
   test)    exec "$py" -m pytest "$@" ;;  # pytest.ini: testpaths = tests
+  test-container) exec "$py" -m tests.containers.scenarios "$@" ;;
   prepare) exec "$py" -m input_fns.prepare "$@" ;;
   trainer) exec "$py" -m trainer.main "$@" ;;
   cluster) exec "$py" -m trainer.cluster.local_cluster "$@" ;;
@@ -87,5 +91,5 @@ case "$command" in
   screenshots) exec "$py" -m tools.screenshots "$@" ;;
   status)  exec "$py" -m trainer.observe.status "$@" ;;
   python)  exec "$py" "$@" ;;
-  *) echo "run.sh: unknown command '$command' (use: demo, faces, test, prepare, trainer, cluster, status, bench, screenshots, deploy, python)" >&2; exit 2 ;;
+  *) echo "run.sh: unknown command '$command' (use: demo, faces, test, test-container, prepare, trainer, cluster, status, bench, screenshots, deploy, python)" >&2; exit 2 ;;
 esac

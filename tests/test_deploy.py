@@ -17,6 +17,7 @@ from absl import flags
 
 from conftest import REPO, run_module
 from input_fns import image_records
+from tests.containers.tfjob_operator import TFJobRun
 from models import registry
 from trainer.cluster import cluster_roles, deploy, local_cluster, vertex_env
 
@@ -42,17 +43,31 @@ def tfjob_output():
                       '--backoff_limit=3').stdout
 
 
-def operator_tf_configs(tfjob, name='mnist', namespace='default'):
-    """{(type, index): TF_CONFIG} as the TFJob operator sets them (genTFConfigJSONStr and
-    genClusterSpec in its pkg/controller.v1/tensorflow/tensorflow.go): lowercase types, every
-    replica type in `cluster`, the evaluator too, each task at its service's DNS name."""
-    replicas = {kind.lower(): spec['replicas']
-                for kind, spec in tfjob['spec']['tfReplicaSpecs'].items()}
-    cluster = {kind: [f'{name}-{kind}-{i}.{namespace}.svc:2222' for i in range(count)]
-               for kind, count in replicas.items()}
-    return {(kind, i): {'cluster': cluster, 'task': {'type': kind, 'index': i},
-                        'environment': 'cloud'}
-            for kind, count in replicas.items() for i in range(count)}
+def operator_run(tfjob):
+    """The emulated operator of `./run.sh test-container`; only its TF_CONFIG is used here."""
+    return TFJobRun(tfjob, secrets={}, network='', log_dir='', say=print)
+
+
+def operator_tf_configs(tfjob):
+    """{(type, index): TF_CONFIG dict} as the operator sets them, the evaluator in `cluster` too."""
+    run = operator_run(tfjob)
+    return {(r.task_type, r.index): json.loads(run.tf_config(r)) for r in run.replicas}
+
+
+def test_tf_config_is_the_operators_own():
+    # Expected string: the operator's pkg/controller.v1/tensorflow/pod_test.go (release-1.9),
+    # "should generate desired cluster spec", a TFJob with a worker, a ps and an evaluator.
+    [tfjob] = deploy.tfjob_manifests('test-tfjob', 'image', [], workers=1, ps=1, evaluator=True)
+    tfjob['metadata']['namespace'] = 'ns3'
+    del tfjob['spec']['tfReplicaSpecs']['Chief']  # the operator's test job has none
+    run = operator_run(tfjob)
+    assert run.tf_config(run.replica('worker')) == (
+        '{"cluster":{"evaluator":["test-tfjob-evaluator-0.ns3.svc:2222"],"ps":["test-tfjob-ps-0.'
+        'ns3.svc:2222"],"worker":["test-tfjob-worker-0.ns3.svc:2222"]},"task":{"type":"worker",'
+        '"index":0},"environment":"cloud"}')
+    [alone] = deploy.tfjob_manifests('solo', 'image', [], workers=0, ps=0, evaluator=False)
+    run = operator_run(alone)
+    assert run.tf_config(run.replica('chief')) is None  # one replica: not distributed, no TF_CONFIG
 
 
 def roles_and_shares(tf_configs):

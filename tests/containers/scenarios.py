@@ -10,10 +10,10 @@ else), writes tiny synthetic digit shards into a bucket, and runs the TFJob prin
 `--workers=1 --ps=1 --evaluator --env_from_secret=s3-credentials` in each scenario:
 
   a  the job succeeds: the final checkpoint is in the eval ledger, the best export is complete
-  b  the chief gets SIGTERM mid-training (SIGKILL after the grace period if it still runs), is
-     created again and resumes from the step it reached; the job ends as in a
+  b  the chief gets SIGTERM at a quarter of training (SIGKILL after the grace period if it still
+     runs), is created again and resumes from the step it reached; the job ends as in a
   c  a trainer flag is misspelt: every replica exits 2, the job fails once, nothing restarts
-  d  the worker is killed -9 mid-training, is created again, and training completes
+  d  the worker is killed -9 at a quarter of training, is created again, training completes
 
 Each check prints ok or FAILED; each scenario its wall time. Exit status 1 if any check failed.
 Needs a docker daemon (root); not part of `./run.sh test`.
@@ -47,7 +47,10 @@ flags.DEFINE_string('python_image', os.environ.get('PYTHON_IMAGE',
 IMAGE = 'estimator-trainer:test-container'
 SECRET = 's3-credentials'
 TRAIN_STEPS = 600
-CHECKPOINT_STEPS = 250  # b: the SIGTERM lands past 40%, with no periodic checkpoint due
+CHECKPOINT_STEPS = 400
+# b, d: when the chief has logged a quarter of the steps, some 250 steps before the periodic
+# checkpoint at 400: a chief resuming past the step it logged has saved on SIGTERM.
+DISRUPT_AT = 0.25
 EVAL_NAME = 'validation'
 JOB_TIMEOUT_SECS = 600
 STEP_LOGGED = re.compile(r'step ([\d,]+)/[\d,]+ \(')
@@ -133,7 +136,7 @@ def check_trained_evaluated_exported(check: Checks, root: str):
     check(f'final checkpoint at step >= {TRAIN_STEPS}', final >= TRAIN_STEPS, f'step {final}')
     entries = {entry['step']: entry for entry in Ledger(model_dir, EVAL_NAME).entries()}
     check('the eval ledger has the final checkpoint, evaluated',
-          entries.get(final, {}).get('status') == 'evaluated',
+          final >= TRAIN_STEPS and entries.get(final, {}).get('status') == 'evaluated',
           f'ledger steps {sorted(entries)}')
     exports = f'{root}/exports'
     best = files.read_text(f'{exports}/best').strip() if files.exists(f'{exports}/best') else ''
@@ -167,10 +170,11 @@ def scenario_run(letter, server, bucket, data, network, log_dir, wait_for_eval) 
     run = TFJobRun(tfjob, secrets, network, log_dir, lambda line: say(f'  {line}'))
     watch, disrupted = (lambda run: None), []
     if letter == 'b':
-        watch, disrupted = when_chief_passes(0.4, lambda run: run.stop_pod(run.replica('chief')))
+        watch, disrupted = when_chief_passes(DISRUPT_AT,
+                                             lambda run: run.stop_pod(run.replica('chief')))
     if letter == 'd':
         watch, disrupted = when_chief_passes(
-            0.4, lambda run: run.stop_pod(run.replica('worker'), 'KILL'))
+            DISRUPT_AT, lambda run: run.stop_pod(run.replica('worker'), 'KILL'))
     started = time.time()
     run.run(JOB_TIMEOUT_SECS, watch)
     wall = time.time() - started

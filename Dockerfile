@@ -1,5 +1,6 @@
-# The trainer's image: `python -m trainer.main` with the pinned CPU set, or the GPU set:
-#   docker build -t trainer .                          # requirements.txt (tensorflow-cpu)
+# The trainer's image: `python -m trainer.main` under tini, with the run-time pinned set only
+# (no tests, no demo data, no build tools), from the CPU set or the GPU set:
+#   docker build -t trainer .                               # requirements.txt (tensorflow-cpu)
 #   docker build -t trainer-gpu --build-arg VARIANT=gpu .   # requirements-gpu.txt
 #   docker run --rm trainer --mode=train --model_dir=gs://BUCKET/run --train_files=...
 # The venv is built in a first stage and copied over alone: no pip cache or build files.
@@ -14,9 +15,21 @@ RUN case "$VARIANT" in \
       *) echo "VARIANT=$VARIANT: use cpu or gpu" >&2; exit 2 ;; \
     esac \
  && python -m venv /opt/venv \
- && /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check -r "$requirements"
+ && /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check -r "$requirements" \
+ && /opt/venv/bin/pip check --disable-pip-version-check
+# Never used at run time: TensorFlow's C++ headers (for compiling custom ops), libclang (a
+# build-time dependency of TensorFlow's wheel; nothing imports it), and pip and setuptools
+# (nothing is installed into the image later).
+RUN rm -rf /opt/venv/lib/python3.*/site-packages/tensorflow/include \
+ && /opt/venv/bin/python -m pip uninstall --yes --quiet --disable-pip-version-check \
+      libclang setuptools pip
 
 FROM ${PYTHON_IMAGE}
+# tini is pid 1: the kernel gives pid 1 no default signal handling and nobody else reaps
+# orphaned children, so tini passes SIGTERM on to the trainer and reaps.
+RUN apt-get update -q \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends tini \
+ && apt-get clean && rm -rf /var/lib/apt/lists/*
 COPY --from=build /opt/venv /opt/venv
 WORKDIR /app
 COPY common/ common/
@@ -27,4 +40,4 @@ COPY recipes/ recipes/
 RUN useradd --create-home --uid 1000 trainer
 USER trainer
 ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=1
-ENTRYPOINT ["python", "-m", "trainer.main"]
+ENTRYPOINT ["tini", "--", "python", "-m", "trainer.main"]

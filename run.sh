@@ -4,6 +4,8 @@
 #   `nvidia-smi -L` finds a GPU); switching variants rebuilds .venv.
 #   ./run.sh                 the demo: offline digits -> shards -> train -> evaluate -> export -> predict
 #   ./run.sh test [ARGS]     the test suite (ARGS go to pytest)
+#   ./run.sh test-container [--scenarios=a,b,c,d]   the image built and a TFJob run as containers
+#                            the way the training operator runs it (needs a docker daemon)
 #   ./run.sh faces [--lfw_dir=ROOT]   the face-pair demo (synthetic faces unless --lfw_dir)
 #   ./run.sh prepare ...     python -m input_fns.prepare ...
 #   ./run.sh trainer ...     python -m trainer.main ...
@@ -49,24 +51,30 @@ if [ ! -x "$venv/bin/python" ]; then
   "$python_for_venv" -m venv "$venv"
 fi
 
-wanted=$(sha256sum "$requirements" | cut -d' ' -f1)
-if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
-  echo "run.sh: installing pinned $requirements ($variant set) into $venv (once)" >&2
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
-  echo "$wanted" > "$stamp"
-  echo "$variant" > "$variant_stamp"
-fi
-
 py="$venv/bin/python"
-if [ "${1:-}" = test ]; then  # test-only dependencies (moto's S3 server), never for the demo
-  test_stamp="$venv/.requirements-test.sha256"
-  wanted_test=$(sha256sum requirements-test.txt | cut -d' ' -f1)
-  if [ "$(cat "$test_stamp" 2>/dev/null)" != "$wanted_test" ]; then
-    echo "run.sh: installing pinned test requirements into $venv (once)" >&2
-    "$py" -m pip install --quiet --disable-pip-version-check -r requirements-test.txt
-    echo "$wanted_test" > "$test_stamp"
+# pip install -r FILE into the venv unless the stamp says this exact file is installed.
+install_pinned() {  # FILE STAMP
+  local wanted
+  wanted=$(sha256sum "$1" | cut -d' ' -f1)
+  if [ "$(cat "$2" 2>/dev/null)" != "$wanted" ]; then
+    echo "run.sh: installing pinned $1 into $venv (once)" >&2
+    "$py" -m pip install --quiet --disable-pip-version-check -r "$1"
+    echo "$wanted" > "$2"
   fi
-fi
+}
+install_pinned "$requirements" "$stamp"  # the run-time set, the image's too
+echo "$variant" > "$variant_stamp"
+# The offline demo's data (scikit-learn) only where the digits demo runs, and the test-only set
+# only for the tests (which prepare the digits too); neither is in the image.
+case "${1:-demo}" in
+  demo) install_pinned requirements-demo.txt "$venv/.requirements-demo.sha256" ;;
+  prepare) [[ " $* " != *" digits "* ]] \
+    || install_pinned requirements-demo.txt "$venv/.requirements-demo.sha256" ;;
+  test)
+    install_pinned requirements-demo.txt "$venv/.requirements-demo.sha256"
+    install_pinned requirements-test.txt "$venv/.requirements-test.sha256" ;;
+  test-container) install_pinned requirements-test.txt "$venv/.requirements-test.sha256" ;;
+esac
 export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-1}
 command=${1:-demo}
 [ $# -gt 0 ] && shift
@@ -74,6 +82,7 @@ case "$command" in
   demo)    exec "$py" -m demos.digits "$@" ;;
   faces)   exec "$py" -m demos.faces "$@" ;;
   test)    exec "$py" -m pytest "$@" ;;  # pytest.ini: testpaths = tests
+  test-container) exec "$py" -m tests.containers.scenarios "$@" ;;
   prepare) exec "$py" -m input_fns.prepare "$@" ;;
   trainer) exec "$py" -m trainer.main "$@" ;;
   cluster) exec "$py" -m trainer.cluster.local_cluster "$@" ;;
@@ -82,5 +91,5 @@ case "$command" in
   screenshots) exec "$py" -m tools.screenshots "$@" ;;
   status)  exec "$py" -m trainer.observe.status "$@" ;;
   python)  exec "$py" "$@" ;;
-  *) echo "run.sh: unknown command '$command' (use: demo, faces, test, prepare, trainer, cluster, status, bench, screenshots, deploy, python)" >&2; exit 2 ;;
+  *) echo "run.sh: unknown command '$command' (use: demo, faces, test, test-container, prepare, trainer, cluster, status, bench, screenshots, deploy, python)" >&2; exit 2 ;;
 esac

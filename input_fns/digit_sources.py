@@ -135,7 +135,11 @@ def load_sklearn_digits() -> Split:
     black, pixel values 0..255.
     """
     import tensorflow as tf
-    from sklearn.datasets import load_digits
+    try:
+        from sklearn.datasets import load_digits
+    except ImportError:  # the runtime set and the image leave the demo's data out
+        raise UserError('prepare digits needs scikit-learn, the offline demo\'s data source: '
+                        'pip install -r requirements-demo.txt (./run.sh installs it)') from None
 
     digits = load_digits()
     scans = digits.images.astype(np.float32) * (255.0 / 16.0)

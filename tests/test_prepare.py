@@ -2,6 +2,7 @@
 import glob
 import json
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -108,6 +109,14 @@ def test_digits_are_upsampled_real_scans():
     assert set(labels.tolist()) == set(range(10))
     assert images[:, :4, :].max() == 0 and images[:, :, -4:].max() == 0  # MNIST-style margin
     assert images.max() == 255
+
+
+def test_digits_without_scikit_learn_say_which_set_to_install(monkeypatch):
+    # As in the image and a run-time-only venv: scikit-learn is the demo's set, not the service's.
+    for module in ('sklearn', 'sklearn.datasets'):
+        monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(UserError, match='needs scikit-learn.*requirements-demo.txt'):
+        digit_sources.load_sklearn_digits()
 
 
 @pytest.mark.parametrize('damage, message', [

@@ -7,14 +7,16 @@ ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build
 ARG VARIANT=cpu
-COPY requirements.txt requirements-gpu.txt /tmp/
+COPY requirements.txt requirements-gpu.txt requirements-serving.txt /tmp/
 RUN case "$VARIANT" in \
       cpu) requirements=/tmp/requirements.txt ;; \
       gpu) requirements=/tmp/requirements-gpu.txt ;; \
       *) echo "VARIANT=$VARIANT: use cpu or gpu" >&2; exit 2 ;; \
     esac \
  && python -m venv /opt/venv \
- && /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check -r "$requirements"
+ && /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check -r "$requirements" \
+ && /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check --no-deps \
+      -r /tmp/requirements-serving.txt
 
 FROM ${PYTHON_IMAGE}
 COPY --from=build /opt/venv /opt/venv

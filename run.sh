@@ -56,6 +56,14 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
   echo "$wanted" > "$stamp"
   echo "$variant" > "$variant_stamp"
 fi
+# --no-deps: tensorflow-serving-api requires `tensorflow` by name (see requirements-serving.txt).
+serving_stamp="$venv/.requirements-serving.sha256"
+wanted_serving=$(sha256sum requirements-serving.txt | cut -d' ' -f1)
+if [ "$(cat "$serving_stamp" 2>/dev/null)" != "$wanted_serving" ]; then
+  echo "run.sh: installing requirements-serving.txt into $venv without dependencies (once)" >&2
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-serving.txt
+  echo "$wanted_serving" > "$serving_stamp"
+fi
 
 py="$venv/bin/python"
 if [ "${1:-}" = test ]; then  # test-only dependencies (moto's S3 server), never for the demo

@@ -246,7 +246,8 @@ class Experiment:
     def eval_job(self) -> eval_job.EvalJob:
         s = self.settings
         exports = s.export_dir and LedgerExports(s.export_dir, s.export_policy, s.export_goal,
-                                                 s.exports_to_keep, self.export_checkpoint)
+                                                 s.exports_to_keep, self.export_checkpoint,
+                                                 self.spec.name)
         eval_fn = self.eval_input_fn()  # checks the eval files once, for both uses
         extra_metrics = self.kind.extra_metrics(self.estimator, eval_fn, s.eval_files,
                                                 self.eval_input_fn, s.threshold_files)

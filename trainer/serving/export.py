@@ -6,12 +6,15 @@ into EXPORT_DIR/<step>/ (a rename on a local disk; a copy in a bucket, which has
 rename of a folder), and EXPORT_DIR/<step>/export_complete.json is written last. Whatever reads
 exports ignores a version without that marker: a job killed midway leaves nothing that looks
 complete.
+
+EXPORT_DIR is also TF Serving's base path; the pointers EXPORT_DIR/best and EXPORT_DIR/latest
+are small files naming a version's step (a bucket has no symlinks).
 """
 import os
 import re
 import socket
 import time
-from typing import List
+from typing import List, Optional
 
 from tensorflow.core.protobuf import saved_model_pb2
 
@@ -20,11 +23,13 @@ from trainer.run import checkpoints
 
 COMPLETE_MARKER = 'export_complete.json'
 STAGING_PREFIX = '.staging-'
+SAVED_MODEL_PB = 'saved_model.pb'
+POINTERS = ('best', 'latest')  # the eval job's choice, or the newest
 
 
 def rename_signatures(saved_model_dir: str, renames) -> None:
     """Estimator names alternative-input signatures '<receiver>:<output>'; give them plain names."""
-    path = files.join(saved_model_dir, 'saved_model.pb')
+    path = files.join(saved_model_dir, SAVED_MODEL_PB)
     saved_model = saved_model_pb2.SavedModel()
     saved_model.ParseFromString(files.read_bytes(path))
     for meta_graph in saved_model.meta_graphs:
@@ -49,6 +54,19 @@ def complete_versions(export_dir: str) -> List[int]:
     """The steps of EXPORT_DIR's complete exports, oldest first."""
     return sorted(int(name) for name in files.listdir(export_dir)
                   if name.isdigit() and is_complete(files.join(export_dir, name)))
+
+
+def read_pointer(export_dir: str, name: str) -> Optional[int]:
+    """The step that EXPORT_DIR/name (best, latest) names; None without such a pointer."""
+    path = files.join(export_dir, name)
+    text = files.read_text(path).strip() if files.exists(path) else ''
+    return int(text) if text.isdigit() else None
+
+
+def write_pointer(export_dir: str, name: str, step: int) -> None:
+    """Points EXPORT_DIR/name at a version, replaced whole, and only when it changes."""
+    if read_pointer(export_dir, name) != step:
+        files.write_text_atomic(files.join(export_dir, name), f'{step}\n')
 
 
 def _remove_leftovers(export_dir: str) -> None:
@@ -84,3 +102,4 @@ def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path:
         if created_here and files.isdir(export_dir) and not files.listdir(export_dir):
             files.remove_tree(export_dir)  # a failed first export leaves no empty export_dir
     return final_dir
+

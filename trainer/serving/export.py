@@ -5,7 +5,8 @@ An export is written under a hidden staging folder, EXPORT_DIR/.staging-HOST-PID
 into EXPORT_DIR/<step>/ (a rename on a local disk; a copy in a bucket, which has no atomic
 rename of a folder), and EXPORT_DIR/<step>/export_complete.json is written last. Whatever reads
 exports ignores a version without that marker: a job killed midway leaves nothing that looks
-complete.
+complete. TF Serving knows no such marker but loads no folder without saved_model.pb, so a
+bucket copy puts saved_model.pb last.
 
 EXPORT_DIR is also TF Serving's base path; the pointers EXPORT_DIR/best and EXPORT_DIR/latest
 are small files naming a version's step (a bucket has no symlinks).
@@ -93,7 +94,7 @@ def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path:
                                               checkpoint_path=checkpoint_path)
         staged = staged.decode() if isinstance(staged, bytes) else staged
         rename_signatures(staged, signature_renames or {})
-        files.move_tree(staged, final_dir)
+        _publish(staged, final_dir, staging_base)
         files.write_json_atomic(files.join(final_dir, COMPLETE_MARKER), {
             'step': step, 'checkpoint': checkpoint_path,
             'time': time.strftime('%Y-%m-%dT%H:%M:%S%z')})
@@ -103,3 +104,16 @@ def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path:
             files.remove_tree(export_dir)  # a failed first export leaves no empty export_dir
     return final_dir
 
+
+def _publish(staged: str, final_dir: str, staging_base: str) -> None:
+    """Moves the staged version to final_dir. In a bucket, copied file by file: saved_model.pb
+    is held back and put last (after variables/ and assets*), and an older copy's goes first,
+    so a listing never shows saved_model.pb beside incomplete variables."""
+    if files.is_local(staged) and files.is_local(final_dir):
+        files.move_tree(staged, final_dir)  # a rename: atomic
+        return
+    held_back = files.join(staging_base, SAVED_MODEL_PB)
+    files.rename(files.join(staged, SAVED_MODEL_PB), held_back)
+    files.remove(files.join(final_dir, SAVED_MODEL_PB))
+    files.move_tree(staged, final_dir)
+    files.rename(held_back, files.join(final_dir, SAVED_MODEL_PB))

@@ -70,7 +70,7 @@ def test_evaluate_export_predict(trained, digit_shards):
     assert saved_model == os.path.join(export_dir, '3')
     assert os.listdir(export_dir) == ['3']  # no staging folder left behind
     loaded = tf.saved_model.load(saved_model)
-    assert set(loaded.signatures) == {'serving_default', 'predict_pixels'}
+    assert set(loaded.signatures) == {'serving_default', 'predict_pixels', 'classify'}
 
     # Both signatures agree on the same images: one given as PNG, one as JPEG (lossy, so close).
     images = digit_shards.validation[0][:2]

@@ -5,7 +5,7 @@
   python -m trainer.main --mode=continuous_eval --model_dir=DIR \
       --eval_files='shards/validation-*' --eval_name=validation --export_dir=EXPORTS
   python -m trainer.main --mode=export --model_dir=DIR --export_dir=EXPORTS
-  python -m trainer.main --mode=predict --saved_model=EXPORTS/1000 digit.png ...
+  python -m trainer.main --mode=predict --saved_model=EXPORTS digit.png ...
   python -m trainer.main --model=csv_mlp --mode=benchmark_input --train_files='csv/train-*'
 
 All flags can come from a file: --flagfile=FILE. Exit status: 0 done, 1 a failure while
@@ -27,6 +27,7 @@ from trainer.config import flags as trainer_flags  # noqa: E402
 from trainer.evaluation import eval_job  # noqa: E402
 from trainer.run import benchmark_input, checkpoints, experiment  # noqa: E402
 from trainer.serving import predict  # noqa: E402
+from trainer.serving.export import point_latest  # noqa: E402
 
 FLAGS = flags.FLAGS
 # Flags that name files or folders: each may be in a bucket (gs://, s3://).
@@ -64,7 +65,9 @@ def evaluate(run: experiment.Experiment):
 def export(run: experiment.Experiment):
     run.check_model()
     [(_, path)] = checkpoints.resolve(run.settings.model_dir, run.settings.checkpoint)
-    print(json.dumps({'saved_model': run.export_checkpoint(path)}), flush=True)
+    saved_model = run.export_checkpoint(path)
+    point_latest(run.settings.export_dir)
+    print(json.dumps({'saved_model': saved_model}), flush=True)
 
 
 # Modes that take up where they stopped when run again.
@@ -76,7 +79,8 @@ RUNNERS = {'train': train, 'train_and_evaluate': train_and_evaluate,
 def run(settings: experiment.Settings, image_paths):
     spec = registry.get(settings.model)
     if settings.mode == 'predict':
-        return predict.print_json_lines(predict.predict_files(settings.saved_model, image_paths))
+        return predict.print_json_lines(predict.predict_files(settings.saved_model, image_paths,
+                                                              settings.signature))
     if settings.mode == 'benchmark_input':  # trains in a temporary folder, never --model_dir
         return benchmark_input.run(settings, spec)
     built = experiment.build(settings, spec)

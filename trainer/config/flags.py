@@ -96,7 +96,12 @@ def define_flags():
                          'training stops.', lower_bound=1)
     flags.DEFINE_float('early_stopping_check_secs', 10, 'How often training reads the ledger.',
                        lower_bound=0)
-    flags.DEFINE_string('saved_model', None, 'predict: the SavedModel folder to load.')
+    flags.DEFINE_string('saved_model', None, 'predict: EXPORT_DIR (its newest complete version, '
+                        'as TF Serving serves it), a version folder EXPORT_DIR/STEP, or a pointer '
+                        'file such as EXPORT_DIR/best.')
+    flags.DEFINE_string('signature', 'serving_default', 'predict: the signature to run: '
+                        'serving_default; classify (MNIST: class names and scores, through a '
+                        'tf.Example as TF Serving\'s Classify API sends); embed (face towers).')
     flags.DEFINE_integer('benchmark_batches', 300, 'benchmark_input: batches to time each '
                          'input pipeline stage for.', lower_bound=3)
     flags.DEFINE_integer('benchmark_train_steps', 30, 'benchmark_input: training steps to time '

@@ -69,6 +69,7 @@ class Settings:
     early_stopping_patience: int = 5
     early_stopping_check_secs: float = 10
     saved_model: Optional[str] = None
+    signature: str = 'serving_default'
     benchmark_batches: int = 300
     benchmark_train_steps: int = 30
     distribution: str = 'none'

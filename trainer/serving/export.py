@@ -17,6 +17,7 @@ import socket
 import time
 from typing import List, Optional
 
+from absl import logging
 from tensorflow.core.protobuf import saved_model_pb2
 
 from common import files
@@ -62,6 +63,14 @@ def read_pointer(export_dir: str, name: str) -> Optional[int]:
     path = files.join(export_dir, name)
     text = files.read_text(path).strip() if files.exists(path) else ''
     return int(text) if text.isdigit() else None
+
+
+def point_latest(export_dir: str) -> None:
+    """--mode=export: EXPORT_DIR/latest names the newest complete version, as the base path serves."""
+    steps = complete_versions(export_dir)
+    if steps:
+        write_pointer(export_dir, 'latest', steps[-1])
+        logging.info('%s names version %d', files.join(export_dir, 'latest'), steps[-1])
 
 
 def write_pointer(export_dir: str, name: str, step: int) -> None:

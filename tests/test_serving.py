@@ -1,0 +1,88 @@
+"""Serving as TF Serving users do (issue 27): --saved_model as a base path, a version or a
+pointer; MNIST's classify signature; what predict says about inputs it cannot use."""
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import assert_one_line_error, run_module
+from trainer.serving import predict
+
+
+@pytest.fixture(scope='module')
+def exports(trained_model, digit_shards, tmp_path_factory):
+    """EXPORT_DIR with versions 2 and 4 made by --mode=export, a `best` pointer naming 2 (as
+    an eval job writes it), and two digits as PNG files."""
+    work = tmp_path_factory.mktemp('serving')
+    export_dir = work / 'exports'
+    for checkpoint in ('2', 'latest'):
+        run_module('trainer.main', '--mode=export', f'--model_dir={trained_model}',
+                   f'--export_dir={export_dir}', f'--checkpoint={checkpoint}')
+    (export_dir / 'best').write_text('2\n')
+    images = []
+    for i, image in enumerate(digit_shards.validation[0][:2]):
+        images.append(str(work / f'digit{i}.png'))
+        tf.io.write_file(images[-1], tf.io.encode_png(image[..., None]))
+    return export_dir, images
+
+
+def predicted(*args):
+    result = run_module('trainer.main', '--mode=predict', *args)
+    return [json.loads(line) for line in result.stdout.splitlines()], result.stderr
+
+
+def test_export_mode_points_latest_at_the_newest_version(exports):
+    export_dir, _ = exports
+    assert (export_dir / 'latest').read_text() == '4\n'
+
+
+def test_base_path_version_and_pointer_each_say_which_version_and_why(exports):
+    export_dir, images = exports
+    from_base, said = predicted(f'--saved_model={export_dir}', *images)
+    assert (f'--saved_model={export_dir}: version 4, the newest complete one of 2, as TF Serving '
+            f'serves a base path; the best, 2, is --saved_model={export_dir}/best') in said
+    assert from_base == predict.predict_files(str(export_dir / '4'), images)
+    from_best, said = predicted(f'--saved_model={export_dir}/best', *images)
+    assert f'--saved_model={export_dir}/best: version 2, which that pointer names' in said
+    assert from_best == predict.predict_files(str(export_dir / '2'), images) != from_base
+
+
+def test_classify_gives_class_names_and_the_scores_of_serving_default(exports):
+    export_dir, images = exports
+    classified, _ = predicted(f'--saved_model={export_dir}', '--signature=classify', *images)
+    for row, plain in zip(classified, predict.predict_files(str(export_dir), images)):
+        assert row['image'] == plain['image'] and set(row) == {'image', 'classes', 'scores'}
+        assert row['classes'] == [str(digit) for digit in range(10)]
+        np.testing.assert_allclose(row['scores'], plain['probabilities'], rtol=1e-6)
+    loaded = tf.saved_model.load(str(export_dir / '4'))
+    serialized = [predict.image_example(open(path, 'rb').read()) for path in images]
+    out = loaded.signatures['classify'](inputs=tf.constant(serialized))
+    assert out['classes'].dtype == tf.string and out['scores'].shape == (2, 10)
+
+
+def test_bad_saved_model_and_signature_are_one_line_errors(exports, tmp_path):
+    export_dir, images = exports
+    copied = tmp_path / 'exports'
+    shutil.copytree(export_dir, copied)
+    shutil.rmtree(copied / '2')  # as --exports_to_keep does
+    gone = run_module('trainer.main', '--mode=predict', f'--saved_model={copied}/best', *images,
+                      check=False)
+    assert_one_line_error(gone, 2, f'--saved_model={copied}/best: it names version 2, but '
+                          f'{copied}/2 is gone; {copied} has complete versions 4')
+    os.remove(copied / '4' / 'export_complete.json')  # as a copy still under way
+    empty = run_module('trainer.main', '--mode=predict', f'--saved_model={copied}', *images,
+                       check=False)
+    assert_one_line_error(empty, 2, f'--saved_model={copied}: no complete version there (it '
+                          'holds 4 (incomplete: no export_complete.json), best, latest); export '
+                          'one with --mode=export')
+    for signature, fragment in [('nope', 'has no such signature; it has classify, predict_pixels, '
+                                          'serving_default'),
+                                ('predict_pixels', 'it takes pixels (float32 (None, 28, 28, 1)), '
+                                                   'not image files; give one of classify, '
+                                                   'serving_default')]:
+        wrong = run_module('trainer.main', '--mode=predict', f'--saved_model={export_dir}',
+                           f'--signature={signature}', *images, check=False)
+        assert_one_line_error(wrong, 2, f'--signature={signature}: ', fragment)

@@ -1,5 +1,6 @@
 """Serving as TF Serving users do (issue 27): --saved_model as a base path, a version or a
-pointer; MNIST's classify signature; what predict says about inputs it cannot use."""
+pointer; MNIST's classify signature; warm-up records; what predict says about inputs it cannot
+use."""
 import json
 import os
 import shutil
@@ -7,9 +8,11 @@ import shutil
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow_serving.apis import prediction_log_pb2
 
 from conftest import assert_one_line_error, run_module
-from trainer.serving import predict
+from trainer.input_kinds.image_classification import image_example
+from trainer.serving import export, predict, warmup
 
 
 @pytest.fixture(scope='module')
@@ -58,7 +61,7 @@ def test_classify_gives_class_names_and_the_scores_of_serving_default(exports):
         assert row['classes'] == [str(digit) for digit in range(10)]
         np.testing.assert_allclose(row['scores'], plain['probabilities'], rtol=1e-6)
     loaded = tf.saved_model.load(str(export_dir / '4'))
-    serialized = [predict.image_example(open(path, 'rb').read()) for path in images]
+    serialized = [image_example(open(path, 'rb').read()) for path in images]
     out = loaded.signatures['classify'](inputs=tf.constant(serialized))
     assert out['classes'].dtype == tf.string and out['scores'].shape == (2, 10)
 
@@ -86,3 +89,34 @@ def test_bad_saved_model_and_signature_are_one_line_errors(exports, tmp_path):
         wrong = run_module('trainer.main', '--mode=predict', f'--saved_model={export_dir}',
                            f'--signature={signature}', *images, check=False)
         assert_one_line_error(wrong, 2, f'--signature={signature}: ', fragment)
+
+
+def replayed_warmup(saved_model_dir):
+    """TF Serving's warm-up: each record of the file run through the loaded SavedModel, as
+    {signature name: its outputs}."""
+    path = os.path.join(saved_model_dir, export.EXTRA_DIR, warmup.FILE_NAME)
+    signatures = tf.saved_model.load(saved_model_dir).signatures
+    outputs = {}
+    for record in tf.data.TFRecordDataset(path):
+        log = prediction_log_pb2.PredictionLog.FromString(record.numpy())
+        if log.HasField('classify_log'):
+            request = log.classify_log.request
+            inputs = {'inputs': tf.constant([example.SerializeToString()
+                                             for example in request.input.example_list.examples])}
+        else:
+            request = log.predict_log.request
+            inputs = {key: tf.constant(tf.make_ndarray(tensor))
+                      for key, tensor in request.inputs.items()}
+        name = request.model_spec.signature_name
+        assert name not in outputs, f'two warm-up requests for {name}'
+        outputs[name] = {key: value.numpy() for key, value in signatures[name](**inputs).items()}
+    return outputs
+
+
+def test_mnist_warmup_requests_run_through_every_signature(exports):
+    export_dir, _ = exports
+    outputs = replayed_warmup(str(export_dir / '4'))
+    assert sorted(outputs) == ['classify', 'predict_pixels', 'serving_default']
+    assert outputs['classify']['scores'].shape == (1, 10)
+    assert outputs['serving_default']['probabilities'].shape == (1, 10)
+    assert outputs['predict_pixels']['classes'].shape == (1,)

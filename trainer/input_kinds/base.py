@@ -3,6 +3,7 @@ import abc
 import dataclasses
 from typing import Callable, Dict, List, Optional, Tuple
 
+import numpy as np
 import tensorflow as tf
 
 from input_fns import pipeline
@@ -49,6 +50,12 @@ class InputKind(abc.ABC):
 
     @abc.abstractmethod
     def serving_receiver_fn(self, spec, options: InputOptions) -> Callable:
+        ...
+
+    @abc.abstractmethod
+    def warmup_inputs(self, spec, options: InputOptions) -> Dict[str, np.ndarray]:
+        """A synthetic batch for each input name of the export's signatures (TF Serving's
+        warm-up requests: trainer/serving/warmup.py)."""
         ...
 
     def extra_metrics(self, estimator, eval_input_fn, eval_files: str,
@@ -130,3 +137,9 @@ def decode_batch(encoded, decode_one, shape):
     with tf.control_dependencies([not_empty]):
         decoded = tf.map_fn(decode_one, encoded, fn_output_signature=tf.float32)
     return tf.reshape(decoded, [-1] + list(shape))
+
+
+def synthetic_png(height: int, width: int, channels: int) -> bytes:
+    """A grey ramp of the given size, PNG-encoded: a stand-in image for warm-up requests."""
+    ramp = np.linspace(0, 255, height * width * channels).reshape([height, width, channels])
+    return tf.io.encode_png(ramp.astype(np.uint8)).numpy()

@@ -2,6 +2,7 @@
 
 Evaluation adds LFW's protocol (trainer/evaluation/pair_protocol.py) to Estimator's metrics.
 """
+import numpy as np
 import tensorflow as tf
 
 from input_fns import face_images, face_pairs
@@ -69,6 +70,12 @@ class FacePairs(base.InputKind):
                 receiver_tensors_alternatives={'single': {'image_bytes': bytes_a}})
 
         return receiver_fn
+
+    def warmup_inputs(self, spec, options):
+        # A photo whose central crop (--face_crop_fraction) is the model's own size.
+        side = round(spec.image_shape[0] / options.face_crop_fraction)
+        photo = np.array([base.synthetic_png(side, side, spec.image_shape[2])], object)
+        return {'image_bytes_a': photo, 'image_bytes_b': photo, 'image_bytes': photo}
 
     def extra_metrics(self, estimator, eval_input_fn, eval_files, make_eval_input_fn,
                       threshold_files):

@@ -1,4 +1,5 @@
 """Labelled image shards (input_fns/image_records.py); serving takes encoded images or pixels."""
+import numpy as np
 import tensorflow as tf
 
 from input_fns import image_records
@@ -52,6 +53,19 @@ class ImageClassification(base.RecordFileKind):
                                                'example': {'examples': examples}})
 
         return receiver_fn
+
+    def warmup_inputs(self, spec, options):
+        png = base.synthetic_png(*spec.image_shape)
+        return {'image_bytes': np.array([png], object),
+                'pixels': np.zeros([1, *spec.image_shape], np.float32),
+                tf.saved_model.CLASSIFY_INPUTS: np.array([image_example(png)], object)}
+
+
+def image_example(encoded: bytes) -> bytes:
+    """A serialized tf.Example as the classify signature (TF Serving's Classify API) takes it."""
+    return tf.train.Example(features=tf.train.Features(feature={
+        EXAMPLE_IMAGE_KEY: tf.train.Feature(bytes_list=tf.train.BytesList(value=[encoded]))
+    })).SerializeToString()
 
 
 KIND = registry.register(ImageClassification())

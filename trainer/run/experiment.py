@@ -238,10 +238,13 @@ class Experiment:
         return self.kind.serving_receiver_fn(self.spec, self.settings.input_options)
 
     def export_checkpoint(self, checkpoint_path: str) -> str:
-        """Exports a checkpoint to EXPORT_DIR/<its global step>/, with the kind's signature names."""
-        return export.export_saved_model(self.estimator, self.serving_receiver_fn(),
-                                         self.settings.export_dir, checkpoint_path,
-                                         self.kind.signature_renames)
+        """Exports a checkpoint to EXPORT_DIR/<its global step>/ for TF Serving, with the kind's
+        signature names and warm-up requests."""
+        s = self.settings
+        extras = export.ServingExtras(self.kind.signature_renames,
+                                      self.kind.warmup_inputs(self.spec, s.input_options))
+        return export.export_saved_model(self.estimator, self.serving_receiver_fn(), s.export_dir,
+                                         checkpoint_path, extras)
 
     @functools.cached_property
     def eval_job(self) -> eval_job.EvalJob:

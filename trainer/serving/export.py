@@ -11,29 +11,52 @@ bucket copy puts saved_model.pb last.
 EXPORT_DIR is also TF Serving's base path; the pointers EXPORT_DIR/best and EXPORT_DIR/latest
 are small files naming a version's step (a bucket has no symlinks).
 """
+import dataclasses
 import os
 import re
 import socket
 import time
-from typing import List, Optional
+from typing import Dict, List, Optional
 
+import numpy as np
 from absl import logging
 from tensorflow.core.protobuf import saved_model_pb2
 
 from common import files
 from trainer.run import checkpoints
+from trainer.serving import warmup
 
 COMPLETE_MARKER = 'export_complete.json'
 STAGING_PREFIX = '.staging-'
 SAVED_MODEL_PB = 'saved_model.pb'
+EXTRA_DIR = 'assets.extra'  # TF Serving's folder for files beside the model (warm-up requests)
 POINTERS = ('best', 'latest')  # the eval job's choice, or the newest
+
+
+@dataclasses.dataclass(frozen=True)
+class ServingExtras:
+    """What an export adds to Estimator's SavedModel for TF Serving, from the input kind."""
+    # Estimator's '<receiver>:<output>' signature names renamed ({old: new}) or dropped ({old: None}).
+    signature_renames: Dict[str, Optional[str]]
+    warmup_inputs: Dict[str, np.ndarray]  # a synthetic batch for each signature input name
+
+
+def _read_saved_model(saved_model_dir: str) -> saved_model_pb2.SavedModel:
+    saved_model = saved_model_pb2.SavedModel()
+    saved_model.ParseFromString(files.read_bytes(files.join(saved_model_dir, SAVED_MODEL_PB)))
+    return saved_model
+
+
+def signature_defs(saved_model_dir: str) -> Dict:
+    """The serving signatures by name (Estimator exports one meta graph)."""
+    [meta_graph] = _read_saved_model(saved_model_dir).meta_graphs
+    return dict(meta_graph.signature_def)
 
 
 def rename_signatures(saved_model_dir: str, renames) -> None:
     """Estimator names alternative-input signatures '<receiver>:<output>'; give them plain names."""
     path = files.join(saved_model_dir, SAVED_MODEL_PB)
-    saved_model = saved_model_pb2.SavedModel()
-    saved_model.ParseFromString(files.read_bytes(path))
+    saved_model = _read_saved_model(saved_model_dir)
     for meta_graph in saved_model.meta_graphs:
         signatures = meta_graph.signature_def
         taken = {}  # remove every renamed or dropped signature first, then add the new names
@@ -91,7 +114,7 @@ def _remove_leftovers(export_dir: str) -> None:
 
 
 def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path: str,
-                       signature_renames=None) -> str:
+                       extras: ServingExtras) -> str:
     """Exports a checkpoint to EXPORT_DIR/<its global step>/ and marks it complete."""
     step = checkpoints.saved_step(checkpoint_path)
     created_here = not files.isdir(export_dir)
@@ -102,7 +125,10 @@ def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path:
         staged = estimator.export_saved_model(staging_base, receiver_fn,
                                               checkpoint_path=checkpoint_path)
         staged = staged.decode() if isinstance(staged, bytes) else staged
-        rename_signatures(staged, signature_renames or {})
+        rename_signatures(staged, extras.signature_renames)
+        extra_dir = files.join(staged, EXTRA_DIR)
+        warmup.write(files.join(extra_dir, warmup.FILE_NAME),
+                     warmup.prediction_logs(signature_defs(staged), extras.warmup_inputs))
         _publish(staged, final_dir, staging_base)
         files.write_json_atomic(files.join(final_dir, COMPLETE_MARKER), {
             'step': step, 'checkpoint': checkpoint_path,

@@ -13,7 +13,7 @@ from absl import logging
 
 from common import files
 from common.errors import UserError, op_error_summary
-from trainer.input_kinds.image_classification import EXAMPLE_IMAGE_KEY
+from trainer.input_kinds.image_classification import image_example
 from trainer.serving import export
 
 DEFAULT_SIGNATURE = 'serving_default'
@@ -117,13 +117,6 @@ def predict_files(saved_model_dir: str, image_paths: List[str],
     outputs = {key: value.numpy() for key, value in outputs.items()}
     return [{**name, **{key: _json_value(value[i].tolist()) for key, value in sorted(outputs.items())}}
             for i, name in enumerate(names)]
-
-
-def image_example(encoded: bytes) -> bytes:
-    """A serialized tf.Example as the classify signature (TF Serving's Classify API) takes it."""
-    return tf.train.Example(features=tf.train.Features(feature={
-        EXAMPLE_IMAGE_KEY: tf.train.Feature(bytes_list=tf.train.BytesList(value=[encoded]))
-    })).SerializeToString()
 
 
 def _read_image(path: str) -> bytes:

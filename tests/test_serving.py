@@ -1,6 +1,6 @@
 """Serving as TF Serving users do (issue 27): --saved_model as a base path, a version or a
-pointer; MNIST's classify signature; warm-up records; what predict says about inputs it cannot
-use."""
+pointer; MNIST's classify signature; the face decision baked into the export; warm-up
+records; what predict says about inputs it cannot use."""
 import json
 import os
 import shutil
@@ -8,9 +8,13 @@ import shutil
 import numpy as np
 import pytest
 import tensorflow as tf
+from google.protobuf import text_format
 from tensorflow_serving.apis import prediction_log_pb2
+from tensorflow_serving.config import model_server_config_pb2
 
-from conftest import assert_one_line_error, run_module
+from conftest import assert_one_line_error, run_module, run_prepare
+from input_fns import lfw_files, prepare_faces, synthetic_faces
+from trainer.evaluation.ledger import Ledger
 from trainer.input_kinds.image_classification import image_example
 from trainer.serving import export, predict, warmup
 
@@ -120,3 +124,95 @@ def test_mnist_warmup_requests_run_through_every_signature(exports):
     assert outputs['classify']['scores'].shape == (1, 10)
     assert outputs['serving_default']['probabilities'].shape == (1, 10)
     assert outputs['predict_pixels']['classes'].shape == (1,)
+
+
+@pytest.fixture(scope='module')
+def faces(tmp_path_factory):
+    """face_embedding trained 20 steps on synthetic people; exported before any evaluation
+    (plain/), then evaluated with a threshold chosen on calibration pairs, exporting the best
+    (exports/)."""
+    work = tmp_path_factory.mktemp('serving_faces')
+    root = str(work / 'lfw')
+    synthetic_faces.write_faces(root, num_people=24, size=64, seed=5)
+    data = str(work / 'data')
+    run_prepare(prepare_faces.prepare_faces, source_dir=root, output_dir=data,
+                validation_fraction=0.3, num_pairs=20, calibration_fraction=0.25)
+    model_dir, plain, exports = (str(work / name) for name in ('model', 'plain', 'exports'))
+    common = ['--model=face_embedding', f'--model_dir={model_dir}']
+    run_module('trainer.main', *common, '--mode=train', f'--train_files={data}/train-*',
+               '--train_steps=20', '--batch_size=8')
+    exported = run_module('trainer.main', *common, '--mode=export', f'--export_dir={plain}')
+    evaluated = run_module('trainer.main', *common, '--mode=evaluate', '--eval_name=validation',
+                           f'--eval_files={data}/validation_pairs-*', f'--export_dir={exports}',
+                           f'--threshold_files={data}/calibration_pairs-*')
+    return types_namespace(root=root, data=data, model_dir=model_dir, plain=plain,
+                           exports=exports, export_log=exported.stderr, eval_log=evaluated.stderr)
+
+
+def types_namespace(**values):
+    import types
+    return types.SimpleNamespace(**values)
+
+
+def pair_batches(faces, pairs_txt):
+    """(image_bytes_a, image_bytes_b, same-person labels) of a pairs file's photos."""
+    pairs = lfw_files.read_pairs_file(os.path.join(faces.data, pairs_txt))
+
+    def photo(name, number):
+        return open(os.path.join(faces.root, lfw_files.photo_relpath(name, number)), 'rb').read()
+
+    return ([photo(p.name_a, p.number_a) for p in pairs], [photo(p.name_b, p.number_b) for p in pairs],
+            np.array([p.name_a == p.name_b for p in pairs]))
+
+
+def test_face_export_without_a_chosen_threshold_says_so_and_has_no_same_person(faces):
+    assert ('export: no same_person output (only the probability): no eval job in '
+            f'{faces.model_dir} chose a threshold for step 20; evaluate it with '
+            '--threshold_files=') in faces.export_log
+    version = os.path.join(faces.plain, '20')
+    assert not os.path.exists(os.path.join(version, export.EXTRA_DIR, export.THRESHOLD_FILE))
+    serve = tf.saved_model.load(version).signatures['serving_default']
+    assert set(serve.structured_outputs) == {'probability'}
+
+
+def test_face_export_bakes_in_the_threshold_chosen_on_calibration_pairs(faces):
+    version = os.path.join(faces.exports, '20')
+    with open(os.path.join(version, export.EXTRA_DIR, export.THRESHOLD_FILE)) as f:
+        record = json.load(f)
+    protocol = Ledger(faces.model_dir, 'validation').find(20)['metrics']['lfw_protocol']
+    assert record == {
+        'value': protocol['threshold'], 'applies_to': 'probability', 'metric': 'accuracy',
+        'calibration_pairs': f'{faces.data}/calibration_pairs-*', 'num_calibration_pairs': 40,
+        'calibration_accuracy': protocol['threshold_pairs_accuracy'], 'eval_name': 'validation',
+        'ledger_entry': f'{faces.model_dir}/eval_validation/results/step-000000020.json',
+        'step': 20, 'eval_files': f'{faces.data}/validation_pairs-*',
+        'eval_accuracy': protocol['accuracy'], 'eval_auc': protocol['auc']}
+    assert os.path.exists(record['ledger_entry'])
+    # The calibration pairs again, through the export: its decisions score what the eval job
+    # measured at the threshold it chose (a threshold lies between two of these pairs' scores).
+    images_a, images_b, labels = pair_batches(faces, 'calibration_pairs.txt')
+    out = tf.saved_model.load(version).signatures['serving_default'](
+        image_bytes_a=tf.constant(images_a), image_bytes_b=tf.constant(images_b))
+    same, probability = out['same_person'].numpy(), out['probability'].numpy()
+    assert same.dtype == bool
+    np.testing.assert_array_equal(same, probability >= record['value'])
+    assert np.mean(same == labels) == record['calibration_accuracy']
+    assert 0 < same.sum() < len(same)  # the premise: the threshold splits these pairs
+
+
+def test_eval_job_pins_the_best_face_export_in_models_config(faces):
+    config = model_server_config_pb2.ModelServerConfig()
+    with open(os.path.join(faces.exports, 'models.config')) as f:
+        text_format.Parse(f.read(), config)
+    [model] = config.model_config_list.config
+    assert (model.name, model.base_path) == ('face_embedding', faces.exports)
+    assert list(model.model_version_policy.specific.versions) == [20]
+    assert f'{faces.exports}/models.config pins version 20 for TF Serving' in faces.eval_log
+
+
+def test_face_warmup_requests_run_through_every_signature(faces):
+    outputs = replayed_warmup(os.path.join(faces.exports, '20'))
+    assert sorted(outputs) == ['embed', 'serving_default']
+    assert set(outputs['serving_default']) == {'probability', 'same_person'}
+    assert outputs['embed']['embedding'].shape == (1, 128)
+

@@ -21,6 +21,14 @@ class InputOptions:
     augment: bool = False  # training only: random shifts, rotations, scaling (faces: crops, flips...)
 
 
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """What an export bakes in besides the checkpoint: params the model is built with, and the
+    record of where they came from (written beside the model)."""
+    model_params: Dict
+    record: Dict
+
+
 class InputKind(abc.ABC):
     """One family of input: its input_fns, benchmark stages, serving receivers and extra metrics.
 
@@ -57,6 +65,11 @@ class InputKind(abc.ABC):
         """A synthetic batch for each input name of the export's signatures (TF Serving's
         warm-up requests: trainer/serving/warmup.py)."""
         ...
+
+    def serving_decision(self, model_dir: str, step: int, eval_name: str) -> Optional[Decision]:
+        """A decision an eval job chose for the checkpoint of `step`, for the export to bake
+        in; None when the kind makes none."""
+        return None
 
     def extra_metrics(self, estimator, eval_input_fn, eval_files: str,
                       make_eval_input_fn: Callable[[str, str], Callable],

@@ -239,11 +239,18 @@ class Experiment:
 
     def export_checkpoint(self, checkpoint_path: str) -> str:
         """Exports a checkpoint to EXPORT_DIR/<its global step>/ for TF Serving, with the kind's
-        signature names and warm-up requests."""
+        signature names and warm-up requests, and the decision an eval job chose, if any."""
         s = self.settings
+        decision = self.kind.serving_decision(s.model_dir, checkpoints.step_of(checkpoint_path),
+                                              s.eval_name)
+        estimator = self.estimator
+        if decision:  # baked into the graph: the exported model is built with it
+            estimator = build_estimator(dataclasses.replace(
+                s, model_params={**s.model_params, **decision.model_params}), self.spec, self.plan)
         extras = export.ServingExtras(self.kind.signature_renames,
-                                      self.kind.warmup_inputs(self.spec, s.input_options))
-        return export.export_saved_model(self.estimator, self.serving_receiver_fn(), s.export_dir,
+                                      self.kind.warmup_inputs(self.spec, s.input_options),
+                                      decision and decision.record)
+        return export.export_saved_model(estimator, self.serving_receiver_fn(), s.export_dir,
                                          checkpoint_path, extras)
 
     @functools.cached_property

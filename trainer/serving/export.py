@@ -30,6 +30,7 @@ COMPLETE_MARKER = 'export_complete.json'
 STAGING_PREFIX = '.staging-'
 SAVED_MODEL_PB = 'saved_model.pb'
 EXTRA_DIR = 'assets.extra'  # TF Serving's folder for files beside the model (warm-up requests)
+THRESHOLD_FILE = 'threshold.json'
 POINTERS = ('best', 'latest')  # the eval job's choice, or the newest
 
 
@@ -39,6 +40,7 @@ class ServingExtras:
     # Estimator's '<receiver>:<output>' signature names renamed ({old: new}) or dropped ({old: None}).
     signature_renames: Dict[str, Optional[str]]
     warmup_inputs: Dict[str, np.ndarray]  # a synthetic batch for each signature input name
+    threshold: Optional[Dict] = None  # the decision baked into the graph: assets.extra/threshold.json
 
 
 def _read_saved_model(saved_model_dir: str) -> saved_model_pb2.SavedModel:
@@ -129,6 +131,8 @@ def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path:
         extra_dir = files.join(staged, EXTRA_DIR)
         warmup.write(files.join(extra_dir, warmup.FILE_NAME),
                      warmup.prediction_logs(signature_defs(staged), extras.warmup_inputs))
+        if extras.threshold:
+            files.write_json_atomic(files.join(extra_dir, THRESHOLD_FILE), extras.threshold)
         _publish(staged, final_dir, staging_base)
         files.write_json_atomic(files.join(final_dir, COMPLETE_MARKER), {
             'step': step, 'checkpoint': checkpoint_path,

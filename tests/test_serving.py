@@ -1,8 +1,10 @@
 """Serving as TF Serving users do (issue 27): --saved_model as a base path, a version or a
 pointer; MNIST's classify signature; the face decision baked into the export; warm-up
-records; what predict says about inputs it cannot use."""
+records; the REST bodies of docs/serving.md; what predict says about inputs it cannot use."""
+import base64
 import json
 import os
+import re
 import shutil
 
 import numpy as np
@@ -12,11 +14,11 @@ from google.protobuf import text_format
 from tensorflow_serving.apis import prediction_log_pb2
 from tensorflow_serving.config import model_server_config_pb2
 
-from conftest import assert_one_line_error, run_module, run_prepare
+from conftest import REPO, assert_one_line_error, run_module, run_prepare
 from input_fns import lfw_files, prepare_faces, synthetic_faces
 from trainer.evaluation.ledger import Ledger
 from trainer.input_kinds.image_classification import image_example
-from trainer.serving import export, predict, warmup
+from trainer.serving import export, model_config, predict, warmup
 
 
 @pytest.fixture(scope='module')
@@ -126,6 +128,82 @@ def test_mnist_warmup_requests_run_through_every_signature(exports):
     assert outputs['predict_pixels']['classes'].shape == (1,)
 
 
+# docs/serving.md: a request is a line `POST /v1/models/MODEL:VERB` over a ```json block.
+REST_REQUEST = re.compile(r'^`POST /v1/models/(\w+):(predict|classify)`\n```json\n(.*?)\n```',
+                          re.MULTILINE | re.DOTALL)
+
+
+def serving_doc():
+    with open(os.path.join(REPO, 'docs', 'serving.md')) as f:
+        return f.read()
+
+
+def documented_requests():
+    return [(model, verb, json.loads(body)) for model, verb, body in REST_REQUEST.findall(serving_doc())]
+
+
+def test_documented_models_config_is_the_one_eval_jobs_write():
+    [block] = re.findall(r'^```\n(model_config_list .*?)```', serving_doc(), re.MULTILINE | re.DOTALL)
+    assert block == model_config.config_text('mnist_cnn', '/abs/path/EXPORT_DIR', 1200)
+
+
+def rest_value(value):
+    """A JSON value as TF Serving's REST API reads it: {"b64": ...} is bytes."""
+    if isinstance(value, dict) and set(value) == {'b64'}:
+        return base64.b64decode(value['b64'])
+    if isinstance(value, list):
+        return [rest_value(item) for item in value]
+    return value
+
+
+def rest_predict_inputs(body, signature):
+    """The signature's inputs from a REST predict body in the row ("instances") format."""
+    names = sorted(signature.structured_input_signature[1])
+    columns = {name: [] for name in names}
+    for instance in body['instances']:
+        named = isinstance(instance, dict) and set(instance) == set(names)
+        assert named or len(names) == 1, f'instance {instance} does not name {names}'
+        for name in names:
+            columns[name].append(rest_value(instance[name] if named else instance))
+    return {name: tf.constant(values) for name, values in columns.items()}
+
+
+def rest_example(features):
+    """One REST classify example as the tf.Example TF Serving builds from it."""
+    example = tf.train.Example()
+    for key, value in features.items():
+        values = rest_value(value if isinstance(value, list) else [value])
+        feature = example.features.feature[key]
+        if all(isinstance(item, bytes) for item in values):
+            feature.bytes_list.value.extend(values)
+        elif all(isinstance(item, int) for item in values):
+            feature.int64_list.value.extend(values)
+        else:
+            feature.float_list.value.extend(values)
+    return example.SerializeToString()
+
+
+def run_rest_body(saved_model_dir, verb, body):
+    signatures = tf.saved_model.load(saved_model_dir).signatures
+    signature = signatures[body.get('signature_name', 'serving_default')]
+    if verb == 'classify':
+        return signature(inputs=tf.constant([rest_example(e) for e in body['examples']]))
+    return signature(**rest_predict_inputs(body, signature))
+
+
+def test_documented_mnist_rest_bodies_run_through_the_signatures(exports):
+    export_dir, _ = exports
+    requests = [(verb, body) for model, verb, body in documented_requests() if model == 'mnist_cnn']
+    assert sorted(verb for verb, _ in requests) == ['classify', 'predict']
+    for verb, body in requests:
+        out = run_rest_body(str(export_dir / '4'), verb, body)
+        if verb == 'classify':
+            assert out['classes'].numpy().tolist() == [[str(d).encode() for d in range(10)]]
+            assert out['scores'].shape == (1, 10)
+        else:
+            assert out['probabilities'].shape == (1, 10) and out['classes'].shape == (1,)
+
+
 @pytest.fixture(scope='module')
 def faces(tmp_path_factory):
     """face_embedding trained 20 steps on synthetic people; exported before any evaluation
@@ -188,6 +266,9 @@ def test_face_export_bakes_in_the_threshold_chosen_on_calibration_pairs(faces):
         'step': 20, 'eval_files': f'{faces.data}/validation_pairs-*',
         'eval_accuracy': protocol['accuracy'], 'eval_auc': protocol['auc']}
     assert os.path.exists(record['ledger_entry'])
+    [documented] = re.findall(r'^```json\n(\{\n  "applies_to".*?)```', serving_doc(),
+                              re.MULTILINE | re.DOTALL)
+    assert list(json.loads(documented)) == list(record)
     # The calibration pairs again, through the export: its decisions score what the eval job
     # measured at the threshold it chose (a threshold lies between two of these pairs' scores).
     images_a, images_b, labels = pair_batches(faces, 'calibration_pairs.txt')
@@ -216,3 +297,9 @@ def test_face_warmup_requests_run_through_every_signature(faces):
     assert set(outputs['serving_default']) == {'probability', 'same_person'}
     assert outputs['embed']['embedding'].shape == (1, 128)
 
+
+def test_documented_face_pair_rest_body_runs_through_the_signature(faces):
+    [(verb, body)] = [(verb, body) for model, verb, body in documented_requests()
+                      if model == 'face_embedding']
+    out = run_rest_body(os.path.join(faces.exports, '20'), verb, body)
+    assert out['probability'].shape == (1,) and out['same_person'].dtype == tf.bool

@@ -8,7 +8,7 @@ ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build
 ARG VARIANT=cpu
-COPY requirements.txt requirements-gpu.txt /tmp/
+COPY requirements.txt requirements-gpu.txt requirements-serving.txt /tmp/
 RUN case "$VARIANT" in \
       cpu) requirements=/tmp/requirements.txt ;; \
       gpu) requirements=/tmp/requirements-gpu.txt ;; \
@@ -16,7 +16,11 @@ RUN case "$VARIANT" in \
     esac \
  && python -m venv /opt/venv \
  && /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check -r "$requirements" \
- && /opt/venv/bin/pip check --disable-pip-version-check
+ && /opt/venv/bin/pip check --disable-pip-version-check \
+ && /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check --no-deps \
+      -r /tmp/requirements-serving.txt
+# tensorflow-serving-api after pip check: it requires `tensorflow` by name, which tensorflow-cpu
+# provides only as a module (BUILD.md, "TF Serving's protos").
 # Never used at run time: TensorFlow's C++ headers (for compiling custom ops), libclang (a
 # build-time dependency of TensorFlow's wheel; nothing imports it), and pip and setuptools
 # (nothing is installed into the image later).

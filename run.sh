@@ -53,16 +53,18 @@ fi
 
 py="$venv/bin/python"
 # pip install -r FILE into the venv unless the stamp says this exact file is installed.
-install_pinned() {  # FILE STAMP
+install_pinned() {  # FILE STAMP [PIP OPTIONS]
   local wanted
   wanted=$(sha256sum "$1" | cut -d' ' -f1)
   if [ "$(cat "$2" 2>/dev/null)" != "$wanted" ]; then
     echo "run.sh: installing pinned $1 into $venv (once)" >&2
-    "$py" -m pip install --quiet --disable-pip-version-check -r "$1"
+    "$py" -m pip install --quiet --disable-pip-version-check "${@:3}" -r "$1"
     echo "$wanted" > "$2"
   fi
 }
 install_pinned "$requirements" "$stamp"  # the run-time set, the image's too
+# --no-deps: tensorflow-serving-api requires `tensorflow` by name (see requirements-serving.txt).
+install_pinned requirements-serving.txt "$venv/.requirements-serving.sha256" --no-deps
 echo "$variant" > "$variant_stamp"
 # The offline demo's data (scikit-learn) only where the digits demo runs, and the test-only set
 # only for the tests (which prepare the digits too); neither is in the image.

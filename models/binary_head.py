@@ -7,6 +7,10 @@ import tensorflow as tf
 
 from models import eval_pictures, precision, training
 
+# A param that exports alone get: the eval job's decision threshold on the probability, which
+# adds a `same_person` output (probability >= it) to serving_default.
+SAME_PERSON_THRESHOLD = 'same_person_threshold'
+
 
 def binary_estimator_spec(logits, labels, mode, params, predictions=None, export_outputs=None,
                           update_ops=(), eval_pictures_fn=None, train_loss=None):
@@ -16,8 +20,12 @@ def binary_estimator_spec(logits, labels, mode, params, predictions=None, export
     probability = tf.sigmoid(logits, name='probability')
     predictions = {'probability': probability, 'logit': logits, **(predictions or {})}
     if mode == tf.estimator.ModeKeys.PREDICT:
-        outputs = {'serving_default': tf.estimator.export.PredictOutput(
-            {'probability': probability})}
+        served = {'probability': probability}
+        if params.get(SAME_PERSON_THRESHOLD) is not None:
+            served['same_person'] = tf.greater_equal(
+                probability, tf.constant(params[SAME_PERSON_THRESHOLD], tf.float32),
+                name='same_person')
+        outputs = {'serving_default': tf.estimator.export.PredictOutput(served)}
         outputs.update(export_outputs or {})
         return tf.estimator.EstimatorSpec(mode, predictions=predictions, export_outputs=outputs)
 

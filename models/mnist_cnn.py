@@ -40,9 +40,13 @@ def model_fn(features, labels, mode, params):
     predictions = {'classes': classes, 'probabilities': probabilities}
 
     if mode == tf.estimator.ModeKeys.PREDICT:
-        return tf.estimator.EstimatorSpec(
-            mode, predictions=predictions,
-            export_outputs={'serving_default': tf.estimator.export.PredictOutput(predictions)})
+        # TF Serving's Classify API wants each class's name, as a string, beside its score.
+        class_names = tf.tile([[str(digit) for digit in range(NUM_CLASSES)]],
+                              [tf.shape(logits)[0], 1], name='class_names')
+        return tf.estimator.EstimatorSpec(mode, predictions=predictions, export_outputs={
+            'serving_default': tf.estimator.export.PredictOutput(predictions),
+            'classify': tf.estimator.export.ClassificationOutput(scores=probabilities,
+                                                                 classes=class_names)})
 
     loss = tf.identity(training.estimator_loss(
         tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits), mode),

@@ -68,9 +68,9 @@ def test_evaluate_export_predict(trained, digit_shards):
                           f'--export_dir={export_dir}', f'--checkpoint={model_dir}/model.ckpt-3')
     saved_model = json.loads(exported.stdout)['saved_model']
     assert saved_model == os.path.join(export_dir, '3')
-    assert os.listdir(export_dir) == ['3']  # no staging folder left behind
+    assert sorted(os.listdir(export_dir)) == ['3', 'latest']  # no staging folder left behind
     loaded = tf.saved_model.load(saved_model)
-    assert set(loaded.signatures) == {'serving_default', 'predict_pixels'}
+    assert set(loaded.signatures) == {'serving_default', 'predict_pixels', 'classify'}
 
     # Both signatures agree on the same images: one given as PNG, one as JPEG (lossy, so close).
     images = digit_shards.validation[0][:2]

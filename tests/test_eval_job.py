@@ -10,6 +10,7 @@ from conftest import run_module, run_together
 from trainer.evaluation.ledger import Ledger
 from trainer.evaluation.metric_goal import MetricGoal
 from trainer.run import checkpoints
+from trainer.serving import model_config
 
 
 def train_args(model_dir, shards, steps, *extra):
@@ -64,6 +65,9 @@ def test_best_export_and_pointer(side_by_side):
     best = max(entries, key=lambda e: e['metrics']['accuracy'])  # the first of equals
     assert (export_dir / 'best').read_text() == f'{best["step"]}\n'
     assert os.path.exists(export_dir / str(best['step']) / 'export_complete.json')
+    # TF Serving serves the best, not the highest version, through models.config.
+    assert (export_dir / 'models.config').read_text() == model_config.config_text(
+        'mnist_cnn', str(export_dir), best['step'])
     exported = sorted(int(name) for name in os.listdir(export_dir) if name.isdigit())
     # An export for each new best, never for one that did not beat the best before it.
     running_best, expected = -1.0, []
@@ -151,7 +155,7 @@ def test_restarted_eval_job_never_exports_a_worse_model(digit_shards, tmp_path):
     assert 'resuming after step 4' in restarted.stderr
     later = [e['metrics']['loss'] for e in entries[3:]]
     assert min(later) > best['metrics']['loss']  # the premise: all worse
-    assert sorted(os.listdir(export_dir)) == sorted([str(best['step']), 'best'])
+    assert sorted(os.listdir(export_dir)) == sorted([str(best['step']), 'best', 'models.config'])
     assert (export_dir / 'best').read_text() == f'{best["step"]}\n'
 
 

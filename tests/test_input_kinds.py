@@ -7,6 +7,7 @@ from conftest import trainer_flags
 from models import registry
 from trainer.input_kinds import registry as input_kinds
 from trainer.input_kinds.base import InputOptions
+from trainer.input_kinds.image_classification import image_example
 
 
 def png_bytes(height, width, channels=1, value=255):
@@ -38,9 +39,22 @@ def test_image_receiver_decodes_any_size_to_the_model_shape():
     receiver, features = receive(spec, {'image_bytes': [png_bytes(10, 20), png_bytes(28, 28)]})
     assert features['image'].shape == (2, 28, 28, 1)
     np.testing.assert_allclose(features['image'], 1.0, atol=1e-6)  # white in, 1.0 out
-    assert set(receiver.receiver_tensors_alternatives) == {'pixels'}
+    assert set(receiver.receiver_tensors_alternatives) == {'pixels', 'example'}
     assert input_kinds.for_model(spec).signature_renames == {
-        'pixels:serving_default': 'predict_pixels'}
+        'pixels:serving_default': 'predict_pixels', 'classify': None,
+        'example:classify': 'classify', 'example:serving_default': None}
+
+
+def test_image_receiver_reads_the_classify_apis_examples():
+    spec = registry.get('mnist_cnn')
+    example = image_example(png_bytes(10, 20, value=51))
+    with tf.Graph().as_default() as graph:
+        receiver = input_kinds.for_model(spec).serving_receiver_fn(spec, InputOptions())()
+        examples = receiver.receiver_tensors_alternatives['example']['examples']
+        with tf.compat.v1.Session(graph=graph) as session:
+            image = session.run(receiver.features['image'], {examples: [example]})
+    assert image.shape == (1, 28, 28, 1)
+    np.testing.assert_allclose(image, 0.2, atol=1e-6)
 
 
 def test_face_pair_receiver_crops_the_centre_of_each_photo():

@@ -2,6 +2,8 @@
 import os
 
 import pytest
+from google.protobuf import text_format
+from tensorflow_serving.config import model_server_config_pb2
 
 from common import files
 from common.errors import UserError
@@ -10,6 +12,7 @@ from trainer.evaluation.export_policy import LedgerExports
 from trainer.evaluation.ledger import Ledger
 from trainer.evaluation.metric_goal import MetricGoal
 from trainer.run import checkpoints
+from trainer.serving import model_config
 
 
 def evaluated(step, **metrics):
@@ -88,7 +91,8 @@ def fake_exports(tmp_path, policy, keep, saved_past_name=0):
         made.append(step)
         return str(export_dir / str(step))
 
-    exports = LedgerExports(str(export_dir), policy, MetricGoal('loss', 'min'), keep, export)
+    exports = LedgerExports(str(export_dir), policy, MetricGoal('loss', 'min'), keep, export,
+                            'mnist_cnn')
     return exports, export_dir, made
 
 
@@ -107,12 +111,32 @@ def test_best_policy_exports_only_improvements_and_keeps_the_newest(tmp_path):
         entries.append(ledger_entry(tmp_path, step, loss, saved_past_name=2))
         exports.update(entries)
     assert made == [2, 3, 5]
-    assert sorted(os.listdir(export_dir)) == ['3', '5', 'best']
+    assert sorted(os.listdir(export_dir)) == ['3', '5', 'best', 'models.config']
     assert (export_dir / 'best').read_text() == '5\n'
+    assert model_config.pinned_version(str(export_dir)) == 5
     # A new process (restart) with the same ledger exports nothing more.
     again, _, made_again = fake_exports(tmp_path, 'best', keep=2, saved_past_name=2)
     again.update(entries)
     assert made_again == []
+
+
+def test_the_version_tf_serving_was_told_to_serve_stays_until_the_next_best(tmp_path):
+    """TF Serving reads models.config again only every poll: the version it pinned before
+    must outlive the rewrite, even with --exports_to_keep=1."""
+    write_fake_checkpoints(tmp_path, [0, 1, 2], newest_saved=2)
+    exports, export_dir, made = fake_exports(tmp_path, 'best', keep=1)
+    entries = []
+    for step, loss, listed in [(0, 2.0, ['0']), (1, 1.0, ['0', '1']), (2, 0.5, ['1', '2'])]:
+        entries.append(ledger_entry(tmp_path, step, loss))
+        exports.update(entries)
+        assert sorted(os.listdir(export_dir)) == listed + ['best', 'models.config']
+        assert model_config.pinned_version(str(export_dir)) == step
+    config = model_server_config_pb2.ModelServerConfig()
+    text_format.Parse((export_dir / 'models.config').read_text(), config)
+    [model] = config.model_config_list.config
+    assert (model.name, model.base_path, model.model_platform) == (
+        'mnist_cnn', str(export_dir), 'tensorflow')
+    assert list(model.model_version_policy.specific.versions) == [2]
 
 
 def test_latest_policy_follows_the_newest_evaluation(tmp_path):

@@ -15,6 +15,7 @@ from common import files, paths
 from conftest import REPO, run_module, run_together, start_module, wait_for_log
 from tests.s3_server import free_port
 from trainer.run import checkpoints
+from trainer.serving import model_config
 
 TRAIN_STEPS = 12
 
@@ -75,6 +76,8 @@ def test_best_export_is_marked_complete_and_pointed_to(s3_run):
     assert files.exists(f'{best_dir}/saved_model.pb')
     assert files.exists(f'{best_dir}/export_complete.json')
     assert not [name for name in files.listdir(s3_run.export_dir) if name.startswith('.staging')]
+    assert files.read_text(f'{s3_run.export_dir}/models.config') == model_config.config_text(
+        'mnist_cnn', s3_run.export_dir, best['step'])  # base_path: the bucket's URL
 
 
 def test_predict_from_a_saved_model_in_the_bucket(s3_run, tmp_path):

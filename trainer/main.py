@@ -5,7 +5,7 @@
   python -m trainer.main --mode=continuous_eval --model_dir=DIR \
       --eval_files='shards/validation-*' --eval_name=validation --export_dir=EXPORTS
   python -m trainer.main --mode=export --model_dir=DIR --export_dir=EXPORTS
-  python -m trainer.main --mode=predict --saved_model=EXPORTS/1000 digit.png ...
+  python -m trainer.main --mode=predict --saved_model=EXPORTS digit.png ...
   python -m trainer.main --model=csv_mlp --mode=benchmark_input --train_files='csv/train-*'
 
 All flags can come from a file: --flagfile=FILE. Exit status: 0 done, 1 a failure while

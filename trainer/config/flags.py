@@ -131,7 +131,12 @@ def define_early_stopping(d):
 
 
 def define_predict_and_benchmark(d):
-    d.string('saved_model', None, 'predict: the SavedModel folder to load.')
+    d.string('saved_model', None, 'predict: EXPORT_DIR (its newest complete version, as TF '
+             'Serving serves it), a version folder EXPORT_DIR/STEP, or a pointer file such as '
+             'EXPORT_DIR/best.')
+    d.string('signature', 'serving_default', 'predict: the signature to run: serving_default; '
+             'classify (MNIST: class names and scores, through a tf.Example as TF Serving\'s '
+             'Classify API sends); embed (face towers).')
     d.integer('benchmark_batches', 300, 'benchmark_input: batches to time each '
               'input pipeline stage for.', lower_bound=3)
     d.integer('benchmark_train_steps', 30, 'benchmark_input: training steps to time '

@@ -8,41 +8,36 @@ export makes the export when it starts again. Exports go to EXPORT_DIR/<step>/
 EXPORT_DIR/latest) is a small file naming the step (a bucket has no symlinks), replaced
 whole; only the newest `keep` complete exports stay.
 """
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Set
 
 from absl import logging
 
 from common import files, paths
 from trainer.evaluation.metric_goal import MetricGoal, evaluated_by_step
 from trainer.run import checkpoints
-from trainer.serving import export
+from trainer.serving import export, model_config
 
-POLICIES = ('best', 'latest')  # each also names the pointer to the chosen export
+POLICIES = export.POINTERS  # each also names the pointer to the chosen export
+
 
 def listed_exports(export_dir: str) -> Dict:
     """{'steps': the complete exports' steps, oldest first, 'pointers': {'best' or 'latest': step}}."""
     if not files.isdir(export_dir):
         return {'steps': [], 'pointers': {}}
-    pointers = {}
-    for name in POLICIES:
-        pointer = paths.join(export_dir, name)
-        if files.exists(pointer) and files.read_text(pointer).strip().isdigit():
-            pointers[name] = int(files.read_text(pointer).strip())
-    return {'steps': export.complete_versions(export_dir), 'pointers': pointers}
+    pointers = {name: export.read_pointer(export_dir, name) for name in POLICIES}
+    return {'steps': export.complete_versions(export_dir),
+            'pointers': {name: step for name, step in pointers.items() if step is not None}}
 
 
 class LedgerExports:
     def __init__(self, export_dir: str, policy: str, goal: MetricGoal, keep: int,
-                 export_fn: Callable[[str], str]):
+                 export_fn: Callable[[str], str], model_name: str):
         self.export_dir = export_dir
         self.policy = policy
         self.goal = goal  # which evaluation is best, for policy 'best'
         self.keep = keep
         self._export_fn = export_fn  # checkpoint path -> EXPORT_DIR/<its step>
-
-    @property
-    def pointer(self) -> str:
-        return paths.join(self.export_dir, self.policy)
+        self.model_name = model_name  # TF Serving's name for it (models.config)
 
     def chosen(self, entries: List[Dict]) -> Optional[Dict]:
         if self.policy == 'latest':
@@ -55,8 +50,8 @@ class LedgerExports:
         entry = self.chosen(entries)
         if entry is None:
             return None
-        name = str(checkpoints.saved_step(entry['checkpoint'], entry['metrics']))
-        target = paths.join(self.export_dir, name)
+        step = checkpoints.saved_step(entry['checkpoint'], entry['metrics'])
+        target = paths.join(self.export_dir, str(step))
         if not export.is_complete(target):
             if not checkpoints.exists(entry['checkpoint']):
                 logging.warning('cannot export step %d: its checkpoint %s was deleted',
@@ -64,8 +59,17 @@ class LedgerExports:
                 return None
             self._export_fn(entry['checkpoint'])
             logging.info('exported %s (%s) to %s', entry['checkpoint'], self._why(entry), target)
-        self._point_to(name)
-        self._remove_old_exports(keep_name=name)
+        export.write_pointer(self.export_dir, self.policy, step)
+        keep_steps = {step}
+        if self.policy == 'best':
+            # Kept until TF Serving has read the new config (it polls): it may still serve it.
+            keep_steps.add(model_config.pinned_version(self.export_dir))
+            if model_config.write(self.export_dir, self.model_name, step):
+                logging.info('%s pins version %d for TF Serving: tensorflow_model_server '
+                             '--model_config_file=%s --model_config_file_poll_wait_seconds=60',
+                             model_config.config_path(self.export_dir), step,
+                             model_config.config_path(self.export_dir))
+        self._remove_old_exports(keep_steps)
         return target
 
     def _why(self, entry: Dict) -> str:
@@ -73,15 +77,10 @@ class LedgerExports:
             return 'latest'
         return f'best {self.goal.metric} {entry["metrics"][self.goal.metric]:.6g}'
 
-    def _point_to(self, name: str) -> None:
-        if files.exists(self.pointer) and files.read_text(self.pointer).strip() == name:
-            return
-        files.write_text_atomic(self.pointer, name + '\n')
-
-    def _remove_old_exports(self, keep_name: str) -> None:
+    def _remove_old_exports(self, keep_steps: Set[Optional[int]]) -> None:
         if not self.keep:
             return
         steps = export.complete_versions(self.export_dir)
         for step in steps[:-self.keep]:
-            if str(step) != keep_name:
+            if step not in keep_steps:
                 files.remove_tree(paths.join(self.export_dir, str(step)))

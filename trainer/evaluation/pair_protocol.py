@@ -9,11 +9,15 @@ brute force in tests/test_faces.py) rather than taken from scikit-learn's roc_au
 roc_curve: scikit-learn and the SciPy it needs would add about 194 MB to the runtime image
 for these two functions (BUILD.md, "Why no scikit-learn at run time").
 """
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 
+from common import paths
 from input_fns import face_records
+from trainer.evaluation import ledger
+
+REPORT_KEY = 'lfw_protocol'  # the ledger metric that holds the protocol's report
 
 
 def best_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
@@ -109,4 +113,42 @@ def checkpoint_report(estimator, checkpoint, eval_input_fn, eval_pattern,
         return {'note': 'pass --threshold_files (pairs of training people) to get accuracy at a '
                         'threshold chosen on them',
                 'auc': roc_auc(scores, truth['label'])}
-    return evaluate(scores, truth['label'], truth['fold'], threshold_scores, threshold_labels)
+    report = evaluate(scores, truth['label'], truth['fold'], threshold_scores, threshold_labels)
+    if 'threshold' in report:  # where it came from, for the export that bakes it in
+        report.update(threshold_files=threshold_pattern, num_threshold_pairs=len(threshold_labels))
+    return report
+
+
+def chosen_threshold(model_dir: str, step: int, eval_name: str) -> Tuple[Optional[Dict], str]:
+    """(the record of the threshold an eval job chose on threshold pairs for the checkpoint of
+    `step`, as assets.extra/threshold.json holds it, ''), or (None, why there is none).
+
+    Any eval job's ledger will do; where several chose one, the job named eval_name."""
+    found = {}
+    for name in ledger.eval_names(model_dir):
+        entry = ledger.Ledger(model_dir, name).find(step)
+        report = (entry or {}).get('metrics', {}).get(REPORT_KEY, {})
+        if 'threshold' in report:
+            found[name] = (entry, report)
+    if not found:
+        return None, (f'no eval job in {model_dir} chose a threshold for step {step}; evaluate '
+                      'it with --threshold_files=PAIRS (of people kept out of training) first')
+    if eval_name not in found and len(found) > 1:
+        return None, (f'eval jobs {", ".join(sorted(found))} each chose a threshold for step '
+                      f'{step}; pass --eval_name=NAME to pick one')
+    name = eval_name if eval_name in found else next(iter(found))
+    entry, report = found[name]
+    return {
+        'value': report['threshold'],
+        'applies_to': 'probability',  # same_person = probability >= value
+        'metric': 'accuracy',  # what the threshold maximizes on the calibration pairs
+        'calibration_pairs': report.get('threshold_files'),
+        'num_calibration_pairs': report.get('num_threshold_pairs'),
+        'calibration_accuracy': report['threshold_pairs_accuracy'],
+        'eval_name': name,
+        'ledger_entry': paths.join(ledger.Ledger(model_dir, name).path, ledger.result_name(step)),
+        'step': step,
+        'eval_files': entry.get('eval_files'),
+        'eval_accuracy': report['accuracy'],  # LFW's protocol figure, at this threshold
+        'eval_auc': report['auc'],
+    }, ''

@@ -3,6 +3,7 @@ import abc
 import dataclasses
 from typing import Callable, Dict, List, Optional, Tuple
 
+import numpy as np
 import tensorflow as tf
 
 from input_fns import pipeline
@@ -18,6 +19,14 @@ class InputOptions:
     same_fraction: float = 0.5  # face pairs, training: share of same-person pairs
     face_crop_fraction: float = 0.5  # face pairs: side of the central crop / the shorter side
     augment: bool = False  # training only: random shifts, rotations, scaling (faces: crops, flips...)
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """What an export bakes in besides the checkpoint: params the model is built with, and the
+    record of where they came from (written beside the model)."""
+    model_param_overrides: Dict
+    record: Dict
 
 
 class InputKind(abc.ABC):
@@ -50,6 +59,17 @@ class InputKind(abc.ABC):
     @abc.abstractmethod
     def serving_receiver_fn(self, spec, options: InputOptions) -> Callable:
         ...
+
+    @abc.abstractmethod
+    def warmup_inputs(self, spec, options: InputOptions) -> Dict[str, np.ndarray]:
+        """A synthetic batch for each input name of the export's signatures (TF Serving's
+        warm-up requests: trainer/serving/warmup.py)."""
+        ...
+
+    def serving_decision(self, model_dir: str, step: int, eval_name: str) -> Optional[Decision]:
+        """A decision an eval job chose for the checkpoint of `step`, for the export to bake
+        in; None when the kind makes none."""
+        return None
 
     def extra_metrics(self, estimator, eval_input_fn, eval_files: str,
                       make_eval_input_fn: Callable[[str, str], Callable],
@@ -130,3 +150,9 @@ def decode_batch(encoded, decode_one, shape):
     with tf.control_dependencies([not_empty]):
         decoded = tf.map_fn(decode_one, encoded, fn_output_signature=tf.float32)
     return tf.reshape(decoded, [-1] + list(shape))
+
+
+def synthetic_png(height: int, width: int, channels: int) -> bytes:
+    """A grey ramp of the given size, PNG-encoded: a stand-in image for warm-up requests."""
+    ramp = np.linspace(0, 255, height * width * channels).reshape([height, width, channels])
+    return tf.io.encode_png(ramp.astype(np.uint8)).numpy()

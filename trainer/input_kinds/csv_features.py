@@ -1,4 +1,5 @@
 """CSV shards of float features and an integer label (input_fns/csv_records.py)."""
+import numpy as np
 import tensorflow as tf
 
 from common.errors import UserError
@@ -29,6 +30,9 @@ class CsvFeatures(base.RecordFileKind):
                                                             {csv_records.FEATURE_KEY: inputs})
 
         return receiver_fn
+
+    def warmup_inputs(self, spec, options):
+        return {csv_records.FEATURE_KEY: np.zeros([1, spec.num_features], np.float32)}
 
 
 KIND = registry.register(CsvFeatures())

@@ -2,9 +2,12 @@
 
 Evaluation adds LFW's protocol (trainer/evaluation/pair_protocol.py) to Estimator's metrics.
 """
+import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from input_fns import face_images, face_pairs
+from models import binary_head
 from trainer.evaluation import pair_protocol
 from trainer.input_kinds import base, registry
 
@@ -70,12 +73,30 @@ class FacePairs(base.InputKind):
 
         return receiver_fn
 
+    def warmup_inputs(self, spec, options):
+        # A photo whose central crop (--face_crop_fraction) is the model's own size.
+        side = round(spec.image_shape[0] / options.face_crop_fraction)
+        photo = np.array([base.synthetic_png(side, side, spec.image_shape[2])], object)
+        return {'image_bytes_a': photo, 'image_bytes_b': photo, 'image_bytes': photo}
+
     def extra_metrics(self, estimator, eval_input_fn, eval_files, make_eval_input_fn,
                       threshold_files):
         """LFW's protocol per checkpoint: accuracy at a threshold chosen elsewhere, and AUC."""
         threshold_fn = threshold_files and make_eval_input_fn(threshold_files, '--threshold_files')
-        return lambda checkpoint: {'lfw_protocol': pair_protocol.checkpoint_report(
+        return lambda checkpoint: {pair_protocol.REPORT_KEY: pair_protocol.checkpoint_report(
             estimator, checkpoint, eval_input_fn, eval_files, threshold_fn, threshold_files)}
+
+    def serving_decision(self, model_dir, step, eval_name):
+        """same_person in the export, at the threshold an eval job chose on calibration pairs."""
+        record, why_not = pair_protocol.chosen_threshold(model_dir, step, eval_name)
+        if record is None:
+            logging.warning('export: no same_person output (only the probability): %s', why_not)
+            return None
+        logging.info('export: same_person = probability >= %.6g, the threshold eval_%s chose on '
+                     '%s (%s)', record['value'], record['eval_name'],
+                     record['calibration_pairs'] or 'its threshold pairs', record['ledger_entry'])
+        return base.Decision(model_param_overrides={binary_head.SAME_PERSON_THRESHOLD: record['value']},
+                             record=record)
 
 
 KIND = registry.register(FacePairs())

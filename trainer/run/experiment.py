@@ -5,6 +5,7 @@ receiver, exports and eval job (as tensor2tensor's create_experiment or TFX's tr
 Parts are built on first use, so a mode never checks files it does not read.
 """
 import contextlib
+import dataclasses
 import functools
 from typing import Callable, Optional
 
@@ -99,16 +100,27 @@ class Experiment:
         return self.kind.serving_receiver_fn(self.spec, self.settings.input_options)
 
     def export_checkpoint(self, checkpoint_path: str) -> str:
-        """Exports a checkpoint to EXPORT_DIR/<its global step>/, with the kind's signature names."""
-        return export.export_saved_model(self.estimator, self.serving_receiver_fn(),
-                                         self.settings.export_dir, checkpoint_path,
-                                         self.kind.signature_renames)
+        """Exports a checkpoint to EXPORT_DIR/<its global step>/ for TF Serving, with the kind's
+        signature names and warm-up requests, and the decision an eval job chose, if any."""
+        s = self.settings
+        decision = self.kind.serving_decision(s.model_dir, checkpoints.step_of(checkpoint_path),
+                                              s.eval_name)
+        estimator = self.estimator
+        if decision:  # baked into the graph: the exported model is built with it
+            estimator = build_estimator(dataclasses.replace(s, model_param_overrides={
+                **s.model_param_overrides, **decision.model_param_overrides}), self.spec, self.plan)
+        extras = export.ServingExtras(self.kind.signature_renames,
+                                      self.kind.warmup_inputs(self.spec, s.input_options),
+                                      decision and decision.record)
+        return export.export_saved_model(estimator, self.serving_receiver_fn(), s.export_dir,
+                                         checkpoint_path, extras)
 
     @functools.cached_property
     def eval_job(self) -> eval_job.EvalJob:
         s = self.settings
         exports = s.export_dir and LedgerExports(s.export_dir, s.export_policy, s.export_goal,
-                                                 s.exports_to_keep, self.export_checkpoint)
+                                                 s.exports_to_keep, self.export_checkpoint,
+                                                 self.spec.name)
         eval_fn = self.eval_input_fn()  # checks the eval files once, for both uses
         extra_metrics = self.kind.extra_metrics(self.estimator, eval_fn, s.eval_files,
                                                 self.eval_input_fn, s.threshold_files)

@@ -11,6 +11,7 @@ from models import registry
 from trainer.evaluation import eval_job
 from trainer.run import benchmark_input as input_benchmark
 from trainer.run import checkpoints, experiment
+from trainer.serving import export as export_files
 from trainer.serving import predict as serving_predict
 
 
@@ -63,11 +64,14 @@ def evaluate(run: experiment.Experiment):
 def export(run: experiment.Experiment):
     run.check_model()
     [(_, path)] = checkpoints.resolve(run.settings.model_dir, run.settings.checkpoint)
-    print(json.dumps({'saved_model': run.export_checkpoint(path)}), flush=True)
+    saved_model = run.export_checkpoint(path)
+    export_files.point_latest(run.settings.export_dir)
+    print(json.dumps({'saved_model': saved_model}), flush=True)
 
 
 def predict(settings, arguments: List[str]):
-    serving_predict.print_json_lines(serving_predict.predict_files(settings.saved_model, arguments))
+    serving_predict.print_json_lines(serving_predict.predict_files(settings.saved_model, arguments,
+                                                                   settings.signature))
 
 
 def benchmark_input(settings, arguments: List[str]):

@@ -5,28 +5,60 @@ An export is written under a hidden staging folder, EXPORT_DIR/.staging-HOST-PID
 into EXPORT_DIR/<step>/ (a rename on a local disk; a copy in a bucket, which has no atomic
 rename of a folder), and EXPORT_DIR/<step>/export_complete.json is written last. Whatever reads
 exports ignores a version without that marker: a job killed midway leaves nothing that looks
-complete.
+complete. TF Serving knows no such marker but loads no folder without saved_model.pb, so a
+bucket copy puts saved_model.pb last.
+
+EXPORT_DIR is also TF Serving's base path; the pointers EXPORT_DIR/best and EXPORT_DIR/latest
+are small files naming a version's step (a bucket has no symlinks).
 """
+import dataclasses
 import os
 import re
 import socket
 import time
-from typing import List
+from typing import Dict, List, Optional
 
+import numpy as np
+from absl import logging
 from tensorflow.core.protobuf import saved_model_pb2
 
 from common import files, paths, process_lock
 from trainer.run import checkpoints
+from trainer.serving import warmup
 
 COMPLETE_MARKER = 'export_complete.json'
 STAGING_PREFIX = '.staging-'
+SAVED_MODEL_PB = 'saved_model.pb'
+EXTRA_DIR = 'assets.extra'  # TF Serving's folder for files beside the model (warm-up requests)
+THRESHOLD_FILE = 'threshold.json'
+POINTERS = ('best', 'latest')  # the eval job's choice, or the newest
+
+
+@dataclasses.dataclass(frozen=True)
+class ServingExtras:
+    """What an export adds to Estimator's SavedModel for TF Serving, from the input kind."""
+    # Estimator's '<receiver>:<output>' signature names renamed ({old: new}) or dropped ({old: None}).
+    signature_renames: Dict[str, Optional[str]]
+    warmup_inputs: Dict[str, np.ndarray]  # a synthetic batch for each signature input name
+    threshold: Optional[Dict] = None  # the decision baked into the graph: assets.extra/threshold.json
+
+
+def _read_saved_model(saved_model_dir: str) -> saved_model_pb2.SavedModel:
+    saved_model = saved_model_pb2.SavedModel()
+    saved_model.ParseFromString(files.read_bytes(paths.join(saved_model_dir, SAVED_MODEL_PB)))
+    return saved_model
+
+
+def signature_defs(saved_model_dir: str) -> Dict:
+    """The serving signatures by name (Estimator exports one meta graph)."""
+    [meta_graph] = _read_saved_model(saved_model_dir).meta_graphs
+    return dict(meta_graph.signature_def)
 
 
 def rename_signatures(saved_model_dir: str, renames) -> None:
     """Estimator names alternative-input signatures '<receiver>:<output>'; give them plain names."""
-    path = paths.join(saved_model_dir, 'saved_model.pb')
-    saved_model = saved_model_pb2.SavedModel()
-    saved_model.ParseFromString(files.read_bytes(path))
+    path = paths.join(saved_model_dir, SAVED_MODEL_PB)
+    saved_model = _read_saved_model(saved_model_dir)
     for meta_graph in saved_model.meta_graphs:
         signatures = meta_graph.signature_def
         taken = {}  # remove every renamed or dropped signature first, then add the new names
@@ -51,6 +83,27 @@ def complete_versions(export_dir: str) -> List[int]:
                   if name.isdigit() and is_complete(paths.join(export_dir, name)))
 
 
+def read_pointer(export_dir: str, name: str) -> Optional[int]:
+    """The step that EXPORT_DIR/name (best, latest) names; None without such a pointer."""
+    path = paths.join(export_dir, name)
+    text = files.read_text(path).strip() if files.exists(path) else ''
+    return int(text) if text.isdigit() else None
+
+
+def point_latest(export_dir: str) -> None:
+    """--mode=export: EXPORT_DIR/latest names the newest complete version, as the base path serves."""
+    steps = complete_versions(export_dir)
+    if steps:
+        write_pointer(export_dir, 'latest', steps[-1])
+        logging.info('%s names version %d', paths.join(export_dir, 'latest'), steps[-1])
+
+
+def write_pointer(export_dir: str, name: str, step: int) -> None:
+    """Points EXPORT_DIR/name at a version, replaced whole, and only when it changes."""
+    if read_pointer(export_dir, name) != step:
+        files.write_text_atomic(paths.join(export_dir, name), f'{step}\n')
+
+
 def _remove_leftovers(export_dir: str) -> None:
     """Staging folders of this machine's exports killed midway (kill -9 skips the cleanup below);
     another machine's are left alone (readers ignore them)."""
@@ -63,7 +116,7 @@ def _remove_leftovers(export_dir: str) -> None:
 
 
 def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path: str,
-                       signature_renames=None) -> str:
+                       extras: ServingExtras) -> str:
     """Exports a checkpoint to EXPORT_DIR/<its global step>/ and marks it complete."""
     step = checkpoints.saved_step(checkpoint_path)
     created_here = not files.isdir(export_dir)
@@ -74,8 +127,13 @@ def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path:
         staged = estimator.export_saved_model(staging_base, receiver_fn,
                                               checkpoint_path=checkpoint_path)
         staged = staged.decode() if isinstance(staged, bytes) else staged
-        rename_signatures(staged, signature_renames or {})
-        files.move_tree(staged, final_dir)
+        rename_signatures(staged, extras.signature_renames)
+        extra_dir = paths.join(staged, EXTRA_DIR)
+        warmup.write(paths.join(extra_dir, warmup.FILE_NAME),
+                     warmup.prediction_logs(signature_defs(staged), extras.warmup_inputs))
+        if extras.threshold:
+            files.write_json_atomic(paths.join(extra_dir, THRESHOLD_FILE), extras.threshold)
+        _publish(staged, final_dir, staging_base)
         files.write_json_atomic(paths.join(final_dir, COMPLETE_MARKER), {
             'step': step, 'checkpoint': checkpoint_path,
             'time': time.strftime('%Y-%m-%dT%H:%M:%S%z')})
@@ -84,3 +142,17 @@ def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path:
         if created_here and files.isdir(export_dir) and not files.listdir(export_dir):
             files.remove_tree(export_dir)  # a failed first export leaves no empty export_dir
     return final_dir
+
+
+def _publish(staged: str, final_dir: str, staging_base: str) -> None:
+    """Moves the staged version to final_dir. In a bucket, copied file by file: saved_model.pb
+    is held back and put last (after variables/ and assets*), and an older copy's goes first,
+    so a listing never shows saved_model.pb beside incomplete variables."""
+    if paths.is_local(staged) and paths.is_local(final_dir):
+        files.move_tree(staged, final_dir)  # a rename: atomic
+        return
+    held_back = paths.join(staging_base, SAVED_MODEL_PB)
+    files.rename(paths.join(staged, SAVED_MODEL_PB), held_back)
+    files.remove(paths.join(final_dir, SAVED_MODEL_PB))
+    files.move_tree(staged, final_dir)
+    files.rename(held_back, paths.join(final_dir, SAVED_MODEL_PB))

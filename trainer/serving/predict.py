@@ -1,63 +1,153 @@
-"""--mode=predict: a SavedModel's serving_default signature (no Estimator) on image files."""
+"""--mode=predict: a signature of a SavedModel (no Estimator) on image files.
+
+--saved_model takes what a TF Serving user has: the base path EXPORT_DIR (its newest complete
+version, the one TF Serving serves by default), a version folder EXPORT_DIR/STEP, or a pointer
+file such as EXPORT_DIR/best; one log line says which version was chosen and why.
+"""
 import json
 import os
 from typing import List
 
 import tensorflow as tf
+from absl import logging
 
 from common import files, paths
 from common.errors import UserError, op_error_summary
+from trainer.input_kinds.image_classification import image_example
 from trainer.serving import export
+
+DEFAULT_SIGNATURE = 'serving_default'
 
 
 def resolve_saved_model(path: str) -> str:
-    """--saved_model: a SavedModel folder, or a pointer file such as EXPORT_DIR/best."""
+    """--saved_model: a base path, a version folder or a pointer file -> the version folder."""
     if files.exists(path) and not files.isdir(path):
-        step = files.read_text(path).strip()
-        if not step.isdigit():
-            raise UserError(f'--saved_model={path}: neither a SavedModel folder nor an export '
-                            'pointer (a file naming a step)')
-        path = paths.join(os.path.dirname(path.rstrip('/')), step)
-    if not files.exists(paths.join(path, 'saved_model.pb')):
-        raise UserError(f'--saved_model={path}: no saved_model.pb there; '
-                        'export one with --mode=export')
-    if os.path.basename(path.rstrip('/')).isdigit() and not export.is_complete(path):
-        raise UserError(f'--saved_model={path}: this export is incomplete (no {export.COMPLETE_MARKER}): '
-                        'still being written, or its job was killed; use another version')
-    return path
+        return _follow_pointer(path)
+    parent = os.path.dirname(path.rstrip('/'))
+    if os.path.basename(path.rstrip('/')).isdigit():  # EXPORT_DIR/STEP
+        if not files.isdir(path) and files.isdir(parent):
+            raise UserError(f'--saved_model={path}: no such version; {_holdings(parent)}')
+        if files.isdir(path) and not export.is_complete(path):
+            raise UserError(f'--saved_model={path}: this export is incomplete (no '
+                            f'{export.COMPLETE_MARKER}): still being written, or its job was '
+                            f'killed; {_holdings(parent)}')
+    if files.exists(paths.join(path, export.SAVED_MODEL_PB)):
+        return path
+    if files.isdir(path):
+        return _newest_version(path)
+    raise UserError(f'--saved_model={path}: no such folder or file; give EXPORT_DIR, a version '
+                    'folder EXPORT_DIR/STEP or a pointer such as EXPORT_DIR/best')
 
 
-def predict_files(saved_model_dir: str, image_paths: List[str]) -> List[dict]:
-    """Runs the SavedModel's serving_default signature (no Estimator) on image files."""
+def _follow_pointer(path: str) -> str:
+    step = files.read_text(path).strip()
+    if not step.isdigit():
+        raise UserError(f'--saved_model={path}: neither a SavedModel folder nor an export '
+                        'pointer (a file naming a step)')
+    export_dir = os.path.dirname(path.rstrip('/'))
+    version = paths.join(export_dir, step)
+    if not export.is_complete(version):
+        raise UserError(f'--saved_model={path}: it names version {step}, but {version} is '
+                        f'{"incomplete" if files.isdir(version) else "gone"}; {_holdings(export_dir)}')
+    logging.info('--saved_model=%s: version %s, which that pointer names', path, step)
+    return version
+
+
+def _newest_version(export_dir: str) -> str:
+    """A base path: its newest complete version, as TF Serving serves it without a config."""
+    steps = export.complete_versions(export_dir)
+    if not steps:
+        raise UserError(f'--saved_model={export_dir}: no complete version there '
+                        f'({_contents(export_dir)}); export one with --mode=export')
+    why = f'the newest complete one of {len(steps)}, as TF Serving serves a base path'
+    best = export.read_pointer(export_dir, 'best')
+    if best is not None and best != steps[-1]:
+        why += (f'; the best, {best}, is --saved_model={paths.join(export_dir, "best")} '
+                '(TF Serving: EXPORT_DIR/models.config)')
+    logging.info('--saved_model=%s: version %d, %s', export_dir, steps[-1], why)
+    return paths.join(export_dir, str(steps[-1]))
+
+
+def _holdings(export_dir: str) -> str:
+    steps = export.complete_versions(export_dir)
+    if steps:
+        return f'{export_dir} has complete versions {", ".join(map(str, steps))}'
+    return f'{export_dir} has no complete version ({_contents(export_dir)})'
+
+
+def _contents(export_dir: str) -> str:
+    """What a folder without a complete version holds, for an error message."""
+    names = [name + (' (incomplete: no export_complete.json)' if name.isdigit() else '')
+             for name in files.listdir(export_dir)]
+    return 'it holds ' + ', '.join(names) if names else 'it is empty'
+
+
+def predict_files(saved_model_dir: str, image_paths: List[str],
+                  signature: str = DEFAULT_SIGNATURE) -> List[dict]:
+    """Runs a signature of the SavedModel (no Estimator) on image files: one row per image, or
+    per pair of images for a model that compares two photos."""
     saved_model_dir = resolve_saved_model(saved_model_dir)
     if not image_paths:
         raise UserError('predict: give one or more image files after the flags')
-    encoded = []
-    for path in image_paths:
-        try:
-            data = files.read_bytes(path)
-            tf.io.decode_image(data, expand_animations=False)
-        except tf.errors.NotFoundError:
-            raise UserError(f'{path}: no such file')
-        except (tf.errors.PermissionDeniedError, tf.errors.FailedPreconditionError) as e:
-            raise UserError(f'{path}: cannot read it ({e.message})')
-        except tf.errors.InvalidArgumentError:
-            raise UserError(f'{path}: not a PNG, JPEG, GIF or BMP image')
-        encoded.append(data)
-    serve = tf.saved_model.load(saved_model_dir).signatures['serving_default']
-    if sorted(serve.structured_input_signature[1]) == ['image_bytes_a', 'image_bytes_b']:
+    encoded = [_read_image(path) for path in image_paths]
+    signatures = tf.saved_model.load(saved_model_dir).signatures
+    if signature not in signatures:
+        raise UserError(f'--signature={signature}: {saved_model_dir} has no such signature; it '
+                        f'has {", ".join(sorted(signatures))}')
+    serve = signatures[signature]
+    inputs = serve.structured_input_signature[1]
+    if sorted(inputs) == ['image_bytes_a', 'image_bytes_b']:
         if len(encoded) % 2:
             raise UserError('predict: this model compares two photos: give pairs of image files '
                             '(a1 b1 a2 b2 ...)')
         outputs = _serve(serve, image_paths, image_bytes_a=encoded[0::2],
                          image_bytes_b=encoded[1::2])
         names = [{'image_a': a, 'image_b': b} for a, b in zip(image_paths[0::2], image_paths[1::2])]
-    else:
+    elif sorted(inputs) == ['image_bytes']:
         outputs = _serve(serve, image_paths, image_bytes=encoded)
         names = [{'image': path} for path in image_paths]
+    elif sorted(inputs) == ['inputs'] and inputs['inputs'].dtype == tf.string:  # Classify API
+        outputs = _serve(serve, image_paths, inputs=[image_example(data) for data in encoded])
+        names = [{'image': path} for path in image_paths]
+    else:
+        takes = ', '.join(f'{name} ({spec.dtype.name} {spec.shape})'
+                          for name, spec in sorted(inputs.items()))
+        raise UserError(f'--signature={signature}: it takes {takes}, not image files; give one '
+                        f'of {", ".join(_image_signatures(signatures))}')
     outputs = {key: value.numpy() for key, value in outputs.items()}
-    return [{**name, **{key: value[i].tolist() for key, value in sorted(outputs.items())}}
+    return [{**name, **{key: _json_value(value[i].tolist()) for key, value in sorted(outputs.items())}}
             for i, name in enumerate(names)]
+
+
+def _read_image(path: str) -> bytes:
+    try:
+        data = files.read_bytes(path)
+        tf.io.decode_image(data, expand_animations=False)
+    except tf.errors.NotFoundError:
+        raise UserError(f'{path}: no such file')
+    except (tf.errors.PermissionDeniedError, tf.errors.FailedPreconditionError) as e:
+        raise UserError(f'{path}: cannot read it ({e.message})')
+    except tf.errors.InvalidArgumentError:
+        raise UserError(f'{path}: not a PNG, JPEG, GIF or BMP image')
+    return data
+
+
+def _image_signatures(signatures) -> List[str]:
+    """The signatures predict can feed image files to."""
+    return sorted(name for name, function in signatures.items()
+                  if set(function.structured_input_signature[1]) in (
+                      {'image_bytes'}, {'image_bytes_a', 'image_bytes_b'}, {'inputs'})
+                  and all(spec.dtype == tf.string
+                          for spec in function.structured_input_signature[1].values()))
+
+
+def _json_value(value):
+    """Strings (classify's class names) come out of TensorFlow as bytes."""
+    if isinstance(value, bytes):
+        return value.decode('utf-8')
+    if isinstance(value, list):
+        return [_json_value(item) for item in value]
+    return value
 
 
 def _serve(serve, image_paths, **batches):

@@ -1,0 +1,305 @@
+"""Serving as TF Serving users do (issue 27): --saved_model as a base path, a version or a
+pointer; MNIST's classify signature; the face decision baked into the export; warm-up
+records; the REST bodies of docs/serving.md; what predict says about inputs it cannot use."""
+import base64
+import json
+import os
+import re
+import shutil
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from google.protobuf import text_format
+from tensorflow_serving.apis import prediction_log_pb2
+from tensorflow_serving.config import model_server_config_pb2
+
+from conftest import REPO, assert_one_line_error, run_module, run_prepare
+from input_fns import lfw_files, prepare_faces, synthetic_faces
+from trainer.evaluation.ledger import Ledger
+from trainer.input_kinds.image_classification import image_example
+from trainer.serving import export, model_config, predict, warmup
+
+
+@pytest.fixture(scope='module')
+def exports(trained_model, digit_shards, tmp_path_factory):
+    """EXPORT_DIR with versions 2 and 4 made by --mode=export, a `best` pointer naming 2 (as
+    an eval job writes it), and two digits as PNG files."""
+    work = tmp_path_factory.mktemp('serving')
+    export_dir = work / 'exports'
+    for checkpoint in ('2', 'latest'):
+        run_module('trainer.main', '--mode=export', f'--model_dir={trained_model}',
+                   f'--export_dir={export_dir}', f'--checkpoint={checkpoint}')
+    (export_dir / 'best').write_text('2\n')
+    images = []
+    for i, image in enumerate(digit_shards.validation[0][:2]):
+        images.append(str(work / f'digit{i}.png'))
+        tf.io.write_file(images[-1], tf.io.encode_png(image[..., None]))
+    return export_dir, images
+
+
+def predicted(*args):
+    result = run_module('trainer.main', '--mode=predict', *args)
+    return [json.loads(line) for line in result.stdout.splitlines()], result.stderr
+
+
+def test_export_mode_points_latest_at_the_newest_version(exports):
+    export_dir, _ = exports
+    assert (export_dir / 'latest').read_text() == '4\n'
+
+
+def test_base_path_version_and_pointer_each_say_which_version_and_why(exports):
+    export_dir, images = exports
+    from_base, said = predicted(f'--saved_model={export_dir}', *images)
+    assert (f'--saved_model={export_dir}: version 4, the newest complete one of 2, as TF Serving '
+            f'serves a base path; the best, 2, is --saved_model={export_dir}/best') in said
+    assert from_base == predict.predict_files(str(export_dir / '4'), images)
+    from_best, said = predicted(f'--saved_model={export_dir}/best', *images)
+    assert f'--saved_model={export_dir}/best: version 2, which that pointer names' in said
+    assert from_best == predict.predict_files(str(export_dir / '2'), images) != from_base
+
+
+def test_classify_gives_class_names_and_the_scores_of_serving_default(exports):
+    export_dir, images = exports
+    classified, _ = predicted(f'--saved_model={export_dir}', '--signature=classify', *images)
+    for row, plain in zip(classified, predict.predict_files(str(export_dir), images)):
+        assert row['image'] == plain['image'] and set(row) == {'image', 'classes', 'scores'}
+        assert row['classes'] == [str(digit) for digit in range(10)]
+        np.testing.assert_allclose(row['scores'], plain['probabilities'], rtol=1e-6)
+    loaded = tf.saved_model.load(str(export_dir / '4'))
+    serialized = [image_example(open(path, 'rb').read()) for path in images]
+    out = loaded.signatures['classify'](inputs=tf.constant(serialized))
+    assert out['classes'].dtype == tf.string and out['scores'].shape == (2, 10)
+
+
+def test_bad_saved_model_and_signature_are_one_line_errors(exports, tmp_path):
+    export_dir, images = exports
+    copied = tmp_path / 'exports'
+    shutil.copytree(export_dir, copied)
+    shutil.rmtree(copied / '2')  # as --exports_to_keep does
+    gone = run_module('trainer.main', '--mode=predict', f'--saved_model={copied}/best', *images,
+                      check=False)
+    assert_one_line_error(gone, 2, f'--saved_model={copied}/best: it names version 2, but '
+                          f'{copied}/2 is gone; {copied} has complete versions 4')
+    os.remove(copied / '4' / 'export_complete.json')  # as a copy still under way
+    empty = run_module('trainer.main', '--mode=predict', f'--saved_model={copied}', *images,
+                       check=False)
+    assert_one_line_error(empty, 2, f'--saved_model={copied}: no complete version there (it '
+                          'holds 4 (incomplete: no export_complete.json), best, latest); export '
+                          'one with --mode=export')
+    for signature, fragment in [('nope', 'has no such signature; it has classify, predict_pixels, '
+                                          'serving_default'),
+                                ('predict_pixels', 'it takes pixels (float32 (None, 28, 28, 1)), '
+                                                   'not image files; give one of classify, '
+                                                   'serving_default')]:
+        wrong = run_module('trainer.main', '--mode=predict', f'--saved_model={export_dir}',
+                           f'--signature={signature}', *images, check=False)
+        assert_one_line_error(wrong, 2, f'--signature={signature}: ', fragment)
+
+
+def replayed_warmup(saved_model_dir):
+    """TF Serving's warm-up: each record of the file run through the loaded SavedModel, as
+    {signature name: its outputs}."""
+    path = os.path.join(saved_model_dir, export.EXTRA_DIR, warmup.FILE_NAME)
+    signatures = tf.saved_model.load(saved_model_dir).signatures
+    outputs = {}
+    for record in tf.data.TFRecordDataset(path):
+        log = prediction_log_pb2.PredictionLog.FromString(record.numpy())
+        if log.HasField('classify_log'):
+            request = log.classify_log.request
+            inputs = {'inputs': tf.constant([example.SerializeToString()
+                                             for example in request.input.example_list.examples])}
+        else:
+            request = log.predict_log.request
+            inputs = {key: tf.constant(tf.make_ndarray(tensor))
+                      for key, tensor in request.inputs.items()}
+        name = request.model_spec.signature_name
+        assert name not in outputs, f'two warm-up requests for {name}'
+        outputs[name] = {key: value.numpy() for key, value in signatures[name](**inputs).items()}
+    return outputs
+
+
+def test_mnist_warmup_requests_run_through_every_signature(exports):
+    export_dir, _ = exports
+    outputs = replayed_warmup(str(export_dir / '4'))
+    assert sorted(outputs) == ['classify', 'predict_pixels', 'serving_default']
+    assert outputs['classify']['scores'].shape == (1, 10)
+    assert outputs['serving_default']['probabilities'].shape == (1, 10)
+    assert outputs['predict_pixels']['classes'].shape == (1,)
+
+
+# docs/serving.md: a request is a line `POST /v1/models/MODEL:VERB` over a ```json block.
+REST_REQUEST = re.compile(r'^`POST /v1/models/(\w+):(predict|classify)`\n```json\n(.*?)\n```',
+                          re.MULTILINE | re.DOTALL)
+
+
+def serving_doc():
+    with open(os.path.join(REPO, 'docs', 'serving.md')) as f:
+        return f.read()
+
+
+def documented_requests():
+    return [(model, verb, json.loads(body)) for model, verb, body in REST_REQUEST.findall(serving_doc())]
+
+
+def test_documented_models_config_is_the_one_eval_jobs_write():
+    [block] = re.findall(r'^```\n(model_config_list .*?)```', serving_doc(), re.MULTILINE | re.DOTALL)
+    assert block == model_config.config_text('mnist_cnn', '/abs/path/EXPORT_DIR', 1200)
+
+
+def rest_value(value):
+    """A JSON value as TF Serving's REST API reads it: {"b64": ...} is bytes."""
+    if isinstance(value, dict) and set(value) == {'b64'}:
+        return base64.b64decode(value['b64'])
+    if isinstance(value, list):
+        return [rest_value(item) for item in value]
+    return value
+
+
+def rest_predict_inputs(body, signature):
+    """The signature's inputs from a REST predict body in the row ("instances") format."""
+    names = sorted(signature.structured_input_signature[1])
+    columns = {name: [] for name in names}
+    for instance in body['instances']:
+        named = isinstance(instance, dict) and set(instance) == set(names)
+        assert named or len(names) == 1, f'instance {instance} does not name {names}'
+        for name in names:
+            columns[name].append(rest_value(instance[name] if named else instance))
+    return {name: tf.constant(values) for name, values in columns.items()}
+
+
+def rest_example(features):
+    """One REST classify example as the tf.Example TF Serving builds from it."""
+    example = tf.train.Example()
+    for key, value in features.items():
+        values = rest_value(value if isinstance(value, list) else [value])
+        feature = example.features.feature[key]
+        if all(isinstance(item, bytes) for item in values):
+            feature.bytes_list.value.extend(values)
+        elif all(isinstance(item, int) for item in values):
+            feature.int64_list.value.extend(values)
+        else:
+            feature.float_list.value.extend(values)
+    return example.SerializeToString()
+
+
+def run_rest_body(saved_model_dir, verb, body):
+    signatures = tf.saved_model.load(saved_model_dir).signatures
+    signature = signatures[body.get('signature_name', 'serving_default')]
+    if verb == 'classify':
+        return signature(inputs=tf.constant([rest_example(e) for e in body['examples']]))
+    return signature(**rest_predict_inputs(body, signature))
+
+
+def test_documented_mnist_rest_bodies_run_through_the_signatures(exports):
+    export_dir, _ = exports
+    requests = [(verb, body) for model, verb, body in documented_requests() if model == 'mnist_cnn']
+    assert sorted(verb for verb, _ in requests) == ['classify', 'predict']
+    for verb, body in requests:
+        out = run_rest_body(str(export_dir / '4'), verb, body)
+        if verb == 'classify':
+            assert out['classes'].numpy().tolist() == [[str(d).encode() for d in range(10)]]
+            assert out['scores'].shape == (1, 10)
+        else:
+            assert out['probabilities'].shape == (1, 10) and out['classes'].shape == (1,)
+
+
+@pytest.fixture(scope='module')
+def faces(tmp_path_factory):
+    """face_embedding trained 20 steps on synthetic people; exported before any evaluation
+    (plain/), then evaluated with a threshold chosen on calibration pairs, exporting the best
+    (exports/)."""
+    work = tmp_path_factory.mktemp('serving_faces')
+    root = str(work / 'lfw')
+    synthetic_faces.write_faces(root, num_people=24, size=64, seed=5)
+    data = str(work / 'data')
+    run_prepare(prepare_faces.prepare_faces, source_dir=root, output_dir=data,
+                validation_fraction=0.3, num_pairs=20, calibration_fraction=0.25)
+    model_dir, plain, exports = (str(work / name) for name in ('model', 'plain', 'exports'))
+    common = ['--model=face_embedding', f'--model_dir={model_dir}']
+    run_module('trainer.main', *common, '--mode=train', f'--train_files={data}/train-*',
+               '--train_steps=20', '--batch_size=8')
+    exported = run_module('trainer.main', *common, '--mode=export', f'--export_dir={plain}')
+    evaluated = run_module('trainer.main', *common, '--mode=evaluate', '--eval_name=validation',
+                           f'--eval_files={data}/validation_pairs-*', f'--export_dir={exports}',
+                           f'--threshold_files={data}/calibration_pairs-*')
+    return types_namespace(root=root, data=data, model_dir=model_dir, plain=plain,
+                           exports=exports, export_log=exported.stderr, eval_log=evaluated.stderr)
+
+
+def types_namespace(**values):
+    import types
+    return types.SimpleNamespace(**values)
+
+
+def pair_batches(faces, pairs_txt):
+    """(image_bytes_a, image_bytes_b, same-person labels) of a pairs file's photos."""
+    pairs = lfw_files.read_pairs_file(os.path.join(faces.data, pairs_txt))
+
+    def photo(name, number):
+        return open(os.path.join(faces.root, lfw_files.photo_relpath(name, number)), 'rb').read()
+
+    return ([photo(p.name_a, p.number_a) for p in pairs], [photo(p.name_b, p.number_b) for p in pairs],
+            np.array([p.name_a == p.name_b for p in pairs]))
+
+
+def test_face_export_without_a_chosen_threshold_says_so_and_has_no_same_person(faces):
+    assert ('export: no same_person output (only the probability): no eval job in '
+            f'{faces.model_dir} chose a threshold for step 20; evaluate it with '
+            '--threshold_files=') in faces.export_log
+    version = os.path.join(faces.plain, '20')
+    assert not os.path.exists(os.path.join(version, export.EXTRA_DIR, export.THRESHOLD_FILE))
+    serve = tf.saved_model.load(version).signatures['serving_default']
+    assert set(serve.structured_outputs) == {'probability'}
+
+
+def test_face_export_bakes_in_the_threshold_chosen_on_calibration_pairs(faces):
+    version = os.path.join(faces.exports, '20')
+    with open(os.path.join(version, export.EXTRA_DIR, export.THRESHOLD_FILE)) as f:
+        record = json.load(f)
+    protocol = Ledger(faces.model_dir, 'validation').find(20)['metrics']['lfw_protocol']
+    assert record == {
+        'value': protocol['threshold'], 'applies_to': 'probability', 'metric': 'accuracy',
+        'calibration_pairs': f'{faces.data}/calibration_pairs-*', 'num_calibration_pairs': 40,
+        'calibration_accuracy': protocol['threshold_pairs_accuracy'], 'eval_name': 'validation',
+        'ledger_entry': f'{faces.model_dir}/eval_validation/results/step-000000020.json',
+        'step': 20, 'eval_files': f'{faces.data}/validation_pairs-*',
+        'eval_accuracy': protocol['accuracy'], 'eval_auc': protocol['auc']}
+    assert os.path.exists(record['ledger_entry'])
+    [documented] = re.findall(r'^```json\n(\{\n  "applies_to".*?)```', serving_doc(),
+                              re.MULTILINE | re.DOTALL)
+    assert list(json.loads(documented)) == list(record)
+    # The calibration pairs again, through the export: its decisions score what the eval job
+    # measured at the threshold it chose (a threshold lies between two of these pairs' scores).
+    images_a, images_b, labels = pair_batches(faces, 'calibration_pairs.txt')
+    out = tf.saved_model.load(version).signatures['serving_default'](
+        image_bytes_a=tf.constant(images_a), image_bytes_b=tf.constant(images_b))
+    same, probability = out['same_person'].numpy(), out['probability'].numpy()
+    assert same.dtype == bool
+    np.testing.assert_array_equal(same, probability >= record['value'])
+    assert np.mean(same == labels) == record['calibration_accuracy']
+    assert 0 < same.sum() < len(same)  # the premise: the threshold splits these pairs
+
+
+def test_eval_job_pins_the_best_face_export_in_models_config(faces):
+    config = model_server_config_pb2.ModelServerConfig()
+    with open(os.path.join(faces.exports, 'models.config')) as f:
+        text_format.Parse(f.read(), config)
+    [model] = config.model_config_list.config
+    assert (model.name, model.base_path) == ('face_embedding', faces.exports)
+    assert list(model.model_version_policy.specific.versions) == [20]
+    assert f'{faces.exports}/models.config pins version 20 for TF Serving' in faces.eval_log
+
+
+def test_face_warmup_requests_run_through_every_signature(faces):
+    outputs = replayed_warmup(os.path.join(faces.exports, '20'))
+    assert sorted(outputs) == ['embed', 'serving_default']
+    assert set(outputs['serving_default']) == {'probability', 'same_person'}
+    assert outputs['embed']['embedding'].shape == (1, 128)
+
+
+def test_documented_face_pair_rest_body_runs_through_the_signature(faces):
+    [(verb, body)] = [(verb, body) for model, verb, body in documented_requests()
+                      if model == 'face_embedding']
+    out = run_rest_body(os.path.join(faces.exports, '20'), verb, body)
+    assert out['probability'].shape == (1,) and out['same_person'].dtype == tf.bool

@@ -33,6 +33,9 @@ def test_task_ports_are_closed_from_outside_and_ctrl_c_stops_every_task(digit_sh
 
     launcher.send_signal(signal.SIGINT)
     assert launcher.wait(timeout=60) == 130
+    # Each task, parameter server included, stopped by itself on the launcher's SIGTERM.
+    stopped = re.search(r'stopped (.*)$', open(log).read(), re.MULTILINE).group(1)
+    assert sorted(stopped.split(', ')) == sorted(f'{role} (exit 143)' for role in ROLES)
     assert len(pids) == len(ROLES) and len(ports) == len(ROLES) - 1  # the evaluator has no port
     for pid in pids:
         assert not os.path.exists(f'/proc/{pid}'), f'task {pid} still running'

@@ -84,4 +84,4 @@ class LedgerExports:
         steps = export.complete_versions(self.export_dir)
         for step in steps[:-self.keep]:
             if str(step) != keep_name:
-                files.remove_tree(paths.join(self.export_dir, str(step)))
+                export.remove_version(paths.join(self.export_dir, str(step)))

@@ -10,7 +10,7 @@ from typing import Callable, Optional
 
 import tensorflow as tf
 
-from common import tf_config
+from common import termination, tf_config
 from common.errors import UserError
 from models import precision
 from trainer.cluster import devices, vertex_env
@@ -78,8 +78,10 @@ class Experiment:
         tensorboard = vertex_env.tensorboard_hooks(s.log_every_n_steps,
                                                    self.estimator.config.is_chief)
         return tf.estimator.TrainSpec(self.train_input_fn(), max_steps=s.train_steps,
-                                      hooks=[progress] + self.hparams_hooks
-                                      + self.early_stopping_hooks + tensorboard)
+                                      hooks=[progress, hooks.StopOnSignalHook()]
+                                      + self.hparams_hooks + self.early_stopping_hooks
+                                      + tensorboard,
+                                      saving_listeners=[hooks.NoEvaluationAfterSignal(s.model_dir)])
 
     @functools.cached_property
     def hparams_hooks(self):
@@ -155,7 +157,9 @@ class Experiment:
         The model and the input files are checked before anything in model_dir changes,
         so a bad command leaves it as it was. The chief then holds the model_dir's training
         lock (a second trainer stops, naming it), mends what a killed run left, records the
-        flags and, once training ends, writes train_finished.json for eval jobs. Workers and
+        flags and, once training ends, writes train_finished.json for eval jobs and
+        parameter servers. SIGTERM or Ctrl-C while it trains stops it at the step it
+        reached, saved (common.termination), without train_finished.json. Workers and
         parameter servers of its cluster take no lock.
         """
         s = self.settings
@@ -173,7 +177,8 @@ class Experiment:
             checkpoints.prepare_to_resume(s.model_dir)
             run_files.record_flags(s.model_dir, self.spec.name, s.flagfile_text)
             run_files.clear_train_finished(s.model_dir)
-            yield
+            with termination.finish_first('saving the checkpoint of the step reached'):
+                yield
             # Tells eval jobs which checkpoint is final, and why training stopped.
             run_files.write_train_finished(
                 s.model_dir, s.train_steps,

@@ -15,7 +15,7 @@ from typing import List
 
 from tensorflow.core.protobuf import saved_model_pb2
 
-from common import files, paths, process_lock
+from common import files, paths, process_lock, termination
 from trainer.run import checkpoints
 
 COMPLETE_MARKER = 'export_complete.json'
@@ -43,6 +43,12 @@ def rename_signatures(saved_model_dir: str, renames) -> None:
 
 def is_complete(version_dir: str) -> bool:
     return files.exists(paths.join(version_dir, COMPLETE_MARKER))
+
+
+def remove_version(version_dir: str) -> None:
+    """Removes an export, its marker first: one cut short never looks complete."""
+    files.remove(paths.join(version_dir, COMPLETE_MARKER))
+    files.remove_tree(version_dir)
 
 
 def complete_versions(export_dir: str) -> List[int]:
@@ -75,10 +81,13 @@ def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path:
                                               checkpoint_path=checkpoint_path)
         staged = staged.decode() if isinstance(staged, bytes) else staged
         rename_signatures(staged, signature_renames or {})
-        files.move_tree(staged, final_dir)
-        files.write_json_atomic(paths.join(final_dir, COMPLETE_MARKER), {
-            'step': step, 'checkpoint': checkpoint_path,
-            'time': time.strftime('%Y-%m-%dT%H:%M:%S%z')})
+        # A signal here would leave EXPORT_DIR/<step>/ without its marker (half a copy, in
+        # a bucket): the move and the marker are finished first.
+        with termination.finish_first(f'finishing the export to {final_dir}'):
+            files.move_tree(staged, final_dir)
+            files.write_json_atomic(paths.join(final_dir, COMPLETE_MARKER), {
+                'step': step, 'checkpoint': checkpoint_path,
+                'time': time.strftime('%Y-%m-%dT%H:%M:%S%z')})
     finally:
         files.remove_tree(staging_base)
         if created_here and files.isdir(export_dir) and not files.listdir(export_dir):

@@ -173,7 +173,7 @@ class Experiment:
             yield
             return
         self.check_checkpoint_fits()
-        with train_lock.TrainLock(s.model_dir):
+        with train_lock.TrainLock(s.model_dir, s.lease_timeout_secs):
             checkpoints.prepare_to_resume(s.model_dir)
             run_files.record_flags(s.model_dir, self.spec.name, s.flagfile_text)
             run_files.clear_train_finished(s.model_dir)

@@ -107,6 +107,10 @@ def define_evaluation(d):
              'MODEL_DIR/eval_NAME/ (TensorBoard) and its ledger, results/step-N.json.')
     d.integer('eval_timeout_secs', 3600, 'continuous_eval: stop after this many seconds '
               'without a new checkpoint.', lower_bound=1)
+    d.integer('wait_for_eval_secs', 0, 'train, train_and_evaluate (the chief): once '
+              'training ends, wait up to this long for the eval job --eval_name to record '
+              'the final checkpoint in its ledger (a TFJob ends, and deletes its evaluator, '
+              'when the chief exits). 0: do not wait.', lower_bound=0)
 
 
 def define_export(d):

@@ -54,6 +54,7 @@ class Settings:
     checkpoint: str = 'latest'
     eval_name: str = FLAG_DEFAULTS['eval_name']
     eval_timeout_secs: int = FLAG_DEFAULTS['eval_timeout_secs']
+    wait_for_eval_secs: int = FLAG_DEFAULTS['wait_for_eval_secs']
     export_dir: Optional[str] = FLAG_DEFAULTS['export_dir']
     export_policy: str = FLAG_DEFAULTS['export_policy']
     export_goal: MetricGoal = MetricGoal.of(FLAG_DEFAULTS['export_metric'],

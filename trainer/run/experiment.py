@@ -20,7 +20,7 @@ from trainer.evaluation import eval_job, ledger
 from trainer.evaluation.export_policy import LedgerExports
 from trainer.input_kinds import registry as input_kinds
 from trainer.observe import hparams
-from trainer.run import checkpoints, hooks, run_files, train_lock
+from trainer.run import checkpoints, hooks, job_end, run_files, train_lock
 from trainer.serving import export
 
 
@@ -158,9 +158,10 @@ class Experiment:
         so a bad command leaves it as it was. The chief then holds the model_dir's training
         lock (a second trainer stops, naming it), mends what a killed run left, records the
         flags and, once training ends, writes train_finished.json for eval jobs and
-        parameter servers. SIGTERM or Ctrl-C while it trains stops it at the step it
-        reached, saved (common.termination), without train_finished.json. Workers and
-        parameter servers of its cluster take no lock.
+        parameter servers, then waits --wait_for_eval_secs for the eval job's verdict on the
+        final checkpoint. SIGTERM or Ctrl-C while it trains stops it at the step it reached,
+        saved (common.termination), without train_finished.json. Workers and parameter
+        servers of its cluster take no lock.
         """
         s = self.settings
         is_chief = self.estimator.config.is_chief
@@ -183,6 +184,10 @@ class Experiment:
             run_files.write_train_finished(
                 s.model_dir, s.train_steps,
                 next((hook.reason for hook in self.early_stopping_hooks), None))
+        if s.wait_for_eval_secs:
+            job_end.wait_for_eval(ledger.Ledger(s.model_dir, s.eval_name),
+                                  run_files.train_finished(s.model_dir)['step'],
+                                  s.wait_for_eval_secs)
 
 
 def build(settings: Settings, spec) -> Experiment:

@@ -1,7 +1,11 @@
-"""The end of a cluster job: parameter servers leave when training has finished.
+"""The end of a cluster job: the chief waits for the eval job, parameter servers leave.
 
-Parameter servers have no end of their own in tf.estimator (they block in server.join()
-for ever, deaf to signals); here they serve until train_finished.json appears.
+On a TFJob the job is over when the chief exits (the default success policy), and the
+operator then deletes every replica still running (cleanPodPolicy: Running), the evaluator
+included; on Vertex AI the primary replica (workerpool0) reports the job's state. So the
+chief, told --wait_for_eval_secs, stays until the eval job's ledger has an entry for the
+final checkpoint. Parameter servers have no end of their own in tf.estimator (they block
+in server.join() for ever); here they serve until train_finished.json appears.
 """
 import time
 
@@ -9,12 +13,31 @@ import tensorflow as tf
 from absl import logging
 
 from common import paths, termination
+from trainer.evaluation import ledger
 from trainer.run import run_files
 
 POLL_SECS = 1.0
 # How long a parameter server told to stop serves on for the chief's last save (within
 # Kubernetes' default 30 s grace period).
 PS_GRACE_SECS = 20
+
+
+def wait_for_eval(eval_ledger: ledger.Ledger, final_step: int, wait_secs: float) -> None:
+    """Returns once the ledger has an entry (evaluated, skipped or damaged) for final_step,
+    or after wait_secs, saying so in one line: the job still ends well."""
+    logging.info('waiting up to %d s (--wait_for_eval_secs) for eval job %s to record the '
+                 'final checkpoint, step %d, in %s', wait_secs, eval_ledger.eval_name,
+                 final_step, eval_ledger.path)
+    deadline = time.time() + wait_secs
+    while eval_ledger.last_step() < final_step:
+        if time.time() >= deadline:
+            logging.warning('eval job %s has no entry for the final checkpoint (step %d) in %s '
+                            'after %d s (--wait_for_eval_secs); ending without it',
+                            eval_ledger.eval_name, final_step, eval_ledger.path, wait_secs)
+            return
+        time.sleep(POLL_SECS)
+    logging.info('eval job %s recorded the final checkpoint (step %d)', eval_ledger.eval_name,
+                 final_step)
 
 
 def serve_until_training_ends(config: tf.estimator.RunConfig, model_dir: str) -> None:

@@ -94,6 +94,24 @@ def test_a_second_sigterm_during_the_final_save_leaves_a_whole_checkpoint(digit_
     assert 'Traceback' not in text
 
 
+def test_train_and_evaluate_on_one_machine_skips_its_final_evaluation_after_sigterm(
+        digit_shards, tmp_path):
+    model_dir, log = tmp_path / 'model', tmp_path / 'stopped.log'
+    args = train_args(model_dir, digit_shards)
+    args[0] = '--mode=train_and_evaluate'
+    trainer = start_module('trainer.main', *args, f'--eval_files={digit_shards.validation_pattern}',
+                           '--eval_throttle_secs=0', log_path=log)
+    wait_for_log(log, r'step \d+/300 \(', trainer)
+    secs, code = terminate(trainer, trainer.pid)
+    text = open(log).read()
+    assert code == 143 and secs < 30, text[-3000:]
+    reached = int(re.search(STOPPED, text).group(1))
+    assert checkpoints.list_checkpoints(str(model_dir))[-1][0] == reached
+    after_stop = text[text.index('SIGTERM: stopping training'):]
+    assert 'Starting evaluation' not in after_stop  # tf.estimator's end-of-training one
+    assert 'Traceback' not in text
+
+
 def test_sigterm_mid_evaluation_abandons_that_checkpoint_then_resumes(trained_model, tmp_path):
     # Enough eval data that an evaluation takes a while, to be stopped in the middle of.
     images, labels = make_digit_arrays(5000, seed=3)

@@ -117,16 +117,19 @@ class StopOnSignalHook(tf.estimator.SessionRunHook):
 
 
 class NoEvaluationAfterSignal(tf.estimator.CheckpointSaverListener):
-    """After a signal, skips the evaluation train_and_evaluate runs on one machine once
-    training ends: the checkpoint of the step reached is saved by then, and an evaluation
-    could outlast the grace period before SIGKILL.
+    """After a signal, skips the evaluations train_and_evaluate runs on one machine after a
+    save and once training ends: the checkpoint of the step reached is saved by then, and an
+    evaluation could outlast the grace period before SIGKILL.
 
-    Listed first among the saving listeners, so its end() comes before the evaluating one's;
-    raising there also skips the hooks' end(), so the summaries are flushed here.
+    Listed first among the saving listeners, so it is called before the evaluating one;
+    raising also skips the hooks' end(), so the summaries are flushed here.
     """
 
     def __init__(self, model_dir: str):
         self._model_dir = model_dir
+
+    def after_save(self, session, global_step_value):
+        self.end(session, global_step_value)
 
     def end(self, session, global_step_value):
         if termination.requested():

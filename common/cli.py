@@ -3,11 +3,11 @@
   0    done (and --help, --helpshort, --helpfull)
   1    a failure while running
   2    bad flags or bad input: a one-line error naming the flag or file
-  130  interrupted (Ctrl-C); the message says whether the same command resumes
-  143  terminated (SIGTERM, as Kubernetes and Vertex AI stop a task); the same message
+  130  interrupted (Ctrl-C)
+  143  terminated (SIGTERM, as Kubernetes and Vertex AI stop a task)
 
 Both signals stop a command cleanly (common.termination): training saves the step it
-reached first.
+reached first, and the last line says whether the same command resumes.
 
 --helpshort (and --help) lists the command's own flags; --helpfull lists them
 first, then absl's logging and flag-file flags, leaving out the flags that

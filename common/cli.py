@@ -3,8 +3,11 @@
   0    done (and --help, --helpshort, --helpfull)
   1    a failure while running
   2    bad flags or bad input: a one-line error naming the flag or file
-  130  interrupted (Ctrl-C); the message says whether the same command resumes
+  130  interrupted (Ctrl-C)
   143  terminated (SIGTERM, as Kubernetes and Vertex AI stop a task)
+
+Both signals stop a command cleanly (common.termination): training saves the step it
+reached first, and the last line says whether the same command resumes.
 
 --helpshort (and --help) lists the command's own flags; --helpfull lists them
 first, then absl's logging and flag-file flags, leaving out the flags that
@@ -13,11 +16,11 @@ imported test and TPU modules define (they do nothing here).
 import os
 import signal
 import sys
-from typing import Callable, List, Sequence, Tuple, Type, Union
+from typing import Callable, Sequence, Tuple, Type, Union
 
 from absl import app, flags
 
-from common import bucket_probe
+from common import bucket_probe, termination
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 # Modules whose flags TensorFlow's imports bring along but no command here reads.
@@ -136,49 +139,41 @@ def cli_main(main):
     return wrapped
 
 
-def remember_ctrl_c() -> List[int]:
-    """A list that gets an entry at each Ctrl-C (SIGINT), which still raises KeyboardInterrupt.
-
-    Left alone where SIGINT is ignored or already handled by someone else.
-    """
-    seen = []
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        def on_ctrl_c(signum, frame):
-            seen.append(signum)
-            raise KeyboardInterrupt
-        signal.signal(signal.SIGINT, on_ctrl_c)
-    return seen
-
-
 def run(main: Callable, own_modules: Sequence[str],
         user_errors: Tuple[Type[Exception], ...] = (),
-        interrupted_message: Union[str, Callable[[], str]] = 'interrupted',
+        stopped_message: Union[str, Callable[[], str]] = 'stopped',
         **parse_options) -> None:
     """app.run(main) with this project's help and exit statuses.
 
     user_errors: exceptions that mean bad input (exit 2 with their message).
-    interrupted_message: what Ctrl-C prints, e.g. '...; resume with the same command', or a
-      function returning it (called after the flags are parsed).
+    stopped_message: what SIGTERM or Ctrl-C prints after 'terminated: ' or 'interrupted: ',
+      e.g. '... stopped; resume with the same command', or a function returning it (called
+      after the flags are parsed). Signals are handled as common.termination says.
     parse_options: known_only, unknown_flag_hint (see parse_flags).
     """
     install_help(own_modules)
 
     def guarded_main(argv):
-        ctrl_c = remember_ctrl_c()
+        termination.install()
         try:
-            return main(argv)
-        except KeyboardInterrupt:
+            code = main(argv)
+            if not termination.requested():
+                return code
+        except (termination.Terminated, KeyboardInterrupt):
             pass
         except Exception as error:
-            # After a Ctrl-C, any error is the interrupt: TensorFlow's bare `except:` in
-            # Graph.as_graph_element turns a KeyboardInterrupt raised inside it into a TypeError.
-            if not ctrl_c:
+            # After a signal, any error is the stop: TensorFlow's bare `except:` in
+            # Graph.as_graph_element turns an exception raised inside it into a TypeError.
+            if not termination.requested():
                 if isinstance(error, user_errors):
                     print(f'error: {error}', file=sys.stderr)
                     return EXIT_USAGE
                 raise
-        message = interrupted_message() if callable(interrupted_message) else interrupted_message
-        print(f'\n{message}', file=sys.stderr)
+        message = stopped_message() if callable(stopped_message) else stopped_message
+        if termination.received() == signal.SIGTERM:
+            print(f'\nterminated: {message}', file=sys.stderr)
+            return EXIT_TERMINATED
+        print(f'\ninterrupted: {message}', file=sys.stderr)
         return EXIT_INTERRUPTED
 
     # cli_main: the exit status survives tensorflow-io's abort at exit after s3:// use.

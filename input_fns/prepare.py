@@ -168,5 +168,5 @@ def main(argv):
 if __name__ == '__main__':
     define_flags()
     cli.run(main, own_modules=[], user_errors=(UserError,),
-            interrupted_message='interrupted: no half-written shard is left (each is renamed when '
-                                'complete); run the same command again')
+            stopped_message='no half-written shard is left (each is renamed when complete, or '
+                            'removed); run the same command again')

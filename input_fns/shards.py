@@ -164,7 +164,7 @@ def _write_shard(final_path: str, record_indices, make_record: Callable[[int], O
     the records written (make_record's Nones are skipped)."""
     # In a bucket an object appears whole when closed: no temporary name (no atomic rename).
     temp_path = final_path if paths.is_bucket(final_path) else f'{final_path}.tmp-{os.getpid()}'
-    written = 0
+    written, complete = 0, False
     try:
         with open_writer(temp_path) as writer:
             for record_index in record_indices:
@@ -175,7 +175,9 @@ def _write_shard(final_path: str, record_indices, make_record: Callable[[int], O
                     written += 1
         if temp_path != final_path:
             files.rename(temp_path, final_path)
+        complete = True
     finally:
-        if temp_path != final_path:
+        # Stopped midway (an error, SIGTERM), a bucket's writer still closed its object.
+        if temp_path != final_path or not complete:
             files.remove(temp_path)
     return written

@@ -152,7 +152,7 @@ def test_ctrl_c_that_a_library_turns_into_another_error_still_exits_130(tmp_path
         '        time.sleep(30)\n'
         '    except:  # like TensorFlow\'s\n'
         '        raise ValueError("not a valid tensor name")\n'
-        'cli.run(main, own_modules=[], interrupted_message="interrupted: stopped")\n')
+        'cli.run(main, own_modules=[], stopped_message="stopped")\n')
     result = subprocess.run([sys.executable, str(script)], cwd=REPO, capture_output=True, text=True,
                             env={**os.environ, 'PYTHONPATH': REPO}, timeout=60,
                             preexec_fn=default_sigint)

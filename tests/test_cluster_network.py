@@ -8,6 +8,7 @@ import socket
 from conftest import start_module, wait_for_log
 from test_cluster import ROLES, cluster_args
 from trainer.cluster import local_cluster
+from trainer.run import checkpoints
 
 
 def test_task_ports_are_closed_from_outside_and_ctrl_c_stops_every_task(digit_shards, tmp_path):
@@ -33,6 +34,17 @@ def test_task_ports_are_closed_from_outside_and_ctrl_c_stops_every_task(digit_sh
 
     launcher.send_signal(signal.SIGINT)
     assert launcher.wait(timeout=60) == 130
+    # Each task, parameter server included, stopped by itself on the launcher's SIGTERM;
+    # the chief saved the step it reached, from the parameter server still serving.
+    text = open(log).read()
+    stopped = re.search(r'stopped (.*)$', text, re.MULTILINE).group(1)
+    assert sorted(stopped.split(', ')) == sorted(f'{role} (exit 143)' for role in ROLES)
+    reached = int(re.search(r'^\[chief\] .*SIGTERM: stopping training at step (\d+)', text,
+                            re.MULTILINE).group(1))
+    saved = int(re.search(r'^\[chief\] .*Saving checkpoints for (\d+) ', text[text.index(
+        'SIGTERM: stopping training'):], re.MULTILINE).group(1))
+    # Workers may take a step more before their own SIGTERM lands.
+    assert checkpoints.list_checkpoints(str(tmp_path / 'model'))[-1][0] == saved >= reached
     assert len(pids) == len(ROLES) and len(ports) == len(ROLES) - 1  # the evaluator has no port
     for pid in pids:
         assert not os.path.exists(f'/proc/{pid}'), f'task {pid} still running'

@@ -47,7 +47,9 @@ def test_build_makes_what_the_modes_run(digit_shards, tmp_path):
     assert run.estimator.params['optimizer'] == registry.get('mnist_cnn').default_params['optimizer']
     assert run.train_spec.max_steps == 3
     assert [type(hook) for hook in run.train_spec.hooks] == [
-        hooks.ProgressHook, hparams.HParamsHook, hooks.EarlyStoppingHook]
+        hooks.ProgressHook, hooks.StopOnSignalHook, hparams.HParamsHook, hooks.EarlyStoppingHook]
+    assert [type(listener) for listener in run.train_spec.saving_listeners] == [
+        hooks.NoEvaluationAfterSignal]
     logged = settings_module.hparam_settings(settings)
     assert logged['batch_size'] == 8 and logged['shuffle_buffer'] == settings.input_options.shuffle_buffer
     features, labels = next(iter(run.train_spec.input_fn()))
@@ -60,8 +62,10 @@ def test_build_makes_what_the_modes_run(digit_shards, tmp_path):
         with open(os.path.join(settings.model_dir, run_files.FLAGS_FILE)) as f:
             assert f.read() == '--model=mnist_cnn\n'
     with open(os.path.join(settings.model_dir, run_files.TRAIN_FINISHED_FILE)) as f:
-        assert json.load(f) == {'step': 0, 'train_steps': 3, 'early_stopped': False,
-                                'reason': 'reached train_steps'}
+        finished = json.load(f)
+    assert finished.pop('time')  # when (tells this run's record from an earlier one's)
+    assert finished == {'step': 0, 'train_steps': 3, 'early_stopped': False,
+                        'reason': 'reached train_steps'}
     other = experiment.build(settings, registry.get('csv_mlp'))
     with pytest.raises(UserError, match='holds a mnist_cnn model'):
         with other.training():

@@ -1,5 +1,6 @@
 """What the trainer keeps beside the checkpoints: flags.txt and train_finished.json."""
 import os
+import re
 
 import numpy as np
 import pytest
@@ -22,9 +23,10 @@ def test_train_finished_round_trip(tmp_path):
     model_dir = str(tmp_path)
     assert run_files.train_finished(model_dir) is None
     run_files.write_train_finished(model_dir, 100, 'loss has not improved')
-    assert run_files.train_finished(model_dir) == {'step': 0, 'train_steps': 100,
-                                                   'early_stopped': True,
-                                                   'reason': 'loss has not improved'}
+    finished = run_files.train_finished(model_dir)
+    assert re.fullmatch(r'\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}', finished.pop('time'))
+    assert finished == {'step': 0, 'train_steps': 100, 'early_stopped': True,
+                        'reason': 'loss has not improved'}
     run_files.clear_train_finished(model_dir)
     assert run_files.train_finished(model_dir) is None
     run_files.clear_train_finished(model_dir)  # nothing to clear: no error

@@ -1,10 +1,20 @@
-"""trainer.run.train_lock: an OS lock on a local model_dir, a lease object on a bucket."""
+"""trainer.run.train_lock: an OS lock on a local model_dir, a lease object on a bucket, which a
+trainer restarted in place, or after its holder died or went silent, takes over."""
+import logging
+import os
+import re
+import signal
+import socket
+import subprocess
 import time
 
 import pytest
 
+from common import files
 from common.errors import UserError
-from trainer.run import train_lock
+from conftest import wait_for_log
+from pid_namespace import start_as_pid1, unavailable_reason
+from trainer.run import checkpoints, train_lock
 
 
 def test_local_lock_refuses_a_second_holder_until_released(tmp_path):
@@ -45,3 +55,91 @@ def test_a_file_url_model_dir_gets_the_os_lock_not_a_lease(tmp_path):
         assert (tmp_path / 'model' / train_lock.LOCK_NAME).exists()
         with pytest.raises(UserError, match='is in use by another training run'):
             train_lock.LocalLock(str(tmp_path / 'model')).acquire()
+
+
+def lease_model_dir(store, request, tmp_path):
+    """On the S3 test server, or on a local folder standing in for any other bucket."""
+    return (request.getfixturevalue('s3_bucket') + '/model' if store == 's3'
+            else str(tmp_path / 'model'))
+
+
+def dead_pid() -> int:
+    process = subprocess.Popen(['true'])
+    process.wait()
+    return process.pid
+
+
+def write_lease(model_dir, **holder):
+    """A lease as another holder left it: by default this host, renewed just now."""
+    files.write_json_atomic(f'{model_dir}/{train_lock.LEASE_NAME}', {
+        'host': socket.gethostname(), 'pid': os.getpid(), 'token': 'the-earlier-holder',
+        'process_started': train_lock.process_started(), 'since': '2024-01-01T00:00:00+0000',
+        'renewed': time.time(), **holder})
+
+
+@pytest.mark.parametrize('store', ['s3', 'local'])
+def test_a_stale_lease_is_taken_over_in_one_line_saying_why(store, request, tmp_path, caplog):
+    model_dir = lease_model_dir(store, request, tmp_path)
+    pid = dead_pid()
+    stale = {
+        'its holder is this trainer restarted in place (same host and pid)':
+            {'process_started': train_lock.process_started() - 60},
+        f'pid {pid} no longer runs on this host': {'pid': pid},
+        'not renewed for 200 s (--lease_timeout_secs=120)':
+            {'host': 'another-host', 'pid': 1, 'renewed': time.time() - 200},
+    }
+    for reason, holder in stale.items():
+        write_lease(model_dir, **holder)
+        lease = train_lock.Lease(model_dir, lease_secs=120, settle_secs=0)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            lease.acquire()
+        [line] = [r.getMessage() for r in caplog.records if 'taking over' in r.getMessage()]
+        assert line == (f'taking over the training lease {model_dir}/train.lease '
+                        f'(pid {holder.get("pid", os.getpid())} on '
+                        f'{holder.get("host", socket.gethostname())}, since '
+                        f'2024-01-01T00:00:00+0000): {reason}')
+        assert lease._read()['token'] == lease.token
+        lease.release()
+
+
+@pytest.mark.parametrize('store', ['s3', 'local'])
+def test_a_live_holder_keeps_its_lease(store, request, tmp_path):
+    model_dir = lease_model_dir(store, request, tmp_path)
+    live = [{'host': 'another-host', 'pid': 1},  # renewed just now
+            {'pid': os.getppid()},  # a process on this host that runs
+            {}]  # this very process (same pid and start): another trainer in it
+    for holder in live:
+        write_lease(model_dir, **holder)
+        with pytest.raises(UserError, match='is in use by another training run'):
+            train_lock.Lease(model_dir, lease_secs=120, settle_secs=0).acquire()
+
+
+def test_a_trainer_restarted_in_place_as_pid_1_takes_over_its_lease_on_s3(s3_bucket,
+                                                                          digit_shards, tmp_path):
+    """As a pod restarts: same hostname, pid 1 again, after kill -9 (issue 25's case)."""
+    if unavailable_reason():
+        pytest.skip(unavailable_reason())
+    model_dir = f'{s3_bucket}/model'
+    args = ['--mode=train', f'--model_dir={model_dir}', f'--train_files={digit_shards.train_pattern}',
+            '--train_steps=30', '--batch_size=16', '--log_every_n_steps=5',
+            '--save_checkpoints_steps=100000']
+    first, pid1 = start_as_pid1('trainer.main', *args, log_path=tmp_path / 'first.log',
+                                hostname='jk-chief-0')
+    wait_for_log(tmp_path / 'first.log', r'step \d+/30 \(', first)
+    os.kill(pid1, signal.SIGKILL)
+    first.wait()
+    held = files.read_json(f'{model_dir}/{train_lock.LEASE_NAME}')
+    assert (held['pid'], held['host']) == (1, 'jk-chief-0')
+
+    second, _ = start_as_pid1('trainer.main', *args, log_path=tmp_path / 'second.log',
+                              hostname='jk-chief-0')
+    assert second.wait(timeout=300) == 0, open(tmp_path / 'second.log').read()[-3000:]
+    log = open(tmp_path / 'second.log').read()
+    line = re.search(r'taking over the training lease .*', log).group(0)
+    print(f'\n{line}')
+    assert line.startswith(f'taking over the training lease {model_dir}/train.lease (pid 1 on '
+                           'jk-chief-0, since ')
+    assert line.endswith('): its holder is this trainer restarted in place (same host and pid)')
+    assert checkpoints.list_checkpoints(model_dir)[-1][0] == 30
+    assert not files.exists(f'{model_dir}/{train_lock.LEASE_NAME}')  # released at the end

@@ -9,7 +9,8 @@
   python -m trainer.main --model=csv_mlp --mode=benchmark_input --train_files='csv/train-*'
 
 All flags can come from a file: --flagfile=FILE. Exit status: 0 done, 1 a failure while
-running, 2 bad flags or input, 130 interrupted (train and eval modes resume when run again).
+running, 2 bad flags or input, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM); training
+first saves the step it reached, and train and eval modes resume when run again.
 """
 import os
 import sys
@@ -44,11 +45,11 @@ def quiet_tensorflow_logging():
     tf_logger.addFilter(lambda record: 'is deprecated and will be removed' not in record.getMessage())
 
 
-def interrupted_message() -> str:
+def stopped_message() -> str:
     if modes.MODES[FLAGS.mode].resumes:
-        return (f'interrupted: --mode={FLAGS.mode} stopped; resume with the same command '
+        return (f'--mode={FLAGS.mode} stopped; resume with the same command '
                 '(it goes on from the last checkpoint or ledger entry)')
-    return f'interrupted: --mode={FLAGS.mode} stopped'
+    return f'--mode={FLAGS.mode} stopped'
 
 
 def main(argv):
@@ -81,4 +82,4 @@ def main(argv):
 if __name__ == '__main__':
     trainer_flags.define_flags()
     cli.run(main, own_modules=[trainer_flags.__name__], user_errors=(UserError,),
-            interrupted_message=interrupted_message)
+            stopped_message=stopped_message)

@@ -6,9 +6,9 @@
 Starts a chief, the workers and parameter servers, and an evaluator, each a
 `python -m trainer.main --mode=train_and_evaluate` process with its own TF_CONFIG
 (the layout Kubeflow's TFJob and Vertex AI use), prints their log lines prefixed
-with their role, and returns when the chief, workers and evaluator have finished.
-Parameter servers never finish on their own; they are stopped then. Any task
-failing, Ctrl-C or SIGTERM stops every task.
+with their role, and returns when every task has finished (parameter servers finish
+once the chief has written train_finished.json). Any task failing, Ctrl-C or SIGTERM
+stops every task: each gets SIGTERM, so the chief saves the step it reached.
 
 TensorFlow's gRPC servers listen on every interface whatever the cluster spec says,
 and its distributed runtime has no authentication, so where the system allows it the
@@ -36,7 +36,7 @@ from common.errors import UserError
 from trainer.config import flags as trainer_flags
 
 FLAGS = flags.FLAGS
-STOP_GRACE_SECS = 10
+STOP_GRACE_SECS = 30  # from SIGTERM to SIGKILL, as Kubernetes' default grace period
 PR_SET_PDEATHSIG = 1
 # Set in the launcher once it runs in its private network namespace.
 PRIVATE_NETWORK_ENV = 'LOCAL_CLUSTER_PRIVATE_NETWORK'
@@ -140,35 +140,33 @@ class Cluster:
                 sys.stdout.flush()
 
     def wait(self, poll_secs=0.5) -> int:
-        """0 once every task but the parameter servers has finished well; 1 when any fails."""
+        """0 once every task has finished well; 1 when any fails."""
         while True:
             codes = {role: process.poll() for role, process in self._processes.items()}
-            failed = [role for role, code in codes.items()
-                      if code not in (None, 0) or (code is not None and role.startswith('ps'))]
+            failed = [role for role, code in codes.items() if code not in (None, 0)]
             if failed:
                 logging.error('%s exited with %s; stopping the cluster', ', '.join(failed),
                               ', '.join(str(codes[role]) for role in failed))
                 return 1
-            if all(code == 0 for role, code in codes.items() if not role.startswith('ps')):
-                logging.info('chief, workers and evaluator finished')
+            if all(code == 0 for code in codes.values()):
+                logging.info('every task finished: %s', ', '.join(codes))
                 return 0
             time.sleep(poll_secs)
 
     def stop_all(self):
-        running = [p for p in self._processes.values() if p.poll() is None]
-        for process in running:
+        running = {role: p for role, p in self._processes.items() if p.poll() is None}
+        for process in running.values():
             os.killpg(process.pid, signal.SIGTERM)
         deadline = time.time() + STOP_GRACE_SECS
-        for process in running:
+        for process in running.values():
             try:
                 process.wait(timeout=max(0.1, deadline - time.time()))
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
-
-
-def _raise_interrupt(signum, frame):
-    raise KeyboardInterrupt
+        if running:  # 143: stopped cleanly on SIGTERM; -9: killed after the grace period
+            logging.info('stopped %s', ', '.join(f'{role} (exit {process.returncode})'
+                                                 for role, process in running.items()))
 
 
 def main(argv):
@@ -181,13 +179,9 @@ def main(argv):
         enter_private_network()
     cluster = Cluster(trainer_args, FLAGS.cluster_evaluator, FLAGS.cluster_workers,
                       FLAGS.cluster_ps)
-    signal.signal(signal.SIGTERM, _raise_interrupt)
-    try:
+    try:  # SIGTERM or Ctrl-C raise here (common.termination); the tasks get SIGTERM in turn
         cluster.start()
         return cluster.wait()
-    except KeyboardInterrupt:
-        logging.info('interrupted; stopping the cluster')
-        return cli.EXIT_INTERRUPTED
     finally:
         cluster.stop_all()
 

@@ -73,6 +73,9 @@ def define_training(d):
     d.integer('keep_checkpoint_max', 5, 'Checkpoints to keep (0 keeps all).', lower_bound=0)
     d.integer('log_every_n_steps', 100, 'Log progress and write summaries every N steps.',
               lower_bound=1)
+    d.integer('lease_timeout_secs', 120, 'A bucket model_dir\'s training lease that has not '
+              'been renewed for this long is stale: the next trainer takes it over (the '
+              'holder renews it every quarter of this).', lower_bound=1)
 
 
 def define_input(d):
@@ -104,6 +107,10 @@ def define_evaluation(d):
              'MODEL_DIR/eval_NAME/ (TensorBoard) and its ledger, results/step-N.json.')
     d.integer('eval_timeout_secs', 3600, 'continuous_eval: stop after this many seconds '
               'without a new checkpoint.', lower_bound=1)
+    d.integer('wait_for_eval_secs', 0, 'train, train_and_evaluate (the chief): once '
+              'training ends, wait up to this long for the eval job --eval_name to record '
+              'the final checkpoint in its ledger (a TFJob ends, and deletes its evaluator, '
+              'when the chief exits). 0: do not wait.', lower_bound=0)
 
 
 def define_export(d):

@@ -46,6 +46,7 @@ class Settings:
     save_checkpoints_steps: int = FLAG_DEFAULTS['save_checkpoints_steps']
     keep_checkpoint_max: int = FLAG_DEFAULTS['keep_checkpoint_max']
     log_every_n_steps: int = FLAG_DEFAULTS['log_every_n_steps']
+    lease_timeout_secs: int = FLAG_DEFAULTS['lease_timeout_secs']
     random_seed: int = FLAG_DEFAULTS['random_seed']
     input_options: InputOptions = InputOptions()
     eval_throttle_secs: int = FLAG_DEFAULTS['eval_throttle_secs']
@@ -53,6 +54,7 @@ class Settings:
     checkpoint: str = 'latest'
     eval_name: str = FLAG_DEFAULTS['eval_name']
     eval_timeout_secs: int = FLAG_DEFAULTS['eval_timeout_secs']
+    wait_for_eval_secs: int = FLAG_DEFAULTS['wait_for_eval_secs']
     export_dir: Optional[str] = FLAG_DEFAULTS['export_dir']
     export_policy: str = FLAG_DEFAULTS['export_policy']
     export_goal: MetricGoal = MetricGoal.of(FLAG_DEFAULTS['export_metric'],

@@ -6,6 +6,8 @@ resnet_main.py, but it lists every checkpoint file instead of waiting for the
 latest, which skips those saved during an evaluation. evaluate_once serves a
 scheduler: the latest checkpoint, all of them, or one step. Both skip what the
 ledger already has and export as the ledger says (trainer/evaluation/export_policy.py).
+SIGTERM or Ctrl-C abandons the checkpoint in hand without a ledger entry (common.termination):
+the same command evaluates it again.
 """
 import time
 from typing import Callable, Dict, List, Optional, Tuple
@@ -13,7 +15,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import tensorflow as tf
 from absl import logging
 
-from common import files, paths
+from common import files, paths, termination
 from common.errors import UserError
 from trainer.evaluation import ledger
 from trainer.evaluation.export_policy import LedgerExports
@@ -110,6 +112,7 @@ def continuous_eval(job: EvalJob, model_dir: str, train_steps: Optional[int],
         listed = {}  # step -> path of every checkpoint seen, so one deleted later is logged
         waiting_since, said_waiting = time.time(), False
         while not _is_final(last, model_dir, train_steps):
+            termination.check()  # a signal that a library swallowed mid-evaluation
             listed.update(checkpoints.list_checkpoints(model_dir))
             pending = sorted(step for step in listed if step > last)
             if pending:
@@ -192,6 +195,7 @@ def evaluate_once(job: EvalJob, chosen: List[Tuple[int, str]]) -> List[Dict]:
     with job.ledger.lock():
         job.start()
         for index, (step, path) in enumerate(chosen):
+            termination.check()
             entry = job.ledger.find(step)
             if entry is None:
                 logging.info('eval_%s: on checkpoint %s, %d waiting', job.ledger.eval_name, path,

@@ -83,4 +83,4 @@ class LedgerExports:
         steps = export.complete_versions(self.export_dir)
         for step in steps[:-self.keep]:
             if step not in keep_steps:
-                files.remove_tree(paths.join(self.export_dir, str(step)))
+                export.remove_version(paths.join(self.export_dir, str(step)))

@@ -11,7 +11,7 @@ from typing import Callable, Optional
 
 import tensorflow as tf
 
-from common import tf_config
+from common import termination, tf_config
 from common.errors import UserError
 from models import precision
 from trainer.cluster import devices, vertex_env
@@ -21,7 +21,7 @@ from trainer.evaluation import eval_job, ledger
 from trainer.evaluation.export_policy import LedgerExports
 from trainer.input_kinds import registry as input_kinds
 from trainer.observe import hparams
-from trainer.run import checkpoints, hooks, run_files, train_lock
+from trainer.run import checkpoints, hooks, job_end, run_files, train_lock
 from trainer.serving import export
 
 
@@ -79,8 +79,10 @@ class Experiment:
         tensorboard = vertex_env.tensorboard_hooks(s.log_every_n_steps,
                                                    self.estimator.config.is_chief)
         return tf.estimator.TrainSpec(self.train_input_fn(), max_steps=s.train_steps,
-                                      hooks=[progress] + self.hparams_hooks
-                                      + self.early_stopping_hooks + tensorboard)
+                                      hooks=[progress, hooks.StopOnSignalHook()]
+                                      + self.hparams_hooks + self.early_stopping_hooks
+                                      + tensorboard,
+                                      saving_listeners=[hooks.NoEvaluationAfterSignal(s.model_dir)])
 
     @functools.cached_property
     def hparams_hooks(self):
@@ -167,8 +169,11 @@ class Experiment:
         The model and the input files are checked before anything in model_dir changes,
         so a bad command leaves it as it was. The chief then holds the model_dir's training
         lock (a second trainer stops, naming it), mends what a killed run left, records the
-        flags and, once training ends, writes train_finished.json for eval jobs. Workers and
-        parameter servers of its cluster take no lock.
+        flags and, once training ends, writes train_finished.json for eval jobs and
+        parameter servers, then waits --wait_for_eval_secs for the eval job's verdict on the
+        final checkpoint. SIGTERM or Ctrl-C while it trains stops it at the step it reached,
+        saved (common.termination), without train_finished.json. Workers and parameter
+        servers of its cluster take no lock.
         """
         s = self.settings
         is_chief = self.estimator.config.is_chief
@@ -181,15 +186,20 @@ class Experiment:
             yield
             return
         self.check_checkpoint_fits()
-        with train_lock.TrainLock(s.model_dir):
+        with train_lock.TrainLock(s.model_dir, s.lease_timeout_secs):
             checkpoints.prepare_to_resume(s.model_dir)
             run_files.record_flags(s.model_dir, self.spec.name, s.flagfile_text)
             run_files.clear_train_finished(s.model_dir)
-            yield
+            with termination.finish_first('saving the checkpoint of the step reached'):
+                yield
             # Tells eval jobs which checkpoint is final, and why training stopped.
             run_files.write_train_finished(
                 s.model_dir, s.train_steps,
                 next((hook.reason for hook in self.early_stopping_hooks), None))
+        if s.wait_for_eval_secs:
+            job_end.wait_for_eval(ledger.Ledger(s.model_dir, s.eval_name),
+                                  run_files.train_finished(s.model_dir)['step'],
+                                  s.wait_for_eval_secs)
 
 
 def build(settings: Settings, spec) -> Experiment:

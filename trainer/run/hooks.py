@@ -5,7 +5,7 @@ from typing import Optional
 import tensorflow as tf
 from absl import logging
 
-from common import progress
+from common import progress, termination
 from trainer.evaluation.metric_goal import MetricGoal
 
 
@@ -98,3 +98,40 @@ class EarlyStoppingHook(tf.estimator.SessionRunHook):
             self.reason = f'{stalled} ({self._ledger.path})'
             logging.info('early stopping at step %d: %s', step, self.reason)
             run_context.request_stop()
+
+
+class StopOnSignalHook(tf.estimator.SessionRunHook):
+    """Ends training at the step it reached once SIGTERM or Ctrl-C asked for a stop
+    (common.termination); the session's end then saves that step's checkpoint
+    (tf.estimator's CheckpointSaverHook.end)."""
+
+    def begin(self):
+        self._global_step = tf.compat.v1.train.get_global_step()
+
+    def after_run(self, run_context, run_values):
+        if termination.requested() and not run_context.stop_requested:
+            step = run_context.session.run(self._global_step)
+            logging.info('%s: stopping training at step %d; its checkpoint is saved before '
+                         'the exit', termination.signal_name(), step)
+            run_context.request_stop()
+
+
+class NoEvaluationAfterSignal(tf.estimator.CheckpointSaverListener):
+    """After a signal, skips the evaluations train_and_evaluate runs on one machine after a
+    save and once training ends: the checkpoint of the step reached is saved by then, and an
+    evaluation could outlast the grace period before SIGKILL.
+
+    Listed first among the saving listeners, so it is called before the evaluating one;
+    raising also skips the hooks' end(), so the summaries are flushed here.
+    """
+
+    def __init__(self, model_dir: str):
+        self._model_dir = model_dir
+
+    def after_save(self, session, global_step_value):
+        self.end(session, global_step_value)
+
+    def end(self, session, global_step_value):
+        if termination.requested():
+            tf.compat.v1.summary.FileWriterCache.get(self._model_dir).flush()
+            raise termination.Terminated(termination.received())

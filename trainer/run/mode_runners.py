@@ -10,7 +10,7 @@ import tensorflow as tf
 from models import registry
 from trainer.evaluation import eval_job
 from trainer.run import benchmark_input as input_benchmark
-from trainer.run import checkpoints, experiment
+from trainer.run import checkpoints, experiment, job_end
 from trainer.serving import export as export_files
 from trainer.serving import predict as serving_predict
 
@@ -49,7 +49,10 @@ def train_and_evaluate(run: experiment.Experiment):
         return _continuous_eval(run)
     # On a cluster (TF_CONFIG): the chief, a worker or a parameter server.
     with run.training(with_eval_spec=True):
-        tf.estimator.train_and_evaluate(run.estimator, run.train_spec, run.eval_spec)
+        if run.estimator.config.task_type == 'ps':  # tf.estimator's would serve for ever
+            job_end.serve_until_training_ends(run.estimator.config, run.settings.model_dir)
+        else:
+            tf.estimator.train_and_evaluate(run.estimator, run.train_spec, run.eval_spec)
 
 
 @_on_experiment

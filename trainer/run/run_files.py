@@ -1,4 +1,5 @@
 """What the trainer keeps beside the checkpoints in model_dir."""
+import time
 from typing import Dict, Optional
 
 import numpy as np
@@ -55,9 +56,11 @@ def read_flagfile(text: str) -> Dict[str, str]:
 
 
 def write_train_finished(model_dir: str, train_steps: int, early_stop_reason=None) -> None:
+    # 'time' tells this run's record from an earlier one with the same steps (job_end).
     files.write_json_atomic(paths.join(model_dir, TRAIN_FINISHED_FILE), {
         'step': checkpoints.latest_saved_step(model_dir), 'train_steps': train_steps,
-        'early_stopped': bool(early_stop_reason), 'reason': early_stop_reason or 'reached train_steps'})
+        'early_stopped': bool(early_stop_reason), 'reason': early_stop_reason or 'reached train_steps',
+        'time': time.strftime('%Y-%m-%dT%H:%M:%S%z')})
 
 
 def clear_train_finished(model_dir: str) -> None:
@@ -73,7 +76,7 @@ def train_finished(model_dir: str):
             return None
         return {'step': int(finished['step']), 'train_steps': int(finished['train_steps']),
                 'early_stopped': bool(finished['early_stopped']),
-                'reason': finished.get('reason')}
+                'reason': finished.get('reason'), 'time': finished.get('time')}
     except tf.errors.NotFoundError:  # removed by a new training run since it was listed
         return None
     except (ValueError, KeyError, TypeError) as e:

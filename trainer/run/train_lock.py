@@ -3,9 +3,13 @@
 Two trainers on one model_dir would overwrite each other's checkpoints and events.
 On a local disk the lock is an OS lock (flock) on MODEL_DIR/train.lock, which the
 kernel releases when the process dies, even by kill -9. Object stores (gs://, s3://)
-have no locks, so there it is a lease object, MODEL_DIR/train.lease, naming its owner
-and when it expires; the holder refreshes it while it trains, and another trainer takes
-it over only once it has expired (a killed trainer's lease lapses after LEASE_SECS).
+have no locks, so there it is a lease object, MODEL_DIR/train.lease, saying who holds
+it (host, pid, when that process started, a random token) and when it was last renewed;
+the holder renews it every --lease_timeout_secs / 4 while it trains. A lease is stale,
+and the next trainer takes it over saying why in one line, when its holder is this
+trainer restarted in place (same host and pid, an earlier process: a pod restarted by
+Kubernetes or Vertex AI keeps its hostname and is pid 1 again), is a process on this host
+that no longer runs, or has not renewed it for --lease_timeout_secs.
 Workers and parameter servers of the chief's cluster never take it.
 """
 import json
@@ -14,6 +18,7 @@ import socket
 import threading
 import time
 import uuid
+from typing import Optional
 
 import tensorflow as tf
 from absl import logging
@@ -26,10 +31,26 @@ LEASE_NAME = 'train.lease'
 LEASE_SECS = 120
 # A bucket's last writer wins: read the lease back after this long to learn who did.
 SETTLE_SECS = 2
+_IMPORTED_AT = time.time()
+
+
+def process_started() -> float:
+    """When this process started, in seconds since the epoch (from /proc where there is one,
+    else when this module was imported): tells this process from an earlier one that had
+    the same pid."""
+    try:
+        with open('/proc/self/stat') as f:  # field 22, start time in clock ticks after boot
+            start_ticks = int(f.read().rsplit(')', 1)[1].split()[19])
+        with open('/proc/stat') as f:
+            boot_time = next(int(line.split()[1]) for line in f if line.startswith('btime '))
+        return boot_time + start_ticks / os.sysconf('SC_CLK_TCK')
+    except (OSError, ValueError, IndexError, StopIteration):
+        return _IMPORTED_AT
 
 
 def _owner() -> dict:
     return {'pid': os.getpid(), 'host': socket.gethostname(),
+            'process_started': process_started(),
             'since': time.strftime('%Y-%m-%dT%H:%M:%S%z')}
 
 
@@ -68,7 +89,7 @@ class LocalLock:
 
 
 class Lease:
-    """A lease object on a bucket, refreshed every lease_secs / 4 by a thread while held."""
+    """A lease object on a bucket, renewed every lease_secs / 4 by a thread while held."""
 
     def __init__(self, model_dir: str, lease_secs: float = LEASE_SECS,
                  settle_secs: float = SETTLE_SECS):
@@ -85,42 +106,53 @@ class Lease:
             return files.read_json(self.path)
         except tf.errors.NotFoundError:
             return None
-        except ValueError:  # torn or foreign: treat as expired
+        except ValueError:  # torn or foreign
             return {}
 
     def _write(self) -> None:
         files.write_json_atomic(self.path, dict(self.owner, token=self.token,
-                                                expires=time.time() + self.lease_secs))
+                                                renewed=time.time()))
 
-    def _held_by_other(self, lease) -> bool:
-        if not lease or lease.get('token') == self.token:
-            return False
-        if lease.get('host') == self.owner['host'] and isinstance(lease.get('pid'), int) and \
-                not process_lock.pid_alive(lease['pid']):
-            return False  # its trainer on this machine was killed: no need to wait for expiry
-        return float(lease.get('expires', 0)) > time.time()
+    def stale_reason(self, lease: dict) -> Optional[str]:
+        """Why another holder's lease no longer holds; None while that holder may still train."""
+        if not isinstance(lease, dict) or 'token' not in lease:
+            return 'it is unreadable'
+        same_host = lease.get('host') == self.owner['host']
+        pid, started = lease.get('pid'), lease.get('process_started')
+        if same_host and pid == self.owner['pid']:
+            # Another Lease of this very process started when it did: it is a live holder.
+            if isinstance(started, (int, float)) and started < self.owner['process_started']:
+                return 'its holder is this trainer restarted in place (same host and pid)'
+        elif same_host and isinstance(pid, int) and not process_lock.pid_alive(pid):
+            return f'pid {pid} no longer runs on this host'
+        silent_secs = time.time() - float(lease.get('renewed', 0))
+        if silent_secs > self.lease_secs:
+            return (f'not renewed for {silent_secs:.0f} s '
+                    f'(--lease_timeout_secs={self.lease_secs:g})')
+        return None
 
     def acquire(self) -> None:
         lease = self._read()
-        if self._held_by_other(lease):
-            raise _held_error(self.model_dir, lease)
-        if lease:
-            logging.warning('taking over the expired training lease %s (%s)', self.path,
-                            describe(lease))
+        if lease is not None:
+            reason = self.stale_reason(lease)
+            if reason is None:
+                raise _held_error(self.model_dir, lease)
+            logging.warning('taking over the training lease %s (%s): %s', self.path,
+                            describe(lease), reason)
         self._write()
         time.sleep(self.settle_secs)  # another trainer writing at the same moment: one wins
         lease = self._read()
         if not lease or lease.get('token') != self.token:
             raise _held_error(self.model_dir, lease or {})
-        self._thread = threading.Thread(target=self._refresh, daemon=True)
+        self._thread = threading.Thread(target=self._renew, daemon=True)
         self._thread.start()
 
-    def _refresh(self) -> None:
+    def _renew(self) -> None:
         while not self._stop.wait(self.lease_secs / 4):
             lease = self._read()
             if lease and lease.get('token') != self.token:
                 logging.error('training lease %s was taken over by %s (this run stalled for '
-                              'more than %d s); stop one of the two trainers', self.path,
+                              'more than %g s); stop one of the two trainers', self.path,
                               describe(lease), self.lease_secs)
                 return
             self._write()
@@ -138,8 +170,9 @@ class Lease:
 class TrainLock:
     """with TrainLock(model_dir): ... raises UserError naming the holder when another run has it."""
 
-    def __init__(self, model_dir: str):
-        self._lock = Lease(model_dir) if paths.is_bucket(model_dir) else LocalLock(model_dir)
+    def __init__(self, model_dir: str, lease_secs: float = LEASE_SECS):
+        self._lock = (Lease(model_dir, lease_secs) if paths.is_bucket(model_dir)
+                      else LocalLock(model_dir))
 
     def __enter__(self):
         self._lock.acquire()

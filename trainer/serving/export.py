@@ -22,7 +22,7 @@ import numpy as np
 from absl import logging
 from tensorflow.core.protobuf import saved_model_pb2
 
-from common import files, paths, process_lock
+from common import files, paths, process_lock, termination
 from trainer.run import checkpoints
 from trainer.serving import warmup
 
@@ -75,6 +75,14 @@ def rename_signatures(saved_model_dir: str, renames) -> None:
 
 def is_complete(version_dir: str) -> bool:
     return files.exists(paths.join(version_dir, COMPLETE_MARKER))
+
+
+def remove_version(version_dir: str) -> None:
+    """Removes an export, its marker first (one cut short never looks complete), then its
+    saved_model.pb (TF Serving never loads a version whose variables are going)."""
+    files.remove(paths.join(version_dir, COMPLETE_MARKER))
+    files.remove(paths.join(version_dir, SAVED_MODEL_PB))
+    files.remove_tree(version_dir)
 
 
 def complete_versions(export_dir: str) -> List[int]:
@@ -133,10 +141,13 @@ def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path:
                      warmup.prediction_logs(signature_defs(staged), extras.warmup_inputs))
         if extras.threshold:
             files.write_json_atomic(paths.join(extra_dir, THRESHOLD_FILE), extras.threshold)
-        _publish(staged, final_dir, staging_base)
-        files.write_json_atomic(paths.join(final_dir, COMPLETE_MARKER), {
-            'step': step, 'checkpoint': checkpoint_path,
-            'time': time.strftime('%Y-%m-%dT%H:%M:%S%z')})
+        # A signal here would leave EXPORT_DIR/<step>/ without its marker (half a copy, in
+        # a bucket): the move and the marker are finished first.
+        with termination.finish_first(f'finishing the export to {final_dir}'):
+            _publish(staged, final_dir, staging_base)
+            files.write_json_atomic(paths.join(final_dir, COMPLETE_MARKER), {
+                'step': step, 'checkpoint': checkpoint_path,
+                'time': time.strftime('%Y-%m-%dT%H:%M:%S%z')})
     finally:
         files.remove_tree(staging_base)
         if created_here and files.isdir(export_dir) and not files.listdir(export_dir):

@@ -1,0 +1,74 @@
+"""The end of a cluster job: the chief waits for the eval job, parameter servers leave.
+
+On a TFJob the job is over when the chief exits (the default success policy), and the
+operator then deletes every replica still running (cleanPodPolicy: Running), the evaluator
+included; on Vertex AI the primary replica (workerpool0) reports the job's state. So the
+chief, told --wait_for_eval_secs, stays until the eval job's ledger has an entry for the
+final checkpoint. Parameter servers have no end of their own in tf.estimator (they block
+in server.join() for ever); here they serve until train_finished.json appears.
+"""
+import time
+
+import tensorflow as tf
+from absl import logging
+
+from common import paths, termination
+from trainer.evaluation import ledger
+from trainer.run import run_files
+
+POLL_SECS = 1.0
+# How long a parameter server told to stop serves on for the chief's last save (within
+# Kubernetes' default 30 s grace period).
+PS_GRACE_SECS = 20
+
+
+def wait_for_eval(eval_ledger: ledger.Ledger, final_step: int, wait_secs: float) -> None:
+    """Returns once the ledger has an entry (evaluated, skipped or damaged) for final_step,
+    or after wait_secs, saying so in one line: the job still ends well."""
+    logging.info('waiting up to %d s (--wait_for_eval_secs) for eval job %s to record the '
+                 'final checkpoint, step %d, in %s', wait_secs, eval_ledger.eval_name,
+                 final_step, eval_ledger.path)
+    deadline = time.time() + wait_secs
+    while eval_ledger.last_step() < final_step:
+        if time.time() >= deadline:
+            logging.warning('eval job %s has no entry for the final checkpoint (step %d) in %s '
+                            'after %d s (--wait_for_eval_secs); ending without it',
+                            eval_ledger.eval_name, final_step, eval_ledger.path, wait_secs)
+            return
+        time.sleep(POLL_SECS)
+    logging.info('eval job %s recorded the final checkpoint (step %d)', eval_ledger.eval_name,
+                 final_step)
+
+
+def serve_until_training_ends(config: tf.estimator.RunConfig, model_dir: str) -> None:
+    """A parameter server: serves the variables until the chief writes a new
+    train_finished.json (one already there when it starts is an earlier run's)."""
+    earlier = run_files.train_finished(model_dir)
+    server = tf.distribute.Server(  # as tf.estimator's run_ps starts it
+        config.cluster_spec, job_name=config.task_type, task_index=config.task_id,
+        config=tf.compat.v1.ConfigProto(
+            gpu_options=config.session_config.gpu_options if config.session_config else None),
+        protocol=config.protocol, start=True)
+    logging.info('parameter server %s serving until %s is written', server.target,
+                 paths.join(model_dir, run_files.TRAIN_FINISHED_FILE))
+    # Polled in Python, not blocked in server.join(), so that a signal is seen. A whole job
+    # stopped at once: the chief saves the step it reached from the variables served here.
+    with termination.finish_first('serving while the chief saves its checkpoint'):
+        while True:
+            finished = run_files.train_finished(model_dir)
+            if finished is not None and finished != earlier:
+                logging.info('training finished at step %d; parameter server done',
+                             finished['step'])
+                return
+            latest = tf.train.latest_checkpoint(model_dir)  # before a signal in the sleep
+            time.sleep(POLL_SECS)
+            if termination.requested():
+                return _serve_for_the_last_save(model_dir, latest)
+
+
+def _serve_for_the_last_save(model_dir: str, latest_before: str) -> None:
+    """After a signal: serves on until a checkpoint newer than latest_before appears, or
+    PS_GRACE_SECS pass (the chief may not be stopping)."""
+    deadline = time.time() + PS_GRACE_SECS
+    while tf.train.latest_checkpoint(model_dir) == latest_before and time.time() < deadline:
+        time.sleep(POLL_SECS / 4)

@@ -149,7 +149,7 @@ def test_sigterm_during_export_leaves_no_half_written_export(trained_model, tmp_
     assert not export_dir.exists() or os.listdir(export_dir) == []  # no staging, no version
 
     result = run_module('trainer.main', *args)
-    assert sorted(os.listdir(export_dir)) == ['4']
+    assert sorted(os.listdir(export_dir)) == ['4', 'latest']  # --mode=export points latest
     assert (export_dir / '4' / 'export_complete.json').exists()
     assert f'"saved_model": "{export_dir}/4"' in result.stdout
 

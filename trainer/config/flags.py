@@ -125,6 +125,11 @@ def define_evaluation(d):
              'MODEL_DIR/eval_NAME/ (TensorBoard) and its ledger, results/step-N.json.')
     d.integer('eval_timeout_secs', 3600, 'continuous_eval: stop after this many seconds '
               'without a new checkpoint.', lower_bound=1)
+    d.string('hypertune_metric', None, 'In a Vertex AI tuning trial (CLOUD_ML_TRIAL_ID set): '
+             'the metric each evaluation reports through cloudml-hypertune; default: all.')
+    d.bool('await_final_eval', False, 'train_and_evaluate, a cluster\'s chief: after training, '
+           'wait for the evaluator to evaluate the final checkpoint, then report the ledger as '
+           'it does (a tuning trial ends with its chief, and Katib reads the chief\'s output).')
 
 
 def define_export(d):

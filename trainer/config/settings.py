@@ -52,6 +52,8 @@ class Settings:
     checkpoint: str = 'latest'
     eval_name: str = FLAG_DEFAULTS['eval_name']
     eval_timeout_secs: int = FLAG_DEFAULTS['eval_timeout_secs']
+    hypertune_metric: Optional[str] = FLAG_DEFAULTS['hypertune_metric']
+    await_final_eval: bool = FLAG_DEFAULTS['await_final_eval']
     export_dir: Optional[str] = FLAG_DEFAULTS['export_dir']
     export_policy: str = FLAG_DEFAULTS['export_policy']
     export_goal: MetricGoal = MetricGoal.of(FLAG_DEFAULTS['export_metric'],

@@ -7,12 +7,13 @@ import os
 import re
 import types
 
+import numpy as np
 import pytest
 import tensorflow as tf
 from tensorboard.backend.event_processing import event_accumulator, plugin_event_accumulator
 
 from conftest import run_with_env
-from trainer.evaluation import eval_job, ledger, ledger_reports
+from trainer.evaluation import eval_job, ledger, ledger_reports, pair_protocol, reported_metrics
 from trainer.observe import tuner_metrics
 from trainer.run import run_files
 
@@ -127,3 +128,14 @@ def test_a_trials_chief_awaits_the_final_evaluation_then_reports_the_ledger(tmp_
     ledger_reports.await_final_evaluation(job, model_dir, timeout_secs=0)
     assert reported == [(0, None)]  # no eval folder: the evaluator wrote the summaries
 
+
+def test_the_metrics_an_objective_may_name_are_those_an_evaluation_reports(trial):
+    _, entries, _, _ = trial
+    reported = set(tuner_metrics.scalar_metrics(entries[-1]['metrics'])) - {'global_step'}
+    assert reported == set(reported_metrics.objective_metrics('mnist_cnn'))
+    # LFW's protocol: both forms of its report, flattened, are among the face kinds' names
+    scores, labels = np.array([0.9, 0.2, 0.7, 0.4]), np.array([1, 0, 1, 0])
+    declared = set(reported_metrics.objective_metrics('face_embedding'))
+    for report in (pair_protocol.evaluate(scores, labels, np.array([0, 0, 1, 1])),
+                   pair_protocol.evaluate(scores, labels, np.zeros(4), scores, labels)):
+        assert set(tuner_metrics.scalar_metrics({'lfw_protocol': report})) <= declared

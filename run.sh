@@ -10,7 +10,10 @@
 #   ./run.sh cluster ...     python -m trainer.cluster.local_cluster ...: chief, workers, ps, evaluator on loopback
 #   ./run.sh status --model_dir=M [--format=json]   where a run stands: steps, checkpoints, eval jobs, exports
 #   ./run.sh bench [ARGS]    the input-pipeline benchmark (python -m benchmarks.input_bench)
-#   ./run.sh deploy tfjob|vertex ...   print a Kubeflow TFJob or Vertex AI job (python -m trainer.cluster.deploy)
+#   ./run.sh deploy tfjob|katib|vertex ...   print a Kubeflow TFJob, Katib Experiment or Vertex AI job
+#                            (python -m trainer.cluster.deploy)
+#   ./run.sh sweep --study_dir=DIR --trials=N --param=... --objective=... -- TRAINER_FLAGS
+#                            a local Optuna sweep (python -m tools.sweep; installs requirements-sweep.txt)
 #   ./run.sh screenshots --model_dir=M [--output_dir=docs]   TensorBoard dashboards in headless Chromium
 #   ./run.sh python ...      the venv's python
 set -euo pipefail
@@ -58,15 +61,17 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
 fi
 
 py="$venv/bin/python"
-if [ "${1:-}" = test ]; then  # test-only dependencies (moto's S3 server), never for the demo
-  test_stamp="$venv/.requirements-test.sha256"
-  wanted_test=$(sha256sum requirements-test.txt | cut -d' ' -f1)
-  if [ "$(cat "$test_stamp" 2>/dev/null)" != "$wanted_test" ]; then
-    echo "run.sh: installing pinned test requirements into $venv (once)" >&2
-    "$py" -m pip install --quiet --disable-pip-version-check -r requirements-test.txt
-    echo "$wanted_test" > "$test_stamp"
+install_extra() {  # install_extra NAME: requirements-NAME.txt into the venv, once per its content
+  local file="requirements-$1.txt" stamp="$venv/.requirements-$1.sha256" wanted
+  wanted=$(sha256sum "$file" | cut -d' ' -f1)
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
+    echo "run.sh: installing pinned $1 requirements into $venv (once)" >&2
+    "$py" -m pip install --quiet --disable-pip-version-check -r "$file"
+    echo "$wanted" > "$stamp"
   fi
-fi
+}
+# test-only dependencies (moto's S3 server) and the sweep's Optuna: never for the demo or the image
+case "${1:-}" in test) install_extra test ;; sweep) install_extra sweep ;; esac
 export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-1}
 command=${1:-demo}
 [ $# -gt 0 ] && shift
@@ -80,7 +85,8 @@ case "$command" in
   bench)   exec "$py" -m benchmarks.input_bench "$@" ;;
   deploy)  exec "$py" -m trainer.cluster.deploy "$@" ;;
   screenshots) exec "$py" -m tools.screenshots "$@" ;;
+  sweep)   exec "$py" -m tools.sweep "$@" ;;
   status)  exec "$py" -m trainer.observe.status "$@" ;;
   python)  exec "$py" "$@" ;;
-  *) echo "run.sh: unknown command '$command' (use: demo, faces, test, prepare, trainer, cluster, status, bench, screenshots, deploy, python)" >&2; exit 2 ;;
+  *) echo "run.sh: unknown command '$command' (use: demo, faces, test, prepare, trainer, cluster, status, bench, screenshots, deploy, sweep, python)" >&2; exit 2 ;;
 esac

@@ -187,14 +187,20 @@ def build(command: str, trainer_flags: List[str]) -> str:
 
 def main(argv):
     command, trainer_flags = (argv[1], argv[2:]) if len(argv) > 1 else (None, [])
-    if command not in ('tfjob', 'vertex'):
-        raise UserError('give a command: tfjob (Kubeflow) or vertex (Vertex AI), then the '
-                        'flags, then -- and the trainer flags')
+    if command not in ('tfjob', 'vertex', 'katib'):
+        raise UserError('give a command: tfjob (Kubeflow), katib (a Katib Experiment) or vertex '
+                        '(Vertex AI; --hptune: a tuning job), then the flags, then -- and the '
+                        'trainer flags')
+    if command == 'katib' or (command == 'vertex' and FLAGS.hptune):  # tuning_specs.py
+        print(tuning_specs.build(command, trainer_flags), end='')
+        return cli.EXIT_OK
     print(build(command, trainer_flags), end='' if command == 'tfjob' else '\n')
     return cli.EXIT_OK
 
 
 if __name__ == '__main__':
+    from trainer.cluster import tuning_specs  # it builds on this module's specs
     define_flags()
-    cli.run(main, own_modules=[], user_errors=(UserError,),
+    tuning_specs.define_flags()
+    cli.run(main, own_modules=[tuning_specs.__name__], user_errors=(UserError,),
             unknown_flag_hint='trainer flags go after --')

@@ -46,10 +46,11 @@ def table_rows(stdout):
 
 @pytest.fixture(scope='module')
 def interrupted_then_continued(digit_shards, tmp_path_factory):
-    """A sweep stopped by Ctrl-C during its second trial, then the same command."""
+    """A sweep of two trials at a time stopped by Ctrl-C during its third trial, then the same
+    command."""
     study_dir = tmp_path_factory.mktemp('sweep') / 'study'
-    args = sweep_args(study_dir, digit_shards, 4)
-    first_entry = study_dir / 'trial-001' / 'eval_default' / 'results' / 'step-000000004.json'
+    args = sweep_args(study_dir, digit_shards, 4, '--parallel=2')
+    first_entry = study_dir / 'trial-002' / 'eval_default' / 'results' / 'step-000000004.json'
     with open(study_dir.parent / 'first.log', 'w') as log:
         first = subprocess.Popen(args, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
                                  start_new_session=True, preexec_fn=default_sigint)
@@ -66,43 +67,81 @@ def interrupted_then_continued(digit_shards, tmp_path_factory):
 def test_ctrl_c_stops_the_sweep_and_the_same_command_goes_on(interrupted_then_continued):
     first, first_log, again, study_dir = interrupted_then_continued
     assert first.returncode == 130, first_log[-3000:]
+    assert 'Traceback' not in first_log, first_log[-3000:]
     assert first_log.strip().splitlines()[-1].startswith('interrupted: the sweep stopped; run '
                                                           'the same command to go on')
     rows = table_rows(again.stdout)
-    assert rows[1]['state'] == 'cut short, resumed as 2'
-    assert rows[2]['learning_rate'] == rows[1]['learning_rate']  # the same trial, going on
-    assert 'Restoring parameters from' in (study_dir / 'logs' / 'trial-001.log').read_text()
-    # the finished trial ran once: its trainer's log has one end
-    assert (study_dir / 'logs' / 'trial-000.log').read_text().count('Loss for final step') == 1
+    cut = {number: int(row['state'].split()[-1]) for number, row in rows.items()
+           if row['state'].startswith('cut short, resumed as')}
+    assert cut, again.stdout
+    for number, resumed_as in cut.items():  # the same trial goes on from its checkpoint
+        assert rows[resumed_as]['learning_rate'] == rows[number]['learning_rate']
+        assert 'Restoring parameters from' in (
+            study_dir / 'logs' / f'trial-{number:03d}.log').read_text()
+    finished_first = [number for number, row in rows.items()
+                      if row['state'] in ('complete', 'pruned') and number < min(cut)]
+    assert finished_first, again.stdout
+    for number in finished_first:  # not run again: its trainer's log has one start
+        log = (study_dir / 'logs' / f'trial-{number:03d}.log').read_text()
+        assert log.count('Running training and evaluation locally') == 1
     counted = [row for row in rows.values() if row['state'] in ('complete', 'pruned')]
     assert len(counted) == 4 and (study_dir / 'study.db').exists()
 
 
-def test_each_trial_is_its_ledgers_final_evaluation_and_hopeless_ones_are_pruned(
-        interrupted_then_continued):
+def test_each_trial_is_its_ledgers_final_evaluation(interrupted_then_continued):
     _, _, again, study_dir = interrupted_then_continued
     rows = table_rows(again.stdout)
-    assert {row['learning_rate'] for row in rows.values()} == {GOOD, HOPELESS}  # both were tried
     folders = {number: study_dir / f'trial-{number:03d}' for number in rows}
     folders.update({int(row['state'].split()[-1]): folders[number] for number, row in rows.items()
                     if row['state'].startswith('cut short, resumed as')})  # it goes on there
+    complete = [number for number, row in rows.items() if row['state'] == 'complete']
+    assert complete, again.stdout
+    for number in complete:
+        row = rows[number]
+        final = json.loads((folders[number] / 'eval_default' / 'results' /
+                            'step-000000008.json').read_text())
+        assert row['accuracy'] == f'{final["metrics"]["accuracy"]:.4g}' and row['step'] == '8'
+        flags = (folders[number] / 'flags.txt').read_text().splitlines()
+        assert f'--learning_rate={float(row["learning_rate"])}' in flags
+    best = max(complete, key=lambda number: float(rows[number]['accuracy']))
+    assert any(line.startswith(f'best: trial {best}, accuracy=') for line in again.stdout.splitlines())
+    [experiment] = hparams_experiments(study_dir)  # for TensorBoard's HParams dashboard
+    assert [info.name for info in experiment.hparam_infos] == ['learning_rate', 'dropout_rate']
+    assert [(info.name.group, info.name.tag) for info in experiment.metric_infos] == [
+        ('eval_default', 'accuracy'), ('eval_default', 'loss')]
+
+
+def test_the_median_pruner_stops_hopeless_trials(digit_shards, tmp_path):
+    """One trial at a time: a hopeless trial after a good one trails the median at its first
+    evaluation, and its trainer is stopped there; good ones are never pruned."""
+    result = run_sweep(*sweep_args(tmp_path / 'study', digit_shards, 3))
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = table_rows(result.stdout)
+    assert {row['learning_rate'] for row in rows.values()} == {GOOD, HOPELESS}  # both were tried
     for number, row in rows.items():
-        if row['state'] == 'complete':
-            results = folders[number] / 'eval_default' / 'results'
-            final = json.loads((results / 'step-000000008.json').read_text())
-            assert row['accuracy'] == f'{final["metrics"]["accuracy"]:.4g}' and row['step'] == '8'
-            flags = (folders[number] / 'flags.txt').read_text().splitlines()
-            assert f'--learning_rate={float(row["learning_rate"])}' in flags
-        completed_good_before = any(
-            other['state'] == 'complete' and other['learning_rate'] == GOOD
-            for earlier, other in rows.items() if earlier < number)
-        if row['learning_rate'] == HOPELESS and completed_good_before:
+        good_before = any(other['state'] == 'complete' and other['learning_rate'] == GOOD
+                          for earlier, other in rows.items() if earlier < number)
+        if row['learning_rate'] == HOPELESS and good_before:
             assert row['state'] == 'pruned' and row['step'] == '4', row
+            log = (tmp_path / 'study' / 'logs' / f'trial-{number:03d}.log').read_text()
+            assert 'interrupted: --mode=train_and_evaluate stopped' in log  # stopped, resumable
+        if row['learning_rate'] == GOOD:
+            assert row['state'] == 'complete', row
     pruned = [str(n) for n, row in rows.items() if row['state'] == 'pruned']
-    assert pruned, again.stdout  # the sampler's seed makes a hopeless trial follow a good one
-    assert again.stdout.strip().splitlines()[-1] == f'pruned: {", ".join(pruned) or "none"}'
-    assert any(line.startswith('best: trial ') for line in again.stdout.splitlines())
-    assert any(name.startswith('events.out') for name in os.listdir(study_dir))  # HParams
+    assert pruned and result.stdout.strip().splitlines()[-1] == f'pruned: {", ".join(pruned)}'
+
+
+def hparams_experiments(study_dir):
+    import tensorflow as tf
+    from tensorboard.plugins.hparams import plugin_data_pb2
+    found = []
+    for name in os.listdir(study_dir):
+        if name.startswith('events.out'):
+            for event in tf.compat.v1.train.summary_iterator(str(study_dir / name)):
+                found += [plugin_data_pb2.HParamsPluginData.FromString(
+                    value.metadata.plugin_data.content).experiment
+                    for value in event.summary.value if value.tag == '_hparams_/experiment']
+    return found
 
 
 def test_a_study_dir_holds_one_study_and_flags_are_checked(interrupted_then_continued, digit_shards):

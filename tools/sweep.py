@@ -207,6 +207,10 @@ def main(argv):
         sweep_study.write_hparams_experiment(study_dir, params, objective, _eval_name(trainer_flags))
         try:
             sweep_study.run(study, sweep, FLAGS.trials, FLAGS.parallel, TrialFailed)
+        except (KeyboardInterrupt, TrialInterrupted):  # Ctrl-C, maybe seen first by a trainer
+            sweep.stopping.set()  # the trials in other threads stop their trainers too
+            sweep_study.wait_while_running(study, STOP_GRACE_SECS + 10)
+            raise KeyboardInterrupt from None
         finally:
             print(sweep_study.table(study, params, objective), flush=True)
     return cli.EXIT_OK

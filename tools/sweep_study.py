@@ -1,5 +1,6 @@
 """The sweep's Optuna study: opened from STUDY_DIR/study.db, resumed, reported (tools/sweep.py)."""
 import os
+import time
 from typing import Dict, List, Sequence
 
 import optuna
@@ -66,9 +67,10 @@ def counted(trial: optuna.trial.FrozenTrial) -> bool:
 
 def run(study: optuna.Study, sweep, trials: int, parallel: int, failure) -> None:
     """Runs trials until the study holds `trials`: first the ones to resume, in their folders."""
-    for old in to_resume(study):
+    resumes = to_resume(study)
+    for old in resumes:
         if old.state == TrialState.RUNNING:  # its sweep was killed (the study's lock is ours)
-            study.tell(old.number, TrialState.FAIL)
+            study.tell(old.number, state=TrialState.FAIL)
         model_dir = old.user_attrs.get(TRIAL_DIR) or os.path.join(
             sweep.study_dir, f'trial-{old.number:03d}')
         study.enqueue_trial(old.params, user_attrs={TRIAL_DIR: model_dir, RESUMES: old.number},
@@ -79,7 +81,21 @@ def run(study: optuna.Study, sweep, trials: int, parallel: int, failure) -> None
         print(f'the study holds {trials} trials already; give a larger --trials to add more',
               flush=True)
         return
-    study.optimize(sweep.run_trial, n_trials=todo, n_jobs=parallel, catch=(failure,))
+    # The trials to resume, waiting in the study, run one at a time: two of Optuna's threads
+    # can take the same waiting trial (SQLite has no row locks), and train in one folder.
+    resumed_first = min(len(resumes), todo)
+    if resumed_first:
+        study.optimize(sweep.run_trial, n_trials=resumed_first, n_jobs=1, catch=(failure,))
+    if todo > resumed_first:
+        study.optimize(sweep.run_trial, n_trials=todo - resumed_first, n_jobs=parallel,
+                       catch=(failure,))
+
+
+def wait_while_running(study: optuna.Study, timeout_secs: float) -> None:
+    """After Ctrl-C: until the trials still running have stopped their trainers and said so."""
+    deadline = time.time() + timeout_secs
+    while study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)) and time.time() < deadline:
+        time.sleep(0.5)
 
 
 def _state(trial: optuna.trial.FrozenTrial, resumed_by: Dict[int, int]) -> str:
@@ -128,6 +144,8 @@ def write_hparams_experiment(study_dir: str, params, objective: search_space.Obj
     """The HParams dashboard's experiment: the tuned params and the objective, so that
     `tensorboard --logdir=STUDY_DIR` lists every trial (each trial's trainer logs its own
     session: trainer/observe/hparams.py) with its evaluation's metric."""
+    if any(name.startswith('events.out') for name in os.listdir(study_dir)):
+        return  # written by the study's first run; TensorBoard wants one
     import tensorflow as tf  # here: the sweep's other work needs no TensorFlow
     from tensorboard.plugins.hparams import api as hp
     domains = {'double': hp.RealInterval, 'int': hp.IntInterval}

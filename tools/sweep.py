@@ -109,7 +109,9 @@ class Sweep:
                     _stop(trainer)
                     raise optuna.TrialPruned(f'{self.objective.metric} {value:.4g} at step '
                                              f'{entry["step"]}')
-            if self.stopping.is_set() or trainer.returncode == cli.EXIT_INTERRUPTED:
+            # 130: the trainer's own Ctrl-C exit; -SIGINT: Ctrl-C before it could set one up
+            if self.stopping.is_set() or trainer.returncode in (cli.EXIT_INTERRUPTED,
+                                                                 -signal.SIGINT):
                 raise TrialInterrupted(f'trial {trial.number} was interrupted')
             if finished:
                 break

@@ -12,7 +12,10 @@
 #   ./run.sh cluster ...     python -m trainer.cluster.local_cluster ...: chief, workers, ps, evaluator on loopback
 #   ./run.sh status --model_dir=M [--format=json]   where a run stands: steps, checkpoints, eval jobs, exports
 #   ./run.sh bench [ARGS]    the input-pipeline benchmark (python -m benchmarks.input_bench)
-#   ./run.sh deploy tfjob|vertex ...   print a Kubeflow TFJob or Vertex AI job (python -m trainer.cluster.deploy)
+#   ./run.sh deploy tfjob|katib|vertex ...   print a Kubeflow TFJob, Katib Experiment or Vertex AI job
+#                            (python -m trainer.cluster.deploy)
+#   ./run.sh sweep --study_dir=DIR --trials=N --param=... --objective=... -- TRAINER_FLAGS
+#                            a local Optuna sweep (python -m tools.sweep; installs requirements-sweep.txt)
 #   ./run.sh screenshots --model_dir=M [--output_dir=docs]   TensorBoard dashboards in headless Chromium
 #   ./run.sh python ...      the venv's python
 set -euo pipefail
@@ -72,10 +75,12 @@ case "${1:-demo}" in
   demo) install_pinned requirements-demo.txt "$venv/.requirements-demo.sha256" ;;
   prepare) [[ " $* " != *" digits "* ]] \
     || install_pinned requirements-demo.txt "$venv/.requirements-demo.sha256" ;;
-  test)
+  test)  # the tests prepare the digits and run a small sweep too
     install_pinned requirements-demo.txt "$venv/.requirements-demo.sha256"
-    install_pinned requirements-test.txt "$venv/.requirements-test.sha256" ;;
+    install_pinned requirements-test.txt "$venv/.requirements-test.sha256"
+    install_pinned requirements-sweep.txt "$venv/.requirements-sweep.sha256" ;;
   test-container) install_pinned requirements-test.txt "$venv/.requirements-test.sha256" ;;
+  sweep) install_pinned requirements-sweep.txt "$venv/.requirements-sweep.sha256" ;;  # Optuna
 esac
 export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-1}
 command=${1:-demo}
@@ -91,7 +96,8 @@ case "$command" in
   bench)   exec "$py" -m benchmarks.input_bench "$@" ;;
   deploy)  exec "$py" -m trainer.cluster.deploy "$@" ;;
   screenshots) exec "$py" -m tools.screenshots "$@" ;;
+  sweep)   exec "$py" -m tools.sweep "$@" ;;
   status)  exec "$py" -m trainer.observe.status "$@" ;;
   python)  exec "$py" "$@" ;;
-  *) echo "run.sh: unknown command '$command' (use: demo, faces, test, test-container, prepare, trainer, cluster, status, bench, screenshots, deploy, python)" >&2; exit 2 ;;
+  *) echo "run.sh: unknown command '$command' (use: demo, faces, test, test-container, prepare, trainer, cluster, status, bench, screenshots, deploy, sweep, python)" >&2; exit 2 ;;
 esac

@@ -4,7 +4,7 @@ Adding a model means adding one module that calls `register(ModelSpec(...))`
 and listing it in MODEL_MODULES.
 """
 import dataclasses
-from typing import Callable, Dict, Tuple
+from typing import Callable, Dict, List, Tuple
 
 from common.registry import Registry
 
@@ -37,3 +37,12 @@ def names():
 
 def get(name: str) -> ModelSpec:
     return _MODELS.get(name)
+
+
+def param_owners() -> Dict[str, List[str]]:
+    """{param name: the models that have it}, over every registered model."""
+    owners = {}
+    for model in names():
+        for name in get(model).default_params:
+            owners.setdefault(name, []).append(model)
+    return owners

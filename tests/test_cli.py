@@ -197,7 +197,7 @@ def test_train_and_evaluate_writes_eval_summaries(digit_shards, tmp_path):
                f'--eval_files={digit_shards.validation_pattern}', '--batch_size=16',
                '--train_steps=4', '--save_checkpoints_steps=2', '--eval_throttle_secs=0')
     assert tf.train.load_variable(str(model_dir), 'global_step') == 4
-    assert any(name.startswith('events.out') for name in os.listdir(model_dir / 'eval'))
+    assert any(name.startswith('events.out') for name in os.listdir(model_dir / 'eval_default'))
 
 
 def test_corrupt_record_mid_file_is_one_line_error(trained, digit_shards, tmp_path):

@@ -1,6 +1,7 @@
 """Settings from the flags, and what build() makes from them, in this process (no subprocess)."""
 import json
 import os
+import re
 
 import pytest
 
@@ -119,9 +120,50 @@ def test_model_params_flag_and_the_trained_ones_in_evaluate(tmp_path):
         assert params(mode) == trained  # built as it was trained
     assert params('evaluate', '--model_params=zoom_views=[1.1,1.2]') == {
         **trained, 'zoom_views': (1.1, 1.2)}  # name by name
-    with pytest.raises(UserError, match='--learning_rate and --model_params both set learning_rate'):
+    with pytest.raises(UserError, match=r'--learning_rate=0.01 and --model_params '
+                                        r'learning_rate=0.1 differ; give learning_rate once'):
         params('train', '--learning_rate=0.01', '--model_params=learning_rate=0.1')
 
     (model_dir / run_files.FLAGS_FILE).write_text('--model_params=towers=2\n')
     with pytest.raises(UserError, match=r"flags.txt: --model_params: face_embedding has no param 'towers'"):
         params('export')
+
+
+def test_a_flag_per_model_param_reaches_the_model_and_flags_txt(tmp_path):
+    """--dropout_rate, --tower_filters...: what a tuner's trial passes, each param its own flag."""
+    model_dir = tmp_path / 'model'
+
+    def settings(mode, *given):
+        values = trainer_flags('--model=face_embedding', f'--mode={mode}', f'--model_dir={model_dir}',
+                               '--eval_files=e', '--train_files=t', '--export_dir=x', *given)
+        return settings_module.Settings.from_flags(values, flags.flagfile_text(values))
+
+    trained = settings('train', '--dropout_rate=0.25', '--tower_filters=32,64', '--noflip_average',
+                       '--zoom_views=[1.1,1.3]', '--model_params=similarity_scale=20,dropout_rate=0.25')
+    assert trained.model_param_overrides == {
+        'dropout_rate': 0.25, 'tower_filters': (32, 64), 'flip_average': False,
+        'zoom_views': (1.1, 1.3), 'similarity_scale': 20.0}
+    run = experiment.build(trained, registry.get('face_embedding'))
+    assert run.estimator.params['tower_filters'] == (32, 64)  # what the model_fn receives
+    assert {'--dropout_rate=0.25', '--tower_filters=32,64', '--noflip_average'} <= set(
+        trained.flagfile_text.splitlines())
+    model_dir.mkdir()
+    (model_dir / run_files.FLAGS_FILE).write_text(trained.flagfile_text)
+    for mode in ('evaluate', 'export'):  # built as trained, from flags.txt
+        assert settings(mode).model_param_overrides == trained.model_param_overrides
+    assert settings('evaluate', '--dropout_rate=0.5').model_param_overrides['dropout_rate'] == 0.5
+
+
+@pytest.mark.parametrize('given, message', [
+    (['--dropout_rate=0.3', '--model_params=dropout_rate=0.5'],
+     '--dropout_rate=0.3 and --model_params dropout_rate=0.5 differ; give dropout_rate once'),
+    (['--embedding_size=64'], '--embedding_size: a param of face_embedding and face_siamese, '
+                              'not of mnist_cnn; drop it, or pass --model=face_embedding'),
+    (['--learning_rate_decay_rate=0.5', '--model=csv_mlp'], 'a param of mnist_cnn, not of csv_mlp'),
+])
+def test_model_param_flags_that_disagree_or_belong_elsewhere(given, message):
+    with pytest.raises(UserError, match=re.escape(message)):
+        settings_module.Settings.from_flags(trainer_flags('--model_dir=m', '--train_files=t', *given))
+    assert settings_module.Settings.from_flags(trainer_flags(
+        '--model_dir=m', '--train_files=t', '--dropout_rate=0.3', '--model_params=dropout_rate=0.3'
+    )).model_param_overrides == {'dropout_rate': 0.3}  # the same value twice is no conflict

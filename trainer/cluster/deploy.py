@@ -98,50 +98,69 @@ def check_common(command, name, image):
                             f'`deploy {command}`; drop it')
 
 
-def build(command: str, trainer_flags: List[str]) -> str:
-    check_common(command, FLAGS.name, FLAGS.image)
-    env = job_args.env_list(FLAGS.env)
-    shared = dict(env=env, service_account=FLAGS.service_account, gpus=FLAGS.gpus,
-                  wait_for_eval_secs=FLAGS.wait_for_eval_secs)
-    if command == 'tfjob':
-        tfjob.check_tfjob_name(FLAGS.name, job_args.replica_counts(FLAGS.workers, FLAGS.ps,
-                                                                   FLAGS.evaluator))
-        for secret in FLAGS.env_from_secret:
-            tfjob.check_kubernetes_name('env_from_secret', secret, 'Secret')
-        if FLAGS.service_account is not None:
-            tfjob.check_kubernetes_name('service_account', FLAGS.service_account, 'service account')
-        args = job_args.trainer_args(trainer_flags, needs_model_dir=True)
-        return tfjob.to_yaml(tfjob.tfjob_manifests(
-            FLAGS.name, FLAGS.image, args, FLAGS.workers, FLAGS.ps, FLAGS.evaluator,
-            cpu=FLAGS.cpu, memory=FLAGS.memory, namespace=FLAGS.namespace,
-            network_policy=FLAGS.network_policy, env_from_secrets=FLAGS.env_from_secret,
-            grace_period_secs=FLAGS.grace_period_secs, backoff_limit=FLAGS.backoff_limit,
-            **shared))
+def _shared_job_options() -> dict:
+    return dict(env=job_args.env_list(FLAGS.env), service_account=FLAGS.service_account,
+                gpus=FLAGS.gpus, wait_for_eval_secs=FLAGS.wait_for_eval_secs)
+
+
+def tfjob_from_flags(args: List[str]) -> List[dict]:
+    """The TFJob (and NetworkPolicy) the flags ask for, running the trainer with args."""
+    tfjob.check_tfjob_name(FLAGS.name, job_args.replica_counts(FLAGS.workers, FLAGS.ps,
+                                                               FLAGS.evaluator))
+    for secret in FLAGS.env_from_secret:
+        tfjob.check_kubernetes_name('env_from_secret', secret, 'Secret')
+    if FLAGS.service_account is not None:
+        tfjob.check_kubernetes_name('service_account', FLAGS.service_account, 'service account')
+    return tfjob.tfjob_manifests(
+        FLAGS.name, FLAGS.image, args, FLAGS.workers, FLAGS.ps, FLAGS.evaluator,
+        cpu=FLAGS.cpu, memory=FLAGS.memory, namespace=FLAGS.namespace,
+        network_policy=FLAGS.network_policy, env_from_secrets=FLAGS.env_from_secret,
+        grace_period_secs=FLAGS.grace_period_secs, backoff_limit=FLAGS.backoff_limit,
+        **_shared_job_options())
+
+
+def vertex_job_from_flags(args: List[str]) -> dict:
+    """The Vertex AI CustomJob the flags ask for, running the trainer with args."""
     if len(FLAGS.name) > vertex_job.VERTEX_DISPLAY_NAME_MAX:
         raise UserError(f'--name: {len(FLAGS.name)} characters; a Vertex AI displayName has at '
                         f'most {vertex_job.VERTEX_DISPLAY_NAME_MAX}')
     if FLAGS.base_output_dir and not FLAGS.base_output_dir.startswith('gs://'):
         raise UserError(f'--base_output_dir={FLAGS.base_output_dir}: Vertex AI needs a gs:// '
                         'folder')
-    args = job_args.trainer_args(trainer_flags, needs_model_dir=not FLAGS.base_output_dir)
-    return json.dumps(vertex_job.vertex_job(
+    return vertex_job.vertex_job(
         FLAGS.name, FLAGS.image, args, FLAGS.workers, FLAGS.ps, FLAGS.evaluator,
         machine_type=FLAGS.machine_type, accelerator_type=FLAGS.accelerator_type,
         base_output_dir=FLAGS.base_output_dir, tensorboard=FLAGS.tensorboard,
         job_timeout_secs=FLAGS.job_timeout_secs,
-        restart_job_on_worker_restart=FLAGS.restart_job_on_worker_restart, **shared), indent=2)
+        restart_job_on_worker_restart=FLAGS.restart_job_on_worker_restart,
+        **_shared_job_options())
+
+
+def build(command: str, trainer_flags: List[str]) -> str:
+    check_common(command, FLAGS.name, FLAGS.image)
+    if command == 'tfjob':
+        args = job_args.trainer_args(trainer_flags, needs_model_dir=True)
+        return tfjob.to_yaml(tfjob_from_flags(args))
+    args = job_args.trainer_args(trainer_flags, needs_model_dir=not FLAGS.base_output_dir)
+    return json.dumps(vertex_job_from_flags(args), indent=2)
 
 
 def main(argv):
     command, trainer_flags = (argv[1], argv[2:]) if len(argv) > 1 else (None, [])
-    if command not in ('tfjob', 'vertex'):
-        raise UserError('give a command: tfjob (Kubeflow) or vertex (Vertex AI), then the '
-                        'flags, then -- and the trainer flags')
+    if command not in ('tfjob', 'vertex', 'katib'):
+        raise UserError('give a command: tfjob (Kubeflow), katib (a Katib Experiment) or vertex '
+                        '(Vertex AI; --hptune: a tuning job), then the flags, then -- and the '
+                        'trainer flags')
+    if command == 'katib' or (command == 'vertex' and FLAGS.hptune):  # tuning_specs.py
+        print(tuning_specs.build(command, trainer_flags), end='')
+        return cli.EXIT_OK
     print(build(command, trainer_flags), end='' if command == 'tfjob' else '\n')
     return cli.EXIT_OK
 
 
 if __name__ == '__main__':
+    from trainer.cluster import tuning_specs  # it builds on this module's specs
     define_flags()
-    cli.run(main, own_modules=[], user_errors=(UserError,),
+    tuning_specs.define_flags()
+    cli.run(main, own_modules=[tuning_specs.__name__], user_errors=(UserError,),
             unknown_flag_hint='trainer flags go after --')

@@ -17,6 +17,8 @@ from trainer.input_kinds.base import InputOptions
 
 OPTIMIZER_NAMES = ', '.join(list(training.OPTIMIZERS)[:-1]) + ' or ' + list(training.OPTIMIZERS)[-1]
 EVAL_NAME = re.compile(r'[A-Za-z0-9_.-]+')
+# Model params that are also training flags of their own, defined in define_training.
+TRAINING_FLAGS_THAT_ARE_PARAMS = ('learning_rate', 'learning_rate_decay_steps', 'optimizer')
 
 
 def _definers(flag_values) -> types.SimpleNamespace:
@@ -30,9 +32,9 @@ def _definers(flag_values) -> types.SimpleNamespace:
 def define_flags(flag_values=flags.FLAGS, environment_defaults: bool = True):
     """Every trainer flag and its checks; environment_defaults: Vertex AI's folders stand in
     for --model_dir and the others when not given."""
-    for define_group in (define_base, define_training, define_input, define_evaluation,
-                         define_export, define_early_stopping, define_predict_and_benchmark,
-                         define_device_flags):
+    for define_group in (define_base, define_training, define_model_params, define_input,
+                         define_evaluation, define_export, define_early_stopping,
+                         define_predict_and_benchmark, define_device_flags):
         define_group(_definers(flag_values))
     if environment_defaults:
         vertex_env.set_flag_defaults(flag_values)  # AIP_CHECKPOINT_DIR... when --model_dir is not given
@@ -78,6 +80,25 @@ def define_training(d):
               'holder renews it every quarter of this).', lower_bound=1)
 
 
+def define_model_params(d):
+    """A flag per model param (--dropout_rate, --tower_filters...), as a tuner passes each one;
+    the training group already defines --learning_rate, --optimizer and their kin. Default None:
+    the model's own value (Settings.model_param_overrides reads them with --model_params)."""
+    for name, models in sorted(registry.param_owners().items()):
+        if name in TRAINING_FLAGS_THAT_ARE_PARAMS:
+            continue
+        default = registry.get(models[0]).default_params[name]
+        defaults = ', '.join(f'{model} {registry.get(model).default_params[name]!r}'
+                             for model in models)
+        help_text = f'Model param (default: {defaults}); like --model_params={name}=VALUE.'
+        if isinstance(default, bool):
+            d.bool(name, None, help_text)
+        elif isinstance(default, (int, float)):
+            (d.integer if isinstance(default, int) else d.float)(name, None, help_text)
+        else:  # text, and lists written [a,b]
+            d.string(name, None, help_text)
+
+
 def define_input(d):
     d.integer('shuffle_buffer', InputOptions.shuffle_buffer,
               'Records in the training shuffle buffer.', lower_bound=1)
@@ -111,6 +132,8 @@ def define_evaluation(d):
               'training ends, wait up to this long for the eval job --eval_name to record '
               'the final checkpoint in its ledger (a TFJob ends, and deletes its evaluator, '
               'when the chief exits). 0: do not wait.', lower_bound=0)
+    d.string('hypertune_metric', None, 'In a Vertex AI tuning trial (CLOUD_ML_TRIAL_ID set): '
+             'the metric each evaluation reports through cloudml-hypertune; default: all.')
 
 
 def define_export(d):

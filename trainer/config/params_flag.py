@@ -27,18 +27,19 @@ def parse(text: str, defaults: Dict, model: str, source: str = '--model_params')
                             f'{", ".join(sorted(defaults))}')
         if name in params:
             raise UserError(f'{source}: {name} is given twice; give it once')
-        params[name] = _typed(value.strip(), defaults[name], f'{source}: {name}={value.strip()}')
+        params[name] = typed(value.strip(), defaults[name], f'{source}: {name}={value.strip()}')
         position = match.end()
     return params
 
 
-def _typed(value: str, default, where: str):
+def typed(value: str, default, where: str):
+    """value read as the type of default; a UserError that starts with where if it cannot be."""
     if isinstance(default, (tuple, list)):
         if not (value.startswith('[') and value.endswith(']')):
             raise UserError(f'{where}: a list is written in brackets, for example [1.1,1.2]')
         items = [item.strip() for item in value[1:-1].split(',') if item.strip()]
         element = default[0] if default else 0.0
-        return tuple(_typed(item, element, where) for item in items)
+        return tuple(typed(item, element, where) for item in items)
     if isinstance(default, bool):
         if value.lower() not in ('true', 'false'):
             raise UserError(f'{where}: write true or false')

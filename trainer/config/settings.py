@@ -21,7 +21,6 @@ from trainer.input_kinds.base import InputOptions
 from trainer.run import run_files
 
 FLAG_DEFAULTS = flag_defaults()
-MODEL_PARAM_FLAGS = ('learning_rate', 'learning_rate_decay_steps', 'optimizer')
 # Input options that shape what the model sees at evaluation and in serving, not only in
 # training: modes that read a trained model_dir take them from its flags.txt unless given.
 MODEL_VIEW_OPTIONS = ('face_crop_fraction',)
@@ -55,6 +54,7 @@ class Settings:
     eval_name: str = FLAG_DEFAULTS['eval_name']
     eval_timeout_secs: int = FLAG_DEFAULTS['eval_timeout_secs']
     wait_for_eval_secs: int = FLAG_DEFAULTS['wait_for_eval_secs']
+    hypertune_metric: Optional[str] = FLAG_DEFAULTS['hypertune_metric']
     export_dir: Optional[str] = FLAG_DEFAULTS['export_dir']
     export_policy: str = FLAG_DEFAULTS['export_policy']
     export_goal: MetricGoal = MetricGoal.of(FLAG_DEFAULTS['export_metric'],
@@ -110,20 +110,38 @@ def _trained_flags(flag_values):
 
 
 def model_param_overrides(flag_values, recorded: Dict, path: Optional[str]) -> Dict:
-    """What overrides the model's DEFAULT_PARAMS: --model_params and the flags of
-    MODEL_PARAM_FLAGS. In evaluate, continuous_eval and export the model is built as it was
-    trained: the --model_params in MODEL_DIR/flags.txt, overridden name by name by those given."""
-    defaults = registry.get(flag_values.model).default_params
-    params = params_flag.parse(recorded.get('model_params'), defaults, flag_values.model,
-                               f'{path}: --model_params')
-    given = params_flag.parse(flag_values.model_params, defaults, flag_values.model)
-    for name in MODEL_PARAM_FLAGS:
-        if getattr(flag_values, name) is None:
+    """What overrides the model's DEFAULT_PARAMS: --model_params and the model-param flags
+    (--dropout_rate...). In evaluate, continuous_eval and export the model is built as it was
+    trained: the params in MODEL_DIR/flags.txt, overridden name by name by those given."""
+    trained = _params_given(recorded.get('model_params'), recorded, flag_values.model,
+                            f'{path}: ')
+    given = _params_given(flag_values.model_params, {
+        name: flag_values[name].value for name in registry.param_owners()
+        if flag_values[name].value is not None}, flag_values.model)
+    return {**trained, **given}
+
+
+def _params_given(model_params: Optional[str], flag_params: Dict, model: str,
+                  where: str = '') -> Dict:
+    """The params that --model_params and the model-param flags (flag_params, {name: value},
+    other flags ignored) set; where: the file they were read from, for messages."""
+    defaults, owners = registry.get(model).default_params, registry.param_owners()
+    params = params_flag.parse(model_params, defaults, model, f'{where}--model_params')
+    for name, value in flag_params.items():
+        if name not in owners:
             continue
-        if name in given:
-            raise UserError(f'--{name} and --model_params both set {name}; give it once')
-        given[name] = getattr(flag_values, name)
-    return {**params, **given}
+        if name not in defaults:
+            raise UserError(f'{where}--{name}: a param of {" and ".join(owners[name])}, not of '
+                            f'{model}; drop it, or pass --model={owners[name][0]}')
+        text = str(value)
+        if isinstance(defaults[name], (tuple, list)) and not text.startswith('['):
+            text = f'[{text}]'  # --tower_filters=32,64 as well as [32,64]
+        value = params_flag.typed(text, defaults[name], f'{where}--{name}={value}')
+        if name in params and params[name] != value:
+            raise UserError(f'{where}--{name}={text} and --model_params {name}='
+                            f'{params[name]} differ; give {name} once')
+        params[name] = value
+    return params
 
 
 def trained_input_options(flag_values, recorded: Dict, path: Optional[str]) -> InputOptions:

@@ -33,8 +33,10 @@ class EvalTimeout(RuntimeError):
 class EvalJob:
     def __init__(self, estimator: tf.estimator.Estimator, input_fn: Callable, eval_files: str,
                  eval_ledger: ledger.Ledger, exports: Optional[LedgerExports] = None,
-                 extra_metrics: Optional[Callable[[str], Dict]] = None):
+                 extra_metrics: Optional[Callable[[str], Dict]] = None,
+                 report: Optional[Callable[[Dict, str], None]] = None):
         self.estimator = estimator
+        self.report = report  # (ledger entry, eval folder) -> None: tells tuners (observe/tuner_metrics)
         self.extra_metrics = extra_metrics  # checkpoint path -> more metrics (LFW's protocol)
         self.input_fn = input_fn
         self.eval_files = eval_files
@@ -58,10 +60,7 @@ class EvalJob:
         try:
             metrics = self.estimator.evaluate(self.input_fn, checkpoint_path=path,
                                               name=self.ledger.eval_name)
-            metrics = {key: run_files.json_value(value) for key, value in metrics.items()
-                       if not isinstance(value, bytes)}  # pictures, already in TensorBoard
-            if self.extra_metrics:
-                metrics.update(self.extra_metrics(path))
+            metrics = self.with_extra_metrics(metrics, path)
         except (tf.errors.OpError, ValueError):  # ValueError: 'not a valid checkpoint'
             if not checkpoints.exists(path):
                 return self._skip(step, path)  # the trainer deleted it while it was being restored
@@ -73,14 +72,28 @@ class EvalJob:
                             path, problem)
             return self.ledger.append(step, path, ledger.DAMAGED, eval_files=self.eval_files,
                                       reason=problem)
+        return self.record(step, path, metrics, eval_secs=round(time.time() - started, 2))
+
+    def with_extra_metrics(self, metrics: Dict, path: str) -> Dict:
+        """Estimator's metrics as JSON numbers, without its pictures, and the kind's own."""
+        metrics = {key: run_files.json_value(value) for key, value in metrics.items()
+                   if not isinstance(value, bytes)}  # pictures, already in TensorBoard
+        if self.extra_metrics:
+            metrics.update(self.extra_metrics(path))
+        return metrics
+
+    def record(self, step: int, path: str, metrics: Dict, **fields) -> Dict:
+        """Appends a checkpoint's evaluation to the ledger, tells the tuners, then exports if
+        the ledger says so."""
         entry = self.ledger.append(
             step, path, ledger.EVALUATED, eval_files=self.eval_files,
             export_dir=self.exports.export_dir if self.exports else None,  # for ./run.sh status
-            eval_secs=round(time.time() - started, 2),
-            metrics=dict(sorted(metrics.items())))
+            **fields, metrics=dict(sorted(metrics.items())))
         logging.info('eval_%s: step %d: %s', self.ledger.eval_name, step, ', '.join(
             f'{key} {value:.4g}' if isinstance(value, float) else f'{key} {value}'
             for key, value in sorted(entry['metrics'].items()) if isinstance(value, (int, float))))
+        if self.report:
+            self.report(entry, self.ledger.dir)
         self.update_exports()
         return entry
 
@@ -206,3 +219,4 @@ def evaluate_once(job: EvalJob, chosen: List[Tuple[int, str]]) -> List[Dict]:
                              job.ledger.eval_name, step, job.ledger.path)
             entries.append(entry)
     return entries
+

@@ -39,6 +39,8 @@ class InputKind(abc.ABC):
     # renamed ({old: new}) or dropped ({old: None}).
     signature_renames: Dict[str, Optional[str]] = {}
     last_stage_name = 'the input_fn'
+    # The scalar metrics extra_metrics adds, as the ledger flattens them (tuner_metrics).
+    extra_metric_names: Tuple[str, ...] = ()
 
     @abc.abstractmethod
     def train_input_fn(self, spec, file_pattern: str, flag_name: str, batch_size: int, seed: int,

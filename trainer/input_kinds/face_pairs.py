@@ -24,6 +24,10 @@ class FacePairs(base.InputKind):
     # that have one) is the embed signature; 'embed' on the pair receiver means nothing.
     signature_renames = {'single:embed': 'embed', 'embed': None}
     last_stage_name = '+ prefetch (and --augment): the input_fn'
+    # lfw_protocol's numbers: 10 folds (the *_mean ones), or a threshold from other pairs.
+    extra_metric_names = tuple(f'lfw_protocol_{name}' for name in (
+        'accuracy_mean', 'accuracy_std', 'auc_mean', 'num_pairs', 'threshold',
+        'threshold_pairs_accuracy', 'accuracy', 'auc'))
     # --pair_sampler: drawn inside tf.data, or the naive Python generator kept for comparison.
     pair_samplers = {
         'graph': face_pairs.sampled_pairs_dataset,

@@ -7,6 +7,7 @@ Parts are built on first use, so a mode never checks files it does not read.
 import contextlib
 import dataclasses
 import functools
+import sys
 from typing import Callable, Optional
 
 import tensorflow as tf
@@ -17,10 +18,10 @@ from models import precision
 from trainer.cluster import devices, vertex_env
 from trainer.config import modes
 from trainer.config.settings import Settings, hparam_settings, model_fn_params
-from trainer.evaluation import eval_job, ledger
+from trainer.evaluation import eval_job, ledger, ledger_reports
 from trainer.evaluation.export_policy import LedgerExports
 from trainer.input_kinds import registry as input_kinds
-from trainer.observe import hparams
+from trainer.observe import hparams, tuner_metrics
 from trainer.run import checkpoints, hooks, job_end, run_files, train_lock
 from trainer.serving import export
 
@@ -94,9 +95,11 @@ class Experiment:
 
     @functools.cached_property
     def eval_spec(self) -> tf.estimator.EvalSpec:
-        """train_and_evaluate's own evaluation, on one machine."""
+        """train_and_evaluate's own evaluation, on one machine: into eval_NAME/ and its ledger."""
         return tf.estimator.EvalSpec(self.eval_input_fn(), steps=None, start_delay_secs=0,
-                                     throttle_secs=self.settings.eval_throttle_secs)
+                                     throttle_secs=self.settings.eval_throttle_secs,
+                                     name=self.settings.eval_name,
+                                     exporters=[ledger_reports.LedgerRecorder(self.eval_job)])
 
     def serving_receiver_fn(self) -> Callable:
         return self.kind.serving_receiver_fn(self.spec, self.settings.input_options)
@@ -128,7 +131,13 @@ class Experiment:
                                                 self.eval_input_fn, s.threshold_files)
         return eval_job.EvalJob(self.estimator, eval_fn, s.eval_files,
                                 ledger.Ledger(s.model_dir, s.eval_name), exports or None,
-                                extra_metrics)
+                                extra_metrics, self.tuner_report.report)
+
+    @functools.cached_property
+    def tuner_report(self) -> tuner_metrics.TunerReport:
+        # --mode=evaluate's stdout is its JSON results: the Katib line goes to stderr there.
+        stream = sys.stderr if self.settings.mode == 'evaluate' else sys.stdout
+        return tuner_metrics.TunerReport(stream, self.settings.hypertune_metric)
 
     def data_error(self, error: tf.errors.OpError) -> Optional[UserError]:
         """An error raised while reading files, as one naming the file it came from, if found."""

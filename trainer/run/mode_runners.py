@@ -8,7 +8,7 @@ from typing import Callable, List
 import tensorflow as tf
 
 from models import registry
-from trainer.evaluation import eval_job
+from trainer.evaluation import eval_job, ledger_reports
 from trainer.run import benchmark_input as input_benchmark
 from trainer.run import checkpoints, experiment, job_end
 from trainer.serving import export as export_files
@@ -47,12 +47,22 @@ continuous_eval = _on_experiment(_continuous_eval)
 def train_and_evaluate(run: experiment.Experiment):
     if run.estimator.config.task_type == 'evaluator':  # tf.estimator's own skips checkpoints
         return _continuous_eval(run)
+    if not run.estimator.config.cluster_spec:  # one machine: it evaluates, into the ledger
+        job = run.eval_job
+        with job.ledger.lock():
+            job.start()
+            with run.training(with_eval_spec=True):
+                tf.estimator.train_and_evaluate(run.estimator, run.train_spec, run.eval_spec)
+        return
     # On a cluster (TF_CONFIG): the chief, a worker or a parameter server.
     with run.training(with_eval_spec=True):
         if run.estimator.config.task_type == 'ps':  # tf.estimator's would serve for ever
             job_end.serve_until_training_ends(run.estimator.config, run.settings.model_dir)
         else:
             tf.estimator.train_and_evaluate(run.estimator, run.train_spec, run.eval_spec)
+    if run.estimator.config.is_chief and run.settings.wait_for_eval_secs:
+        # A tuning trial ends with its chief, and Katib reads the chief's output.
+        ledger_reports.report_ledger(run.eval_job)
 
 
 @_on_experiment

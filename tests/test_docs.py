@@ -30,7 +30,7 @@ ABSL_PARSER_FLAGS = {'flagfile', 'undefok'}
 # Commands that hand flags on to the trainer: the launcher passes the flags it does not know
 # to every task; deploy puts the flags after `--` into each replica's command.
 PASSES_UNKNOWN_FLAGS_TO = {'trainer.cluster.local_cluster': 'trainer.main'}
-FLAGS_AFTER_DOUBLE_DASH_GO_TO = {'trainer.cluster.deploy': 'trainer.main'}
+FLAGS_AFTER_DOUBLE_DASH_GO_TO = {'trainer.cluster.deploy': 'trainer.main', 'tools.sweep': 'trainer.main'}
 # The tour's training runs this many steps here rather than the README's.
 QUICK_START_TRAIN_STEPS = '4'
 

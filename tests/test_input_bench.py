@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from benchmarks import input_bench
+from benchmarks import input_bench, repeats
 from conftest import run_module
 
 
@@ -29,3 +29,32 @@ def test_bench_measures_every_row_and_takes_its_ratios_from_them(tmp_path):
         expected = max(values[key] for key in keys) / values[denominator]
         assert checked['ratio'] == pytest.approx(expected), what
     assert 'targets' in result.stdout and 'this service\'s in-graph sampler' in result.stdout
+
+
+def test_interleave_alternates_the_order_and_pairs_the_rounds():
+    order = []
+    values = repeats.interleave({key: (lambda key=key: order.append(key) or len(order))
+                                 for key in 'ABC'}, rounds=3)
+    assert ''.join(order) == 'ABCCBAABC'
+    assert values == {'A': [1, 6, 7], 'B': [2, 5, 8], 'C': [3, 4, 9]}
+
+
+@pytest.mark.parametrize('numerators, denominators, verdict', [
+    ([1.10, 1.00, 1.05], [1.0, 1.0, 1.0], 'not resolved'),  # 1.05 +- 0.05 against 1.02
+    ([1.10, 1.09, 1.08], [1.0, 1.0, 1.0], 'met'),           # 1.09 +- 0.01
+    ([0.90, 0.96, 0.93], [1.0, 1.0, 1.0], 'SHORT'),         # 0.93 +- 0.03
+    ([2.0, 1.0, 2.1], [2.0, 1.0, 2.0], 'not resolved'),     # paired: 1.0, 1.0, 1.05
+])
+def test_a_ratio_whose_spread_exceeds_its_margin_is_not_resolved(numerators, denominators,
+                                                                  verdict):
+    checked = repeats.check(numerators, denominators, 1.02, at_least=True)
+    assert checked['verdict'] == verdict
+    assert checked['per_round'] == pytest.approx([n / d for n, d in zip(numerators, denominators)])
+
+
+def test_at_most_targets_and_counts_measured_once():
+    assert repeats.check([110], [100], 1.2, at_least=False)['verdict'] == 'met'
+    assert repeats.check([130], [100, 101], 1.2, at_least=False)['per_round'] == pytest.approx(
+        [1.3, 130 / 101])
+    with pytest.raises(ValueError, match='same rounds'):
+        repeats.paired_ratios([1, 2], [1, 2, 3])

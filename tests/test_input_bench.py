@@ -1,5 +1,6 @@
 """`./run.sh bench` end to end on tiny synthetic data: every row measured, every ratio from them."""
 import json
+import statistics
 
 import pytest
 
@@ -11,24 +12,50 @@ def test_bench_measures_every_row_and_takes_its_ratios_from_them(tmp_path):
     output = tmp_path / 'bench.json'
     result = run_module('benchmarks.input_bench', f'--data_dir={tmp_path}/no_data',
                         f'--output_json={output}', '--mnist_examples=100', '--face_people=8',
-                        '--seconds=0.05', '--warmup_seconds=0', '--repetitions=1',
-                        '--train_steps=1', '--warmup_steps=1')
+                        '--seconds=0.05', '--warmup_seconds=0', '--repetitions=2',
+                        '--train_steps=1', '--warmup_steps=1', '--ceiling_size=64',
+                        '--ceiling_runs=2', '--ceiling_seconds=0.01', '--intra_op_threads=2')
     report = json.loads(output.read_text())
 
     assert report['data']['mnist'].startswith('synthetic')  # no data dir: made its own
     assert report['data']['faces'].startswith('synthetic')
-    values = {row['key']: row['value'] for row in report['rows']}
-    for section in ('mnist.', 'train.', 'precision.', 'faces.', 'python.', 'convert.'):
-        assert any(key.startswith(section) for key in values), section
-    assert all(value > 0 for value in values.values()), values
+    rows = {row['key']: row for row in report['rows']}
+    for section in ('mnist.', 'train.', 'precision.', 'faces.', 'python.', 'convert.',
+                    'ceiling.'):
+        assert any(key.startswith(section) for key in rows), section
+    assert {'faces.sampler', 'faces.sampler_augment', 'faces.generator_augment'} <= set(rows)
+    for key, row in rows.items():
+        assert all(value > 0 for value in row['repetitions']), key
+        assert len(row['repetitions']) == (1 if key.startswith('convert.') else 2), key
+        assert row['value'] == pytest.approx(statistics.median(row['repetitions'])), key
+
+    machine = report['machine']
+    assert machine['intra_op_threads'] == 2 and 'intra-op 2' in machine['threads']
+    assert isinstance(machine['onednn'], bool) and machine['cpu_model']
+    for precision in ('cpu float32', 'cpu bfloat16'):
+        ceiling = machine['ceiling'][precision]
+        assert len(ceiling['runs']) == 2 and ceiling['gflops'] == max(ceiling['runs']) > 0
+    counted = report['flops']
+    assert counted['layer_shapes_per_example'] == 83_303_424
+    assert 1 < counted['profiler_per_example'] / counted['layer_shapes_per_example'] < 1.01
+    gflops = rows['ceiling.precision.float32.gflops']['repetitions']
+    assert gflops == pytest.approx([examples * counted['profiler_per_example'] / 1e9 for examples
+                                    in rows['precision.float32']['repetitions']])
+    assert rows['ceiling.precision.float32.fraction']['repetitions'] == pytest.approx(
+        [100 * value / machine['ceiling']['cpu float32']['gflops'] for value in gflops])
 
     assert [t['target'] for t in report['targets']] == [t[0] for t in input_bench.TARGETS]
     for (what, numerator, denominator, _, _), checked in zip(input_bench.TARGETS,
                                                              report['targets']):
         keys = numerator if isinstance(numerator, tuple) else (numerator,)
-        expected = max(values[key] for key in keys) / values[denominator]
-        assert checked['ratio'] == pytest.approx(expected), what
-    assert 'targets' in result.stdout and 'this service\'s in-graph sampler' in result.stdout
+        best = max(keys, key=lambda key: rows[key]['value'])
+        paired = repeats.paired_ratios(rows[best]['repetitions'],
+                                       rows[denominator]['repetitions'])
+        assert checked['per_round'] == pytest.approx(paired), what  # this run's rounds, paired
+        assert checked['ratio'] == pytest.approx(statistics.median(paired)), what
+        assert checked['verdict'] in ('met', 'SHORT', 'not resolved')
+    assert "this service's in-graph sampler" in result.stdout and 'ceiling:' in result.stdout
+
 
 
 def test_interleave_alternates_the_order_and_pairs_the_rounds():

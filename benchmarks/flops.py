@@ -4,9 +4,11 @@ From the graph: TensorFlow's profiler (`float_ops`) over the ops one training st
 the model_fn built in TRAIN mode on a batch of known shape (the profiler skips ops whose
 shapes are not fully known).
 From the layer shapes: one multiply-add per weight use, times 2 FLOPs, for every Conv2D and
-Dense layer; training does it 3 times: forward, the input gradient and the weight gradient.
-The first layer's input gradient counts too: the v1 optimizers gate gradients
-(gate_gradients=GATE_OP), which computes every input gradient of an op, wanted or not.
+Dense layer; training does it 3 times: forward, the input gradient and the weight gradient,
+except the first layer's input gradient, which nothing needs. tf.gradients builds that one
+too, held only by the v1 optimizers' gradient gates (GATE_OP, `.../tuple/group_deps`), but
+a traced MNIST CNN step shows it never runs (benchmarks/step_profile.py), so neither
+count has it.
 Both leave out what costs about one FLOP per activation (bias, ReLU, pooling, batch norm)
 as small beside the convolutions; the profiler counts some of those, not all.
 """
@@ -20,6 +22,7 @@ from models import face_embedding, face_siamese, mnist_cnn, registry
 # The op types that hold the multiply-adds the layer-shape count covers.
 DENSE_MATH_OPS = ('Conv2D', 'Conv2DBackpropInput', 'Conv2DBackpropFilter', 'MatMul')
 TRAINING_PASSES = 3  # forward, input gradient, weight gradient
+GRADIENT_GATE = '/tuple/group_deps'
 
 
 def _training_features(spec, batch_size: int):
@@ -39,9 +42,7 @@ def graph_float_ops(model_name: str, batch_size: int) -> Dict[str, int]:
         features, labels = _training_features(spec, batch_size)
         train_op = spec.model_fn(features, labels, tf.estimator.ModeKeys.TRAIN,
                                  spec.default_params).train_op
-        # Only what the step runs: Keras also builds ops it never runs (its own symbolic
-        # model, on inputs of unknown batch).
-        step = tf.compat.v1.graph_util.extract_sub_graph(graph.as_graph_def(), [train_op.name])
+        step = ops_the_step_runs(graph.as_graph_def(), train_op.name)
     with tf.Graph().as_default() as step_graph:
         tf.graph_util.import_graph_def(step, name='')
         options = tf.compat.v1.profiler.ProfileOptionBuilder.float_operation()
@@ -53,6 +54,28 @@ def graph_float_ops(model_name: str, batch_size: int) -> Dict[str, int]:
         by_type[node.name] = node.float_ops
         nodes += node.children
     return by_type
+
+
+def ops_the_step_runs(graph_def, train_op_name: str):
+    """The ops train_op needs, without those only a gradient gate holds: Keras also builds
+    ops it never runs (its own symbolic model, on inputs of unknown batch)."""
+    nodes = {node.name: node for node in graph_def.node}
+    kept, to_visit = set(), [train_op_name]
+    while to_visit:
+        name = to_visit.pop()
+        if name in kept or name.endswith(GRADIENT_GATE):
+            continue
+        kept.add(name)
+        to_visit += [source.lstrip('^').split(':')[0] for source in nodes[name].input]
+    step = tf.compat.v1.GraphDef()
+    for node in graph_def.node:
+        if node.name in kept:
+            copy = step.node.add()
+            copy.CopyFrom(node)
+            del copy.input[:]
+            copy.input.extend(source for source in node.input
+                              if source.lstrip('^').split(':')[0] in kept)
+    return step
 
 
 def sequential_macs(model: tf.keras.Sequential, input_shape) -> List[Tuple[str, int]]:
@@ -69,20 +92,26 @@ def sequential_macs(model: tf.keras.Sequential, input_shape) -> List[Tuple[str, 
     return counted
 
 
+def training_macs(layer_macs: List[Tuple[str, int]]) -> int:
+    """Multiply-adds of a training step on an input nothing trains: every pass of every
+    layer, but the first layer's input gradient."""
+    return TRAINING_PASSES * sum(m for _, m in layer_macs) - layer_macs[0][1]
+
+
 def exact_training_flops(model_name: str, batch_size: int) -> int:
     """Training FLOPs per example from the layer shapes (a face pair is the example)."""
     if model_name == 'mnist_cnn':
         network = mnist_cnn.build_network(mnist_cnn.DEFAULT_PARAMS['dropout_rate'])
-        return TRAINING_PASSES * 2 * sum(m for _, m in sequential_macs(network, spec_shape(
-            model_name)))
+        return 2 * training_macs(sequential_macs(network, spec_shape(model_name)))
     if model_name == 'face_embedding':
         params = face_embedding.DEFAULT_PARAMS
         tower = face_siamese.build_tower(params['embedding_size'], params['dropout_rate'],
                                          params['tower_filters'])
-        per_photo = sum(m for _, m in sequential_macs(tower, spec_shape(model_name)))
-        # Every a_i against every b_j: a [B, E] x [E, B] matmul, per pair B x E multiply-adds.
-        cosines = batch_size * params['embedding_size']
-        return TRAINING_PASSES * 2 * (2 * per_photo + cosines)
+        per_photo = training_macs(sequential_macs(tower, spec_shape(model_name)))
+        # Every a_i against every b_j: a [B, E] x [E, B] matmul, per pair B x E multiply-adds,
+        # and both its input gradients.
+        cosines = TRAINING_PASSES * batch_size * params['embedding_size']
+        return 2 * (2 * per_photo + cosines)
     raise ValueError(f'no layer-shape count for {model_name}')
 
 

@@ -135,15 +135,16 @@ class Results:
         return next(row for row in self.rows if row['key'] == key)
 
 
-def measure(results, section, rows, unit):
-    """rows: [(key, name, turn, note)]; their turns interleaved for --repetitions rounds."""
+def measure(results, section, rows, unit, units=None):
+    """rows: [(key, name, turn, note)]; their turns interleaved for --repetitions rounds.
+    units: {key: unit} for rows in another unit than `unit`."""
     def on_turn(key, round_index, value):
         progress(f'{section} | round {round_index + 1}/{FLAGS.repetitions} {key}: {value:,.1f}')
 
     values = repeats.interleave({key: turn for key, _, turn, _ in rows}, FLAGS.repetitions,
                                 on_turn)
     for key, name, _, note in rows:
-        results.add(key, section, name, values[key], unit, note)
+        results.add(key, section, name, values[key], (units or {}).get(key, unit), note)
 
 
 def feeding_timing():
@@ -272,26 +273,39 @@ def estimator_training(images, labels, raw_files, work_dir, results):
             spec, way_input_fn, batch_size, thread_plan(), work_dir, FLAGS.train_steps,
             FLAGS.warmup_steps, hooks), '')
         for key, name, way_input_fn, hooks in ways], 'examples/s')
+    ceiling = ceiling_rows()
     measure(results, precision_bench.SECTION, precision_bench.precision_rows(
         input_fn, batch_size, work_dir, FLAGS.train_steps, FLAGS.warmup_steps,
-        FLAGS.intra_op_threads, FLAGS.inter_op_threads), 'examples/s')
+        FLAGS.intra_op_threads, FLAGS.inter_op_threads) + ceiling, 'examples/s',
+        {key: 'GFLOP/s' for key, *_ in ceiling})
 
 
-def against_ceiling(results, ceiling, flops_per_example):
+def ceiling_rows():
+    """The matmul ceiling again, one run a turn among the precision rows, so that each
+    round's training is read against that round's ceiling (the load changes)."""
+    config = machine.session_config(FLAGS.intra_op_threads, FLAGS.inter_op_threads)
+    device = '/gpu:0' if tf.config.list_physical_devices('GPU') else '/cpu:0'
+    size = FLAGS.ceiling_size
+    return [(f'ceiling.{dtype}', f'dense matmul {size}x{size}, {dtype}: the ceiling',
+             lambda dtype=dtype: machine.matmul_gflops(tf.as_dtype(dtype), size, 1,
+                                                       FLAGS.ceiling_seconds, config, device)[0],
+             device) for dtype in ('float32', 'bfloat16')]
+
+
+def against_ceiling(results, flops_per_example):
     """7. GFLOP/s of float32 training and of the best bfloat16/XLA row, each repeat's, and
-    their fraction of the matmul ceiling in the dtype they compute in."""
+    their share of the same round's matmul ceiling in the dtype they compute in."""
     best = max(precision_bench.FASTER_KEYS, key=lambda key: results.row(key)['value'])
-    where = 'gpu' if any(name.startswith('gpu') for name in ceiling) else 'cpu'
     section = '7 training against the ceiling'
     for key in ('precision.float32', best):
         row, dtype = results.row(key), precision_bench.compute_dtype(key)
-        limit = ceiling[f'{where} {dtype}']['gflops']
         gflops = [examples * flops_per_example / 1e9 for examples in row['repetitions']]
         results.add(f'ceiling.{key}.gflops', section, f'{row["name"]}: GFLOP/s', gflops, 'GFLOP/s')
         results.add(f'ceiling.{key}.fraction', section,
-                    f'{row["name"]}: of the {dtype} matmul ceiling',
-                    [100 * value / limit for value in gflops], '%',
-                    f'{limit:,.1f} GFLOP/s')
+                    f'{row["name"]}: of the {dtype} matmul ceiling', [
+                        100 * value / limit for value, limit in zip(
+                            gflops, results.row(f'ceiling.{dtype}')['repetitions'])], '%',
+                    "each round's against that round's ceiling")
 
 
 def face_pair_rows(work_dir, results):
@@ -430,7 +444,7 @@ def main(argv):
         data = run_sections(work_dir, results)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
-    against_ceiling(results, ceiling, counted['profiler_per_example'])
+    against_ceiling(results, counted['profiler_per_example'])
     elapsed = time.time() - started
     settings = {name: getattr(FLAGS, name) for name in (
         'mnist_examples', 'face_people', 'batch_size', 'pair_batch_size', 'repetitions', 'seconds',

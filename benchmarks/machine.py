@@ -79,12 +79,12 @@ def matmul_gflops(dtype: tf.DType, size: int, runs: int, seconds: float, config,
 def ceiling(size: int, runs: int, seconds: float, intra_op_threads: int,
             inter_op_threads: int) -> Dict[str, Dict]:
     """{'cpu float32': {'gflops': best, 'runs': [...]}, 'cpu bfloat16': ..., and on a GPU
-    'gpu float32', 'gpu float16'}."""
+    'gpu float32', 'gpu bfloat16', 'gpu float16'}."""
     config = session_config(intra_op_threads, inter_op_threads)
     measured = {}
     kinds = [('cpu', '/cpu:0', tf.float32), ('cpu', '/cpu:0', tf.bfloat16)]
     if tf.config.list_physical_devices('GPU'):
-        kinds += [('gpu', '/gpu:0', tf.float32), ('gpu', '/gpu:0', tf.float16)]
+        kinds += [('gpu', '/gpu:0', dtype) for dtype in (tf.float32, tf.bfloat16, tf.float16)]
     for where, device, dtype in kinds:
         rates = matmul_gflops(dtype, size, runs, seconds, config, device)
         measured[f'{where} {dtype.name}'] = {'gflops': max(rates), 'runs': rates,

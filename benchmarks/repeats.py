@@ -13,7 +13,8 @@ MET, SHORT, NOT_RESOLVED = 'met', 'SHORT', 'not resolved'
 
 
 def interleave(turns: Dict[str, Callable[[], float]], rounds: int,
-               on_turn: Optional[Callable[[str, int, float], None]] = None) -> Dict[str, List[float]]:
+               on_turn: Optional[Callable[[str, int, float], None]] = None
+               ) -> Dict[str, List[float]]:
     """{key: [one value per round]}; turns: {key: a function that warms up, then times one
     repeat and returns it}. Even rounds run the keys in order, odd rounds in reverse."""
     values = {key: [] for key in turns}

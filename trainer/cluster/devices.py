@@ -1,8 +1,9 @@
 """The devices the trainer uses: what is there, how training is spread over it, at what precision.
 
 `plan(...)` checks --distribution, --num_gpus, --cpu_replicas, --precision and
---xla against the devices found (and carries --intra_op_threads, --inter_op_threads) and says what to do when they do not fit;
-`Plan.run_config(config)` adds the strategy and session settings to a RunConfig.
+--xla against the devices found and says what to do when they do not fit;
+`Plan.run_config(config)` adds the strategy and session settings to a RunConfig, the
+threads of --intra_op_threads and --inter_op_threads among them.
 """
 import dataclasses
 import os

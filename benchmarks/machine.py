@@ -3,6 +3,8 @@
 The ceiling is GFLOP/s of a square matmul (2 n^3 floating-point operations) in a graph-mode
 session with the thread settings training uses, best of several runs: the most this
 machine's math units give TensorFlow, against which training's own GFLOP/s is read.
+Beside it, memory read bandwidth (a sum over a tensor far larger than the caches): the
+limit of ops that do little math per byte, such as the optimizer's update of every weight.
 """
 import os
 import platform
@@ -14,6 +16,7 @@ from tensorflow.python.util import _pywrap_util_port
 
 from trainer.cluster import devices
 
+MEMORY_MEGABYTES = 256  # far beyond any CPU's caches
 CPU_FLAGS_THAT_MATTER = ('avx2', 'avx512f', 'avx512_bf16', 'avx512_fp16', 'amx_bf16', 'amx_tile')
 
 
@@ -76,6 +79,25 @@ def matmul_gflops(dtype: tf.DType, size: int, runs: int, seconds: float, config,
     return rates
 
 
+def memory_read_gbps(megabytes: int, runs: int, seconds: float, config) -> List[float]:
+    """GB/s of each of `runs` timed runs of summing a float32 tensor of `megabytes`."""
+    with tf.Graph().as_default():
+        with tf.device('/cpu:0'):
+            values = tf.Variable(tf.ones([megabytes * 2 ** 20 // 4]))
+            total = tf.reduce_sum(values)
+        with tf.compat.v1.Session(config=config) as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            session.run(total)
+            rates = []
+            for _ in range(runs):
+                start, done = time.perf_counter(), 0
+                while done == 0 or time.perf_counter() - start < seconds:
+                    session.run(total)
+                    done += 1
+                rates.append(megabytes * 2 ** 20 * done / (time.perf_counter() - start) / 1e9)
+    return rates
+
+
 def ceiling(size: int, runs: int, seconds: float, intra_op_threads: int,
             inter_op_threads: int) -> Dict[str, Dict]:
     """{'cpu float32': {'gflops': best, 'runs': [...]}, 'cpu bfloat16': ..., and on a GPU
@@ -89,6 +111,9 @@ def ceiling(size: int, runs: int, seconds: float, intra_op_threads: int,
         rates = matmul_gflops(dtype, size, runs, seconds, config, device)
         measured[f'{where} {dtype.name}'] = {'gflops': max(rates), 'runs': rates,
                                              'matmul': f'{size}x{size}', 'device': device}
+    rates = memory_read_gbps(MEMORY_MEGABYTES, runs, seconds, config)
+    measured['cpu memory read'] = {'gbps': max(rates), 'runs': rates,
+                                   'sum': f'{MEMORY_MEGABYTES} MB float32'}
     return measured
 
 
@@ -100,9 +125,11 @@ def report_lines(machine: Dict, measured: Dict[str, Dict]) -> List[str]:
              f'(TF_ENABLE_ONEDNN_OPTS={machine["TF_ENABLE_ONEDNN_OPTS"]}), build '
              + ', '.join(f'{key}={value}' for key, value in machine['build_info'].items()),
              f'threads: {machine["threads"]}',
-             'ceiling: dense matmul GFLOP/s, best of '
+             'ceiling: dense matmul GFLOP/s and memory read GB/s, best of '
              f'{len(next(iter(measured.values()))["runs"])} runs:']
-    lines += [f'  {name:<14} {entry["matmul"]:>10}  {entry["gflops"]:8.1f} GFLOP/s  (runs: '
-              + ', '.join(f'{rate:.1f}' for rate in entry['runs']) + ')'
-              for name, entry in measured.items()]
+    for name, entry in measured.items():
+        what, best, unit = ((entry['matmul'], entry['gflops'], 'GFLOP/s') if 'gflops' in entry
+                            else (entry['sum'], entry['gbps'], 'GB/s'))
+        lines.append(f'  {name:<15} {what:>14}  {best:8.1f} {unit:<7}  (runs: '
+                     + ', '.join(f'{rate:.1f}' for rate in entry['runs']) + ')')
     return lines

@@ -35,6 +35,8 @@ def test_bench_measures_every_row_and_takes_its_ratios_from_them(tmp_path):
     for precision in ('cpu float32', 'cpu bfloat16'):
         ceiling = machine['ceiling'][precision]
         assert len(ceiling['runs']) == 2 and ceiling['gflops'] == max(ceiling['runs']) > 0
+    memory = machine['ceiling']['cpu memory read']
+    assert len(memory['runs']) == 2 and memory['gbps'] == max(memory['runs']) > 0
     counted = report['flops']
     assert counted['layer_shapes_per_example'] == 82_049_024
     assert 1 < counted['profiler_per_example'] / counted['layer_shapes_per_example'] < 1.01

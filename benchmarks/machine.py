@@ -9,7 +9,7 @@ limit of ops that do little math per byte, such as the optimizer's update of eve
 import os
 import platform
 import time
-from typing import Dict, List
+from typing import Callable, Dict, List
 
 import tensorflow as tf
 from tensorflow.python.util import _pywrap_util_port
@@ -55,47 +55,42 @@ def session_config(intra_op_threads: int, inter_op_threads: int) -> tf.compat.v1
                                     inter_op_parallelism_threads=inter_op_threads)
 
 
-def matmul_gflops(dtype: tf.DType, size: int, runs: int, seconds: float, config,
-                  device: str = '/cpu:0') -> List[float]:
-    """GFLOP/s of each of `runs` timed runs (about `seconds` each) of a size x size matmul,
-    after one untimed run."""
+def giga_per_second(make_fetch: Callable[[], tf.Tensor], work: float, runs: int,
+                    seconds: float, config, device: str = '/cpu:0') -> List[float]:
+    """work x calls / second / 1e9 of each of `runs` timed runs (about `seconds` each) of
+    the op make_fetch builds, after one untimed run; its variables are made first."""
     with tf.Graph().as_default():
         with tf.device(device):
-            # Variables: the operands are made once, so each step is the matmul alone.
-            a = tf.Variable(tf.cast(tf.random.uniform([size, size]), dtype))
-            b = tf.Variable(tf.cast(tf.random.uniform([size, size]), dtype))
-            # A scalar fetched: n^2 adds beside 2 n^3 (Grappler prunes an op nothing reads).
-            product = tf.reduce_sum(tf.cast(tf.matmul(a, b), tf.float32))
+            fetch = make_fetch()
         with tf.compat.v1.Session(config=config) as session:
             session.run(tf.compat.v1.global_variables_initializer())
-            session.run(product)
+            session.run(fetch)
             rates = []
             for _ in range(runs):
                 start, done = time.perf_counter(), 0
                 while done == 0 or time.perf_counter() - start < seconds:
-                    session.run(product)
+                    session.run(fetch)
                     done += 1
-                rates.append(2 * size ** 3 * done / (time.perf_counter() - start) / 1e9)
+                rates.append(work * done / (time.perf_counter() - start) / 1e9)
     return rates
+
+
+def matmul_gflops(dtype: tf.DType, size: int, runs: int, seconds: float, config,
+                  device: str = '/cpu:0') -> List[float]:
+    """GFLOP/s of each run of a size x size matmul."""
+    def product():
+        # Variables: the operands are made once, so each step is the matmul alone.
+        a = tf.Variable(tf.cast(tf.random.uniform([size, size]), dtype))
+        b = tf.Variable(tf.cast(tf.random.uniform([size, size]), dtype))
+        # A scalar fetched: n^2 adds beside 2 n^3 (Grappler prunes an op nothing reads).
+        return tf.reduce_sum(tf.cast(tf.matmul(a, b), tf.float32))
+    return giga_per_second(product, 2 * size ** 3, runs, seconds, config, device)
 
 
 def memory_read_gbps(megabytes: int, runs: int, seconds: float, config) -> List[float]:
-    """GB/s of each of `runs` timed runs of summing a float32 tensor of `megabytes`."""
-    with tf.Graph().as_default():
-        with tf.device('/cpu:0'):
-            values = tf.Variable(tf.ones([megabytes * 2 ** 20 // 4]))
-            total = tf.reduce_sum(values)
-        with tf.compat.v1.Session(config=config) as session:
-            session.run(tf.compat.v1.global_variables_initializer())
-            session.run(total)
-            rates = []
-            for _ in range(runs):
-                start, done = time.perf_counter(), 0
-                while done == 0 or time.perf_counter() - start < seconds:
-                    session.run(total)
-                    done += 1
-                rates.append(megabytes * 2 ** 20 * done / (time.perf_counter() - start) / 1e9)
-    return rates
+    """GB/s of each run of summing a float32 tensor of `megabytes`."""
+    return giga_per_second(lambda: tf.reduce_sum(tf.Variable(tf.ones([megabytes * 2 ** 20 // 4]))),
+                           megabytes * 2 ** 20, runs, seconds, config)
 
 
 def ceiling(size: int, runs: int, seconds: float, intra_op_threads: int,

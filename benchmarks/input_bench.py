@@ -1,7 +1,9 @@
 """The input-pipeline benchmark: `./run.sh bench` (python -m benchmarks.input_bench).
 
-Measures, in one run, on the same data, in graph mode as the Estimator runs it
-(warm-up, then the median of --repetitions):
+First the machine: CPU, TensorFlow build, threads, and the ceiling, dense matmul GFLOP/s
+per precision (benchmarks/machine.py). Then, in one run, on the same data, in graph mode
+as the Estimator runs it, the rows of each section interleaved (A B C, C B A, ...,
+--repetitions rounds, each turn warmed up; benchmarks/repeats.py):
   1. MNIST feeding: feed_dict, queue runners, FloatList one record at a time,
      this service's input_fn, and in-memory tensors (the upper bound);
   2. Estimator training of the MNIST CNN: this service's input_fn, in-memory
@@ -11,15 +13,18 @@ Measures, in one run, on the same data, in graph mode as the Estimator runs it
   4. a CPU-heavy plain-Python function: tf.py_function vs worker processes;
   5. MNIST conversion: seconds and bytes, FloatList vs raw uint8 bytes;
   6. Estimator training of the MNIST CNN in float32, mixed_bfloat16, with XLA, and both
-     (benchmarks/precision_bench.py).
-Prints a table and the targets, and writes everything to --output_json. Uses
+     (benchmarks/precision_bench.py);
+  7. training against the ceiling: GFLOP/s of float32 and of the best 6. row, from the
+     training FLOPs per example (benchmarks/flops.py), as a fraction of the ceiling.
+Prints a table and the targets (met, SHORT, or not resolved when the repeats' spread is
+larger than the margin), and writes everything, every repeat, to --output_json. Uses
 --data_dir/mnist and --data_dir/lfw-devtrain/lfw when they are there, synthetic
 data of the same shapes when not, and says which.
 """
 import glob
 import os
-import platform
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -28,11 +33,12 @@ import numpy as np
 import tensorflow as tf
 from absl import flags, logging
 
-from benchmarks import baselines, precision_bench, python_work
+from benchmarks import baselines, flops, machine, precision_bench, python_work, repeats
 from common import cli, files
 from input_fns import (digit_sources, face_images, face_pairs, face_records, image_records,
                        lfw_files, parallel_python, prepare, prepare_faces, shards, synthetic_faces)
 from models import registry
+from trainer.cluster import devices
 from trainer.observe import timing
 from trainer.run import benchmark_input
 
@@ -45,6 +51,12 @@ TARGETS = [  # (what, numerator row, denominator row, target, at least (True) or
     ('Estimator: input_fn vs in-memory input', 'train.input_fn', 'train.in_memory', 0.97, True),
     ('face pairs: sampler vs generator', 'faces.sampler', 'faces.generator', 1.8, True),
     ('face pairs: sampler vs decode-only ceiling', 'faces.sampler', 'faces.decode_only', 0.7, True),
+    # With --augment both ways do the same rotations, which narrows the gap: set from the last
+    # quiet run's 1.74x and 0.59x (docs/bench.md), so that a regression shows.
+    ('face pairs, --augment: sampler vs generator', 'faces.sampler_augment',
+     'faces.generator_augment', 1.7, True),
+    ('face pairs, --augment: sampler vs decode-only', 'faces.sampler_augment', 'faces.decode_only',
+     0.55, True),
     ('Python preprocessing: workers vs py_function', 'python.workers', 'python.py_function', 1.8,
      True),
     ('shard bytes vs raw pixel bytes', 'convert.raw_bytes', 'convert.pixel_bytes', 1.1, False),
@@ -64,16 +76,39 @@ def define_flags():
     flags.DEFINE_integer('batch_size', 100, 'MNIST batch size.', lower_bound=1)
     flags.DEFINE_integer('pair_batch_size', 64, 'Face pairs and Python examples per batch.',
                          lower_bound=1)
-    flags.DEFINE_integer('repetitions', 5, 'Timed repetitions per row (the median is reported).',
-                         lower_bound=1)
-    flags.DEFINE_float('seconds', 2.0, 'Length of each timed repetition of a feeding row.',
+    flags.DEFINE_integer('repetitions', 5, 'Interleaved rounds: timed repeats per row (the '
+                         'median is reported, with its spread).', lower_bound=1)
+    flags.DEFINE_float('seconds', 2.0, 'Length of each timed repeat of a feeding row.',
                        lower_bound=0.01)
-    flags.DEFINE_float('warmup_seconds', 1.0, 'Warm-up before each feeding row is timed.',
+    flags.DEFINE_float('warmup_seconds', 1.0, 'Warm-up in each turn of a feeding row.',
                        lower_bound=0.0)
-    flags.DEFINE_integer('train_steps', 10, 'Training steps per timed repetition (Estimator rows).',
+    flags.DEFINE_integer('train_steps', 10, 'Training steps per timed repeat (Estimator rows).',
                          lower_bound=1)
-    flags.DEFINE_integer('warmup_steps', 5, 'Training steps before timing (Estimator rows).',
-                         lower_bound=1)
+    flags.DEFINE_integer('warmup_steps', 5, 'Training steps before each timed repeat '
+                         '(Estimator rows).', lower_bound=1)
+    for name in ('intra_op_threads', 'inter_op_threads'):
+        flags.DEFINE_integer(name, 0, "The trainer's flag, for the training rows and the "
+                             'ceiling; 0: TensorFlow decides.', lower_bound=0)
+    flags.DEFINE_integer('ceiling_size', 2048, 'The ceiling: side of the square matmul.',
+                         lower_bound=16)
+    flags.DEFINE_integer('ceiling_runs', 5, 'The ceiling: timed runs per precision (the best '
+                         'is reported).', lower_bound=1)
+    flags.DEFINE_float('ceiling_seconds', 1.0, 'The ceiling: length of each run.',
+                       lower_bound=0.001)
+    flags.DEFINE_bool('quick', False, 'A short run for development: ' + ', '.join(
+        f'--{name}={value}' for name, value in QUICK.items()) + ' (flags given win).')
+
+
+# --quick: fewer rounds than the 5 a figure to report needs.
+QUICK = {'mnist_examples': 5000, 'face_people': 200, 'repetitions': 3, 'seconds': 0.3,
+         'warmup_seconds': 0.2, 'train_steps': 5, 'warmup_steps': 3, 'ceiling_size': 1024,
+         'ceiling_runs': 2, 'ceiling_seconds': 0.3}
+
+
+def apply_quick():
+    for name, value in QUICK.items():
+        if not FLAGS[name].present:
+            FLAGS[name].value = value
 
 
 def num_cores() -> int:
@@ -88,19 +123,44 @@ class Results:
     def __init__(self):
         self.rows = []
 
-    def add(self, key, section, name, value, unit, rate=None, note=''):
+    def add(self, key, section, name, values, unit, note=''):
+        """values: every repeat (one value for what is counted, not timed)."""
+        value = statistics.median(values)
         self.rows.append({'key': key, 'section': section, 'name': name, 'value': value,
-                          'unit': unit, 'repetitions': rate.repetitions if rate else None,
-                          'note': note})
+                          'spread': repeats.half_range(values) / value if value else 0.0,
+                          'unit': unit, 'repetitions': list(values), 'note': note})
         progress(f'{section} | {name}: {value:,.1f} {unit}')
 
-    def value(self, key):
-        return next(row['value'] for row in self.rows if row['key'] == key)
+    def row(self, key):
+        return next(row for row in self.rows if row['key'] == key)
+
+
+def measure(results, section, rows, unit, units=None):
+    """rows: [(key, name, turn, note)]; their turns interleaved for --repetitions rounds.
+    units: {key: unit} for rows in another unit than `unit`."""
+    def on_turn(key, round_index, value):
+        progress(f'{section} | round {round_index + 1}/{FLAGS.repetitions} {key}: {value:,.1f}')
+
+    values = repeats.interleave({key: turn for key, _, turn, _ in rows}, FLAGS.repetitions,
+                                on_turn)
+    for key, name, _, note in rows:
+        results.add(key, section, name, values[key], (units or {}).get(key, unit), note)
 
 
 def feeding_timing():
-    return dict(repetitions=FLAGS.repetitions, seconds=FLAGS.seconds, warmup_steps=5,
+    """One turn of a feeding row: its own warm-up, then one timed repeat."""
+    return dict(repetitions=1, seconds=FLAGS.seconds, warmup_steps=5,
                 warmup_seconds=FLAGS.warmup_seconds)
+
+
+def dataset_turn(make_dataset, per_element):
+    return lambda: timing.dataset_rate(make_dataset, **feeding_timing()).per_sec * per_element
+
+
+def thread_plan():
+    """float32, no XLA, at the bench's thread settings."""
+    return devices.plan(intra_op_threads=FLAGS.intra_op_threads,
+                        inter_op_threads=FLAGS.inter_op_threads)
 
 
 # ------------------------------------------------------------------ data
@@ -146,7 +206,8 @@ def total_bytes(files):
 
 
 def convert_mnist(images, labels, work_dir, results):
-    """5. MNIST conversion, raw uint8 bytes (this service) vs FloatList; returns both file lists."""
+    """5. MNIST conversion, raw uint8 bytes (this service) vs FloatList; returns both file lists.
+    Counted and timed once: its ratio is of bytes, which do not vary."""
     raw_dir, float_dir = os.path.join(work_dir, 'mnist_raw'), os.path.join(work_dir, 'mnist_float')
     start = time.perf_counter()
     prepare.write_digit_splits(raw_dir, 'mnist', {'train': (images, labels, ['bench'])},
@@ -162,46 +223,43 @@ def convert_mnist(images, labels, work_dir, results):
     float_files = sorted(glob.glob(os.path.join(float_dir, 'train-*')))
     section = '5 MNIST conversion'
     results.add('convert.raw_seconds', section, 'raw uint8 bytes (this service): seconds',
-                raw_seconds, 's')
-    results.add('convert.float_seconds', section, 'FloatList: seconds', float_seconds, 's')
-    results.add('convert.pixel_bytes', section, 'raw pixels (N x 784 bytes)', images.size, 'bytes')
+                [raw_seconds], 's')
+    results.add('convert.float_seconds', section, 'FloatList: seconds', [float_seconds], 's')
+    results.add('convert.pixel_bytes', section, 'raw pixels (N x 784 bytes)', [images.size],
+                'bytes')
     results.add('convert.raw_bytes', section, 'raw uint8 bytes (this service): on disk',
-                total_bytes(raw_files), 'bytes')
-    results.add('convert.float_bytes', section, 'FloatList: on disk', total_bytes(float_files),
+                [total_bytes(raw_files)], 'bytes')
+    results.add('convert.float_bytes', section, 'FloatList: on disk', [total_bytes(float_files)],
                 'bytes')
     return raw_files, float_files
 
 
 def mnist_feeding(images, labels, raw_files, float_files, results):
     """1. Examples/sec delivered to a session by each way of feeding MNIST."""
-    batch_size, section = FLAGS.batch_size, '1 MNIST feeding'
-    examples = lambda rate: rate.per_sec * batch_size  # noqa: E731
-    pixels = baselines.float_images(images)
-    rate = baselines.feed_dict_rate(baselines.NumpyBatches(pixels, labels.astype(np.int32),
-                                                           batch_size), **feeding_timing())
-    results.add('mnist.feed_dict', section, 'feed_dict from NumPy', examples(rate),
-                'examples/s', rate)
-    rate = baselines.queue_runner_rate(raw_files, IMAGE_SHAPE, batch_size, num_cores(),
-                                       **feeding_timing())
-    results.add('mnist.queue_runners', section, 'queue runners, shuffle_batch', examples(rate),
-                'examples/s', rate, f'{num_cores()} reader threads')
-    rate = timing.dataset_rate(lambda: baselines.floatlist_dataset(float_files, batch_size),
-                               **feeding_timing())
-    results.add('mnist.floatlist', section, 'FloatList, parse_single_example one at a time',
-                examples(rate), 'examples/s', rate)
+    batch_size = FLAGS.batch_size
+    batches = baselines.NumpyBatches(baselines.float_images(images), labels.astype(np.int32),
+                                     batch_size)
     input_fn = image_records.make_input_fn(','.join(raw_files), IMAGE_SHAPE, batch_size, True)
-    rate = timing.dataset_rate(input_fn, **feeding_timing())
-    results.add('mnist.input_fn', section, "this service's input_fn", examples(rate),
-                'examples/s', rate)
-    rate = timing.dataset_rate(lambda: baselines.in_memory_dataset(images, labels, batch_size),
-                               **feeding_timing())
-    results.add('mnist.in_memory', section, 'in-memory tensors (upper bound)', examples(rate),
-                'examples/s', rate, 'decoded, shuffled and batched the same way')
+    measure(results, '1 MNIST feeding', [
+        ('mnist.feed_dict', 'feed_dict from NumPy',
+         lambda: baselines.feed_dict_rate(batches, **feeding_timing()).per_sec * batch_size, ''),
+        ('mnist.queue_runners', 'queue runners, shuffle_batch',
+         lambda: baselines.queue_runner_rate(raw_files, IMAGE_SHAPE, batch_size, num_cores(),
+                                             **feeding_timing()).per_sec * batch_size,
+         f'{num_cores()} reader threads'),
+        ('mnist.floatlist', 'FloatList, parse_single_example one at a time',
+         dataset_turn(lambda: baselines.floatlist_dataset(float_files, batch_size), batch_size),
+         ''),
+        ('mnist.input_fn', "this service's input_fn", dataset_turn(input_fn, batch_size), ''),
+        ('mnist.in_memory', 'in-memory tensors (upper bound)',
+         dataset_turn(lambda: baselines.in_memory_dataset(images, labels, batch_size), batch_size),
+         'decoded, shuffled and batched the same way'),
+    ], 'examples/s')
 
 
 def estimator_training(images, labels, raw_files, work_dir, results):
-    """2. Examples/sec of Estimator training of the MNIST CNN, fed three ways."""
-    spec, batch_size, section = registry.get('mnist_cnn'), FLAGS.batch_size, '2 Estimator training'
+    """2. Examples/sec of Estimator training of the MNIST CNN, fed three ways; then 6."""
+    spec, batch_size = registry.get('mnist_cnn'), FLAGS.batch_size
     input_fn = image_records.make_input_fn(','.join(raw_files), IMAGE_SHAPE, batch_size, True)
     batches = baselines.NumpyBatches(baselines.float_images(images), labels.astype(np.int32),
                                      batch_size)
@@ -210,19 +268,49 @@ def estimator_training(images, labels, raw_files, work_dir, results):
              benchmark_input.in_memory_input_fn(input_fn), []),
             ('train.feed_dict', 'feed_dict feeding (a hook feeds NumPy batches)',
              baselines.feed_dict_input_fn(IMAGE_SHAPE), [baselines.FeedDictHook(batches)])]
-    for key, name, way_input_fn, hooks in ways:
-        model_dir = tempfile.mkdtemp(dir=work_dir)
-        estimator = timing.timing_estimator(spec.model_fn, spec.default_params, model_dir)
-        rate = timing.training_rate(estimator, way_input_fn, FLAGS.train_steps,
-                                    FLAGS.repetitions, FLAGS.warmup_steps, hooks)
-        results.add(key, section, f'MNIST CNN, {name}', rate.per_sec * batch_size, 'examples/s',
-                    rate)
-    precision_bench.precision_rows(input_fn, batch_size, work_dir, results, FLAGS.train_steps,
-                                   FLAGS.repetitions, FLAGS.warmup_steps)
+    measure(results, '2 Estimator training', [
+        (key, f'MNIST CNN, {name}', precision_bench.training_turn(
+            spec, way_input_fn, batch_size, thread_plan(), work_dir, FLAGS.train_steps,
+            FLAGS.warmup_steps, hooks), '')
+        for key, name, way_input_fn, hooks in ways], 'examples/s')
+    ceiling = ceiling_rows()
+    measure(results, precision_bench.SECTION, precision_bench.precision_rows(
+        input_fn, batch_size, work_dir, FLAGS.train_steps, FLAGS.warmup_steps,
+        FLAGS.intra_op_threads, FLAGS.inter_op_threads) + ceiling, 'examples/s',
+        {key: 'GFLOP/s' for key, *_ in ceiling})
+
+
+def ceiling_rows():
+    """The matmul ceiling again, one run a turn among the precision rows, so that each
+    round's training is read against that round's ceiling (the load changes)."""
+    config = machine.session_config(FLAGS.intra_op_threads, FLAGS.inter_op_threads)
+    device = '/gpu:0' if tf.config.list_physical_devices('GPU') else '/cpu:0'
+    size = FLAGS.ceiling_size
+    return [(f'ceiling.{dtype}', f'dense matmul {size}x{size}, {dtype}: the ceiling',
+             lambda dtype=dtype: machine.matmul_gflops(tf.as_dtype(dtype), size, 1,
+                                                       FLAGS.ceiling_seconds, config, device)[0],
+             device) for dtype in ('float32', 'bfloat16')]
+
+
+def against_ceiling(results, flops_per_example):
+    """7. GFLOP/s of float32 training and of the best bfloat16/XLA row, each repeat's, and
+    their share of the same round's matmul ceiling in the dtype they compute in."""
+    best = max(precision_bench.FASTER_KEYS, key=lambda key: results.row(key)['value'])
+    section = '7 training against the ceiling'
+    for key in ('precision.float32', best):
+        row, dtype = results.row(key), precision_bench.compute_dtype(key)
+        gflops = [examples * flops_per_example / 1e9 for examples in row['repetitions']]
+        results.add(f'ceiling.{key}.gflops', section, f'{row["name"]}: GFLOP/s', gflops, 'GFLOP/s')
+        results.add(f'ceiling.{key}.fraction', section,
+                    f'{row["name"]}: of the {dtype} matmul ceiling', [
+                        100 * value / limit for value, limit in zip(
+                            gflops, results.row(f'ceiling.{dtype}')['repetitions'])], '%',
+                    "each round's against that round's ceiling")
 
 
 def face_pair_rows(work_dir, results):
-    """3. Training pairs/sec: the generator way, the in-graph sampler, and decode-only."""
+    """3. Training pairs/sec: the generator way and the in-graph sampler, each without and with
+    --augment's rotations, and decode-only."""
     root, source = face_photo_root(work_dir)
     shard_dir = os.path.join(work_dir, 'face_shards')
     prepare_faces.prepare_faces(
@@ -230,16 +318,7 @@ def face_pair_rows(work_dir, results):
         num_pairs=0, pair_folds=1, strict=False, seed=0, num_shards=4, num_eval_shards=1)
     files = sorted(glob.glob(os.path.join(shard_dir, 'train-*')))
     index = face_pairs.read_photo_index(files)
-    batch_size, section = FLAGS.pair_batch_size, '3 face pairs'
-    pairs = lambda rate: rate.per_sec * batch_size  # noqa: E731
-    rate = timing.dataset_rate(lambda: face_pairs.generator_pairs_dataset(
-        index, FACE_GEOMETRY, batch_size), **feeding_timing())
-    results.add('faces.generator', section, 'Python generator of paths, map to read and decode',
-                pairs(rate), 'pairs/s', rate)
-    rate = timing.dataset_rate(lambda: face_pairs.sampled_pairs_dataset(
-        files, index, FACE_GEOMETRY, batch_size), **feeding_timing())
-    results.add('faces.sampler', section, "this service's in-graph sampler", pairs(rate),
-                'pairs/s', rate)
+    batch_size = FLAGS.pair_batch_size
     jpegs = [record['image'] for record in tf.data.TFRecordDataset(files).map(
         lambda s: tf.io.parse_single_example(s, {'image': face_records.PHOTO_SPEC['image']}))
         .as_numpy_iterator()]
@@ -252,9 +331,18 @@ def face_pair_rows(work_dir, results):
         photos = photos.map(decode, num_parallel_calls=num_cores(), deterministic=False)
         return photos.batch(2 * batch_size)
 
-    rate = timing.dataset_rate(decode_only, **feeding_timing())
-    results.add('faces.decode_only', section, 'decode-only ceiling: decode_jpeg on all cores',
-                rate.per_sec * batch_size, 'pairs/s', rate, 'whole photos decoded per second / 2')
+    rows = []
+    for suffix, augment, what in (('', False, ''), ('_augment', True, ', --augment')):
+        rows += [
+            (f'faces.generator{suffix}', f'Python generator of paths, map to read and decode{what}',
+             dataset_turn(lambda augment=augment: face_pairs.generator_pairs_dataset(
+                 index, FACE_GEOMETRY, batch_size, augment_images=augment), batch_size), ''),
+            (f'faces.sampler{suffix}', f"this service's in-graph sampler{what}",
+             dataset_turn(lambda augment=augment: face_pairs.sampled_pairs_dataset(
+                 files, index, FACE_GEOMETRY, batch_size, augment_images=augment), batch_size), '')]
+    rows.append(('faces.decode_only', 'decode-only ceiling: decode_jpeg on all cores',
+                 dataset_turn(decode_only, batch_size), 'whole photos decoded per second / 2'))
+    measure(results, '3 face pairs', rows, 'pairs/s')
     return source
 
 
@@ -262,17 +350,15 @@ def python_preprocessing(results):
     """4. A CPU-heavy plain-Python function: tf.py_function vs worker processes."""
     signature = (tf.TensorSpec([python_work.SIZE, python_work.SIZE], tf.float32),
                  tf.TensorSpec([], tf.int32))
-    batch_size, section = FLAGS.pair_batch_size, '4 Python preprocessing'
-    rate = timing.dataset_rate(lambda: baselines.py_function_dataset(
-        python_work.blurred_example, signature, batch_size), **feeding_timing())
-    results.add('python.py_function', section, 'tf.py_function, num_parallel_calls=AUTOTUNE',
-                rate.per_sec * batch_size, 'examples/s', rate)
-    rate = timing.dataset_rate(lambda: parallel_python.parallel_map(
-        python_work.blurred_example, range(2 ** 62), signature, ordered=False)
-        .batch(batch_size).prefetch(tf.data.AUTOTUNE), **feeding_timing())
-    results.add('python.workers', section,
-                f'parallel_python.parallel_map, {num_cores()} worker processes',
-                rate.per_sec * batch_size, 'examples/s', rate)
+    batch_size = FLAGS.pair_batch_size
+    measure(results, '4 Python preprocessing', [
+        ('python.py_function', 'tf.py_function, num_parallel_calls=AUTOTUNE',
+         dataset_turn(lambda: baselines.py_function_dataset(
+             python_work.blurred_example, signature, batch_size), batch_size), ''),
+        ('python.workers', f'parallel_python.parallel_map, {num_cores()} worker processes',
+         dataset_turn(lambda: parallel_python.parallel_map(
+             python_work.blurred_example, range(2 ** 62), signature, ordered=False)
+             .batch(batch_size).prefetch(tf.data.AUTOTUNE), batch_size), '')], 'examples/s')
 
 
 # ------------------------------------------------------------------ report
@@ -281,18 +367,17 @@ def python_preprocessing(results):
 def check_targets(results):
     checked = []
     for what, numerator, denominator, target, at_least in TARGETS:
-        best = max(results.value(key) for key in (
-            numerator if isinstance(numerator, tuple) else (numerator,)))  # the best of several
-        ratio = best / results.value(denominator)
-        met = ratio >= target if at_least else ratio <= target
-        checked.append({'target': what, 'ratio': ratio,
-                        'wanted': f'{">=" if at_least else "<="} {target}x',
-                        'met': bool(met)})
+        keys = numerator if isinstance(numerator, tuple) else (numerator,)
+        best = max(keys, key=lambda key: results.row(key)['value'])  # the best of several
+        checked.append({'target': what, 'numerator': best, 'denominator': denominator,
+                        **repeats.check(results.row(best)['repetitions'],
+                                        results.row(denominator)['repetitions'],
+                                        target, at_least)})
     return checked
 
 
 def format_value(value, unit):
-    return f'{value:,.2f}' if unit == 's' else f'{value:,.0f}'
+    return f'{value:,.2f}' if unit in ('s', '%') else f'{value:,.0f}'
 
 
 def report(results, header, targets) -> str:
@@ -302,54 +387,86 @@ def report(results, header, targets) -> str:
         lines.append(section)
         for row in (r for r in results.rows if r['section'] == section):
             note = f'  ({row["note"]})' if row['note'] else ''
-            lines.append(f'  {row["name"]:<{width}}  {format_value(row["value"], row["unit"]):>14} '
-                         f'{row["unit"]}{note}')
-    lines += ['', 'targets']
+            spread = (f' +-{100 * row["spread"]:4.1f}%' if len(row['repetitions']) > 1
+                      else ' ' * 8)
+            lines.append(f'  {row["name"]:<{width}}  {format_value(row["value"], row["unit"]):>14}'
+                         f'{spread} {row["unit"]}{note}')
+    lines += ['', 'targets (ratio: median of the paired rounds +- half their range)']
     width = max(len(t['target']) for t in targets)
     for t in targets:
-        lines.append(f'  {t["target"]:<{width}}  {t["ratio"]:7.2f}x  wanted {t["wanted"]:<8} '
-                     f'{"met" if t["met"] else "SHORT"}')
+        lines.append(f'  {t["target"]:<{width}}  {t["ratio"]:7.2f}x +-{t["spread"]:5.2f}  '
+                     f'wanted {t["wanted"]:<8} {t["verdict"]}')
     return '\n'.join(lines)
+
+
+def measure_machine():
+    """The machine, and its ceiling at the bench's thread settings."""
+    described = machine.describe(FLAGS.intra_op_threads, FLAGS.inter_op_threads)
+    progress(f'ceiling: {FLAGS.ceiling_size}x{FLAGS.ceiling_size} matmuls')
+    ceiling = machine.ceiling(FLAGS.ceiling_size, FLAGS.ceiling_runs, FLAGS.ceiling_seconds,
+                              FLAGS.intra_op_threads, FLAGS.inter_op_threads)
+    return described, ceiling
+
+
+def count_flops():
+    """MNIST CNN training FLOPs per example: the profiler's, and the layer shapes' (which
+    tests/test_flops.py checks are the same for the convolutions and matmuls)."""
+    by_type = flops.graph_float_ops('mnist_cnn', FLAGS.batch_size)
+    return {'model': 'mnist_cnn', 'batch_size': FLAGS.batch_size,
+            'profiler_per_example': sum(by_type.values()) / FLAGS.batch_size,
+            'layer_shapes_per_example': flops.exact_training_flops('mnist_cnn', FLAGS.batch_size),
+            'profiler_by_op_type': by_type}
+
+
+def run_sections(work_dir, results):
+    images, labels, mnist_source = load_mnist()
+    progress(f'MNIST: {mnist_source}')
+    raw_files, float_files = convert_mnist(images, labels, work_dir, results)
+    mnist_feeding(images, labels, raw_files, float_files, results)
+    estimator_training(images, labels, raw_files, work_dir, results)
+    face_source = face_pair_rows(work_dir, results)
+    python_preprocessing(results)
+    return {'mnist': mnist_source, 'faces': face_source}
 
 
 def main(argv):
     del argv
+    if FLAGS.quick:
+        apply_quick()
     logging.set_verbosity(logging.WARNING)
     tf.get_logger().setLevel('ERROR')
     started = time.time()
+    described, ceiling = measure_machine()
+    counted = count_flops()
     work_dir = tempfile.mkdtemp(prefix='input_bench-')
     results = Results()
     try:
-        images, labels, mnist_source = load_mnist()
-        progress(f'MNIST: {mnist_source}')
-        raw_files, float_files = convert_mnist(images, labels, work_dir, results)
-        mnist_feeding(images, labels, raw_files, float_files, results)
-        estimator_training(images, labels, raw_files, work_dir, results)
-        face_source = face_pair_rows(work_dir, results)
-        python_preprocessing(results)
+        data = run_sections(work_dir, results)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
+    against_ceiling(results, counted['profiler_per_example'])
     elapsed = time.time() - started
-    machine = {'cores_usable': num_cores(), 'cpu_count': os.cpu_count(),
-               'processor': platform.processor() or platform.machine(),
-               'tensorflow': tf.__version__, 'python': platform.python_version()}
     settings = {name: getattr(FLAGS, name) for name in (
         'mnist_examples', 'face_people', 'batch_size', 'pair_batch_size', 'repetitions', 'seconds',
-        'warmup_seconds', 'train_steps', 'warmup_steps')}
-    header = [
-        f'input pipeline benchmark: {machine["cores_usable"]} usable cores ({machine["cpu_count"]} '
-        f'CPUs), TensorFlow {machine["tensorflow"]}, graph mode (tf.compat.v1.Session), medians '
-        f'of {FLAGS.repetitions} after warm-up; {elapsed:.0f} s in all',
-        f'MNIST: {mnist_source}; batch {FLAGS.batch_size}',
-        f'faces: {face_source}; batch {FLAGS.pair_batch_size} pairs, '
+        'warmup_seconds', 'train_steps', 'warmup_steps', 'intra_op_threads', 'inter_op_threads',
+        'ceiling_size', 'ceiling_runs', 'ceiling_seconds', 'quick')}
+    header = machine.report_lines(described, ceiling) + [
+        f'training FLOPs per example, MNIST CNN: {counted["profiler_per_example"] / 1e6:,.2f} M '
+        f'(profiler, training step), {counted["layer_shapes_per_example"] / 1e6:,.2f} M '
+        '(layer shapes: convolutions and matmuls)',
+        f'rows: graph mode (tf.compat.v1.Session), each section\'s rows interleaved for '
+        f'{FLAGS.repetitions} rounds after warm-up{" (--quick)" if FLAGS.quick else ""}; '
+        f'median +- half the range; {elapsed:.0f} s in all',
+        f'MNIST: {data["mnist"]}; batch {FLAGS.batch_size}',
+        f'faces: {data["faces"]}; batch {FLAGS.pair_batch_size} pairs, '
         f'{FACE_GEOMETRY.image_size}x{FACE_GEOMETRY.image_size} grayscale',
     ]
     targets = check_targets(results)
     print(report(results, header, targets), flush=True)
     os.makedirs(os.path.dirname(os.path.abspath(FLAGS.output_json)), exist_ok=True)
     files.write_json_atomic(FLAGS.output_json, {
-        'machine': machine, 'settings': settings, 'wall_seconds': elapsed,
-        'data': {'mnist': mnist_source, 'faces': face_source},
+        'machine': {**described, 'ceiling': ceiling}, 'settings': settings,
+        'wall_seconds': elapsed, 'data': data, 'flops': counted,
         'rows': results.rows, 'targets': targets})
     print(f'\nwrote {FLAGS.output_json}')
 

@@ -1,11 +1,9 @@
 """Section 6 of `./run.sh bench`: Estimator training of the MNIST CNN at each precision, with
 and without XLA, fed by this service's input_fn, as --precision and --xla set them up.
 
-Each setting is timed in two rounds, the second in reverse order, so that a machine
-getting busier or quieter during the run favours none of them; a row's value is the
-median of all its repetitions.
+Each row is a list of turns that benchmarks.input_bench interleaves with the other rows';
+a turn builds a fresh Estimator and session, warms up, and times --train_steps steps.
 """
-import statistics
 import tempfile
 
 from models import registry
@@ -21,20 +19,31 @@ SETTINGS = [
     ('precision.bfloat16_xla', 'mixed_bfloat16', True, 'MNIST CNN, mixed_bfloat16 --xla'),
 ]
 FASTER_KEYS = tuple(key for key, *_ in SETTINGS[1:])
-ROUNDS = 2
 
 
-def precision_rows(input_fn, batch_size, work_dir, results, steps, repetitions, warmup_steps):
+def compute_dtype(key: str) -> str:
+    """The dtype a precision row's convolutions and matmuls run in."""
+    return 'bfloat16' if 'bfloat16' in key else 'float32'
+
+
+def training_turn(spec, input_fn, batch_size, plan, work_dir, steps, warmup_steps, hooks=()):
+    """One repeat: examples/sec of `steps` training steps of a fresh Estimator after warm-up."""
+    def turn():
+        estimator = timing.timing_estimator(spec.model_fn, spec.default_params,
+                                            tempfile.mkdtemp(dir=work_dir), plan)
+        rate = timing.training_rate(estimator, input_fn, steps, 1, warmup_steps, hooks)
+        return rate.per_sec * batch_size
+    return turn
+
+
+def precision_rows(input_fn, batch_size, work_dir, steps, warmup_steps, intra_op_threads=0,
+                   inter_op_threads=0):
+    """[(row key, row name, turn, note)] for benchmarks.input_bench.measure."""
     spec = registry.get('mnist_cnn')
-    rates = {key: [] for key, *_ in SETTINGS}
-    per_round = max(1, -(-repetitions // ROUNDS))
-    for round_index in range(ROUNDS):
-        for key, precision, xla, _ in (SETTINGS if round_index % 2 == 0 else SETTINGS[::-1]):
-            plan = devices.plan(precision=precision, xla=xla)
-            estimator = timing.timing_estimator(spec.model_fn, spec.default_params,
-                                                tempfile.mkdtemp(dir=work_dir), plan)
-            rate = timing.training_rate(estimator, input_fn, steps, per_round, warmup_steps)
-            rates[key] += rate.repetitions
-    for key, _, _, name in SETTINGS:
-        rate = timing.Rate(statistics.median(rates[key]), rates[key])
-        results.add(key, SECTION, name, rate.per_sec * batch_size, 'examples/s', rate)
+    rows = []
+    for key, precision, xla, name in SETTINGS:
+        plan = devices.plan(precision=precision, xla=xla, intra_op_threads=intra_op_threads,
+                            inter_op_threads=inter_op_threads)
+        rows.append((key, name, training_turn(spec, input_fn, batch_size, plan, work_dir, steps,
+                                              warmup_steps), ''))
+    return rows

@@ -133,3 +133,19 @@ def test_cli_refuses_mirroring_one_device_in_one_line(tmp_path, digit_shards):
     assert result.stderr.strip().splitlines()[-1].startswith(
         'error: --distribution=mirrored needs at least two devices')
     assert 'Traceback' not in result.stderr
+
+
+def test_thread_flags_reach_the_estimators_session_config_and_the_log(tmp_path, caplog):
+    from trainer.config.settings import Settings
+    from trainer.run import experiment
+    caplog.set_level('INFO', logger='absl')
+    settings = Settings(model_dir=str(tmp_path), intra_op_threads=3, inter_op_threads=2)
+    plan = devices.from_settings(settings)
+    estimator = experiment.build_estimator(settings, registry.get('mnist_cnn'), plan)
+    config = estimator.config.session_config
+    assert (config.intra_op_parallelism_threads, config.inter_op_parallelism_threads) == (3, 2)
+    assert 'threads: intra-op 3, inter-op 2' in caplog.text
+    assert config.allow_soft_placement  # the rest of Estimator's default session config stays
+    default = devices.plan(devices=CPU_ONLY).session_config(None)
+    assert default is None  # unset: RunConfig's own, TensorFlow decides
+    assert 'intra-op 0 (TensorFlow decides)' in devices.plan(devices=CPU_ONLY).describe()

@@ -1,9 +1,10 @@
 """`./run.sh bench` end to end on tiny synthetic data: every row measured, every ratio from them."""
 import json
+import statistics
 
 import pytest
 
-from benchmarks import input_bench
+from benchmarks import input_bench, repeats
 from conftest import run_module
 
 
@@ -11,21 +12,79 @@ def test_bench_measures_every_row_and_takes_its_ratios_from_them(tmp_path):
     output = tmp_path / 'bench.json'
     result = run_module('benchmarks.input_bench', f'--data_dir={tmp_path}/no_data',
                         f'--output_json={output}', '--mnist_examples=100', '--face_people=8',
-                        '--seconds=0.05', '--warmup_seconds=0', '--repetitions=1',
-                        '--train_steps=1', '--warmup_steps=1')
+                        '--seconds=0.05', '--warmup_seconds=0', '--repetitions=2',
+                        '--train_steps=1', '--warmup_steps=1', '--ceiling_size=64',
+                        '--ceiling_runs=2', '--ceiling_seconds=0.01', '--intra_op_threads=2')
     report = json.loads(output.read_text())
 
     assert report['data']['mnist'].startswith('synthetic')  # no data dir: made its own
     assert report['data']['faces'].startswith('synthetic')
-    values = {row['key']: row['value'] for row in report['rows']}
-    for section in ('mnist.', 'train.', 'precision.', 'faces.', 'python.', 'convert.'):
-        assert any(key.startswith(section) for key in values), section
-    assert all(value > 0 for value in values.values()), values
+    rows = {row['key']: row for row in report['rows']}
+    for section in ('mnist.', 'train.', 'precision.', 'faces.', 'python.', 'convert.',
+                    'ceiling.'):
+        assert any(key.startswith(section) for key in rows), section
+    assert {'faces.sampler', 'faces.sampler_augment', 'faces.generator_augment'} <= set(rows)
+    for key, row in rows.items():
+        assert all(value > 0 for value in row['repetitions']), key
+        assert len(row['repetitions']) == (1 if key.startswith('convert.') else 2), key
+        assert row['value'] == pytest.approx(statistics.median(row['repetitions'])), key
+
+    machine = report['machine']
+    assert machine['intra_op_threads'] == 2 and 'intra-op 2' in machine['threads']
+    assert isinstance(machine['onednn'], bool) and machine['cpu_model']
+    for precision in ('cpu float32', 'cpu bfloat16'):
+        ceiling = machine['ceiling'][precision]
+        assert len(ceiling['runs']) == 2 and ceiling['gflops'] == max(ceiling['runs']) > 0
+    memory = machine['ceiling']['cpu memory read']
+    assert len(memory['runs']) == 2 and memory['gbps'] == max(memory['runs']) > 0
+    counted = report['flops']
+    assert counted['layer_shapes_per_example'] == 82_049_024
+    assert 1 < counted['profiler_per_example'] / counted['layer_shapes_per_example'] < 1.01
+    gflops = rows['ceiling.precision.float32.gflops']['repetitions']
+    assert gflops == pytest.approx([examples * counted['profiler_per_example'] / 1e9 for examples
+                                    in rows['precision.float32']['repetitions']])
+    same_round_ceiling = rows['ceiling.float32']['repetitions']  # interleaved with training
+    assert rows['ceiling.precision.float32.fraction']['repetitions'] == pytest.approx(
+        [100 * value / limit for value, limit in zip(gflops, same_round_ceiling)])
 
     assert [t['target'] for t in report['targets']] == [t[0] for t in input_bench.TARGETS]
     for (what, numerator, denominator, _, _), checked in zip(input_bench.TARGETS,
                                                              report['targets']):
         keys = numerator if isinstance(numerator, tuple) else (numerator,)
-        expected = max(values[key] for key in keys) / values[denominator]
-        assert checked['ratio'] == pytest.approx(expected), what
-    assert 'targets' in result.stdout and 'this service\'s in-graph sampler' in result.stdout
+        best = max(keys, key=lambda key: rows[key]['value'])
+        paired = repeats.paired_ratios(rows[best]['repetitions'],
+                                       rows[denominator]['repetitions'])
+        assert checked['per_round'] == pytest.approx(paired), what  # this run's rounds, paired
+        assert checked['ratio'] == pytest.approx(statistics.median(paired)), what
+        assert checked['verdict'] in ('met', 'SHORT', 'not resolved')
+    assert "this service's in-graph sampler" in result.stdout and 'ceiling:' in result.stdout
+
+
+
+def test_interleave_alternates_the_order_and_pairs_the_rounds():
+    order = []
+    values = repeats.interleave({key: (lambda key=key: order.append(key) or len(order))
+                                 for key in 'ABC'}, rounds=3)
+    assert ''.join(order) == 'ABCCBAABC'
+    assert values == {'A': [1, 6, 7], 'B': [2, 5, 8], 'C': [3, 4, 9]}
+
+
+@pytest.mark.parametrize('numerators, denominators, verdict', [
+    ([1.10, 1.00, 1.05], [1.0, 1.0, 1.0], 'not resolved'),  # 1.05 +- 0.05 against 1.02
+    ([1.10, 1.09, 1.08], [1.0, 1.0, 1.0], 'met'),           # 1.09 +- 0.01
+    ([0.90, 0.96, 0.93], [1.0, 1.0, 1.0], 'SHORT'),         # 0.93 +- 0.03
+    ([2.0, 1.0, 2.1], [2.0, 1.0, 2.0], 'not resolved'),     # paired: 1.0, 1.0, 1.05
+])
+def test_a_ratio_whose_spread_exceeds_its_margin_is_not_resolved(numerators, denominators,
+                                                                  verdict):
+    checked = repeats.check(numerators, denominators, 1.02, at_least=True)
+    assert checked['verdict'] == verdict
+    assert checked['per_round'] == pytest.approx([n / d for n, d in zip(numerators, denominators)])
+
+
+def test_at_most_targets_and_counts_measured_once():
+    assert repeats.check([110], [100], 1.2, at_least=False)['verdict'] == 'met'
+    assert repeats.check([130], [100, 101], 1.2, at_least=False)['per_round'] == pytest.approx(
+        [1.3, 130 / 101])
+    with pytest.raises(ValueError, match='same rounds'):
+        repeats.paired_ratios([1, 2], [1, 2, 3])

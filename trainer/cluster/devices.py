@@ -2,7 +2,8 @@
 
 `plan(...)` checks --distribution, --num_gpus, --cpu_replicas, --precision and
 --xla against the devices found and says what to do when they do not fit;
-`Plan.run_config(config)` adds the strategy and session settings to a RunConfig.
+`Plan.run_config(config)` adds the strategy and session settings to a RunConfig, the
+threads of --intra_op_threads and --inter_op_threads among them.
 """
 import dataclasses
 import os
@@ -43,6 +44,8 @@ class Plan:
     precision: str
     xla: bool
     precision_chosen_by_auto: bool = False
+    intra_op_threads: int = 0  # 0: TensorFlow decides
+    inter_op_threads: int = 0
 
     @property
     def num_replicas(self) -> int:
@@ -59,10 +62,15 @@ class Plan:
     def session_config(self, base: Optional[ConfigProto]) -> Optional[ConfigProto]:
         """base (RunConfig's own, e.g. a cluster's device filters) plus what this plan needs."""
         cpu_replicas = sum(device.startswith('/cpu') for device in self.replica_devices)
-        if not (self.xla or self.devices.gpus or cpu_replicas > 1):
+        threads = self.intra_op_threads or self.inter_op_threads
+        if not (self.xla or self.devices.gpus or cpu_replicas > 1 or threads):
             return base
         config = ConfigProto()
         config.CopyFrom(base or estimator_run_config.get_default_session_config())
+        if self.intra_op_threads:
+            config.intra_op_parallelism_threads = self.intra_op_threads
+        if self.inter_op_threads:
+            config.inter_op_parallelism_threads = self.inter_op_threads
         if cpu_replicas > 1:  # one CPU shown as N devices (logical devices make train() hang)
             config.device_count['CPU'] = cpu_replicas
         if self.devices.gpus:
@@ -90,12 +98,20 @@ class Plan:
             spread = 'one device' + (', TF_CONFIG cluster' if tf_config.role().in_cluster else '')
         auto = ' (--precision=auto)' if self.precision_chosen_by_auto else ''
         return (f'devices: {self.devices.describe()}; distribution: {spread}; precision: '
-                f'{self.precision}{auto}; XLA: {"on" if self.xla else "off"}')
+                f'{self.precision}{auto}; XLA: {"on" if self.xla else "off"}; threads: '
+                f'{describe_threads(self.intra_op_threads, self.inter_op_threads)}')
+
+
+def describe_threads(intra_op_threads: int, inter_op_threads: int) -> str:
+    def count(threads):
+        return str(threads) if threads else '0 (TensorFlow decides)'
+    return f'intra-op {count(intra_op_threads)}, inter-op {count(inter_op_threads)}'
 
 
 def plan(distribution: str = 'none', num_gpus: Optional[int] = None, cpu_replicas: int = 1,
          precision: str = 'float32', xla: bool = False, batch_size: Optional[int] = None,
-         devices: Optional[Devices] = None) -> Plan:
+         devices: Optional[Devices] = None, intra_op_threads: int = 0,
+         inter_op_threads: int = 0) -> Plan:
     """Checks the flags against the devices; a UserError says what to do when they do not fit."""
     devices = devices or discover()
     if num_gpus is not None and num_gpus > len(devices.gpus):
@@ -133,7 +149,8 @@ def plan(distribution: str = 'none', num_gpus: Optional[int] = None, cpu_replica
         raise UserError('--cpu_replicas only applies with --distribution=mirrored')
     if xla:
         _enable_xla_on_cpu()
-    return Plan(devices, distribution, replica_devices, gpus, precision, xla, chosen_by_auto)
+    return Plan(devices, distribution, replica_devices, gpus, precision, xla, chosen_by_auto,
+                intra_op_threads, inter_op_threads)
 
 
 def _enable_xla_on_cpu():
@@ -148,7 +165,9 @@ def _enable_xla_on_cpu():
 def from_settings(settings) -> Plan:
     """The plan for a trainer's Settings (or anything with the same device fields)."""
     return plan(settings.distribution, settings.num_gpus, settings.cpu_replicas,
-                settings.precision, settings.xla, settings.batch_size)
+                settings.precision, settings.xla, settings.batch_size,
+                intra_op_threads=settings.intra_op_threads,
+                inter_op_threads=settings.inter_op_threads)
 
 
 def cpu_has_bfloat16_units() -> Optional[bool]:

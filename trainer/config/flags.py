@@ -190,6 +190,11 @@ def define_device_flags(d):
            'such a CPU, else float32.')
     d.bool('xla', False, 'XLA JIT compilation of the training graph '
            '(auto-clustering, CPU and GPU).')
+    d.integer('intra_op_threads', 0, 'Threads one op (a matmul, a convolution) may use: '
+              'the session config\'s intra_op_parallelism_threads; 0: TensorFlow decides '
+              '(one per core).', lower_bound=0)
+    d.integer('inter_op_threads', 0, 'Ops run at once: the session config\'s '
+              'inter_op_parallelism_threads; 0: TensorFlow decides.', lower_bound=0)
 
 
 def register_checks(flag_values):

@@ -75,6 +75,8 @@ class Settings:
     cpu_replicas: int = FLAG_DEFAULTS['cpu_replicas']
     precision: str = FLAG_DEFAULTS['precision']
     xla: bool = FLAG_DEFAULTS['xla']
+    intra_op_threads: int = FLAG_DEFAULTS['intra_op_threads']
+    inter_op_threads: int = FLAG_DEFAULTS['inter_op_threads']
     flagfile_text: str = ''  # what MODEL_DIR/flags.txt records
 
     @classmethod

@@ -33,7 +33,6 @@ from absl import flags, logging
 from common import cli, tf_config
 from common.errors import UserError
 
-from trainer.config import flags as trainer_flags
 
 FLAGS = flags.FLAGS
 STOP_GRACE_SECS = 30  # from SIGTERM to SIGKILL, as Kubernetes' default grace period
@@ -186,7 +185,18 @@ def main(argv):
         cluster.stop_all()
 
 
+def define_cluster_flags():
+    """The launcher's own flags; all the others go on to every task."""
+    flags.DEFINE_integer('cluster_workers', 2, 'Workers besides the chief.', lower_bound=0)
+    flags.DEFINE_integer('cluster_ps', 1, 'Parameter servers.', lower_bound=0)
+    flags.DEFINE_boolean('cluster_evaluator', True, 'Run an evaluator task: the eval job '
+                         '(--eval_name, --export_dir...) of --mode=continuous_eval.')
+    flags.DEFINE_boolean('cluster_private_network', True, 'Run the tasks in a private network '
+                         'namespace (unshare --user --net) so that nothing outside can reach '
+                         'their ports; where the system does not allow it, warn and run without.')
+
+
 if __name__ == '__main__':
-    trainer_flags.define_cluster_flags()
+    define_cluster_flags()
     # known_only: the launcher's flags; the others go on to every task.
-    cli.run(main, own_modules=[trainer_flags.__name__], user_errors=(UserError,), known_only=True)
+    cli.run(main, own_modules=[], user_errors=(UserError,), known_only=True)

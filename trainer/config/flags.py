@@ -238,14 +238,3 @@ def flagfile_text(flag_values) -> str:
     """The trainer's flags as --flagfile lines, sorted (what MODEL_DIR/flags.txt holds)."""
     lines = [flag.serialize() for flag in flag_values.get_flags_for_module(__name__)]
     return ''.join(f'{line}\n' for line in sorted(lines) if line)
-
-
-def define_cluster_flags():
-    """trainer.cluster.local_cluster's own flags; all the others go on to every task."""
-    flags.DEFINE_integer('cluster_workers', 2, 'Workers besides the chief.', lower_bound=0)
-    flags.DEFINE_integer('cluster_ps', 1, 'Parameter servers.', lower_bound=0)
-    flags.DEFINE_boolean('cluster_evaluator', True, 'Run an evaluator task: the eval job '
-                         '(--eval_name, --export_dir...) of --mode=continuous_eval.')
-    flags.DEFINE_boolean('cluster_private_network', True, 'Run the tasks in a private network '
-                         'namespace (unshare --user --net) so that nothing outside can reach '
-                         'their ports; where the system does not allow it, warn and run without.')

@@ -75,7 +75,7 @@ def test_ctrl_c_stops_the_sweep_and_the_same_command_goes_on(interrupted_then_co
            if row['state'].startswith('cut short, resumed as')}
     assert cut, again.stdout
     for number, resumed_as in cut.items():  # the same trial goes on from its checkpoint
-        assert rows[resumed_as]['learning_rate'] == rows[number]['learning_rate']
+        assert rows[resumed_as]['learning_rate'] == rows[number]['learning_rate'], again.stdout
         assert 'Restoring parameters from' in (
             study_dir / 'logs' / f'trial-{number:03d}.log').read_text()
     finished_first = [number for number, row in rows.items()

@@ -26,7 +26,7 @@ import time
 import optuna
 from absl import flags
 
-from common import cli, paths, process_lock
+from common import cli, paths, process_lock, termination
 from common.errors import UserError
 from tools import sweep_study
 from trainer.config import search_space
@@ -160,14 +160,15 @@ def _eval_name(trainer_flags) -> str:
     return given[-1] if given else trainer_defaults()['eval_name']
 
 
-def stop_trials_on_ctrl_c(sweep: Sweep) -> None:
-    """Ctrl-C (SIGINT) reaches only the main thread: it also tells the trials in the others."""
-    on_ctrl_c = signal.getsignal(signal.SIGINT)
-    if callable(on_ctrl_c):
-        def stop(signum, frame):
-            sweep.stopping.set()
-            on_ctrl_c(signum, frame)
-        signal.signal(signal.SIGINT, stop)
+def stop_trials_on_signal(sweep: Sweep) -> None:
+    """Ctrl-C or SIGTERM reaches only the main thread: it also tells the trials in the others."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(signum)
+        if callable(handler):
+            def stop(signum, frame, handler=handler):
+                sweep.stopping.set()
+                handler(signum, frame)
+            signal.signal(signum, stop)
 
 
 def check_trainer_flags(trainer_flags, params):
@@ -205,14 +206,18 @@ def main(argv):
         sweep = Sweep(study_dir, model, params, objective, trainer_flags)
         study = sweep_study.open_study(study_dir, model, FLAGS.param, objective, trainer_flags,
                                        FLAGS.prune, FLAGS.prune_after_trials, FLAGS.seed)
-        stop_trials_on_ctrl_c(sweep)
+        stop_trials_on_signal(sweep)
         sweep_study.write_hparams_experiment(study_dir, params, objective, _eval_name(trainer_flags))
         try:
             sweep_study.run(study, sweep, FLAGS.trials, FLAGS.parallel, TrialFailed)
-        except (KeyboardInterrupt, TrialInterrupted):  # Ctrl-C, maybe seen first by a trainer
-            sweep.stopping.set()  # the trials in other threads stop their trainers too
+        except (KeyboardInterrupt, termination.Terminated, TrialInterrupted) as stopped:
+            # A signal, or Ctrl-C seen first by a trainer: the trials in other threads stop
+            # their trainers too, and are marked interrupted before the sweep exits.
+            sweep.stopping.set()
             sweep_study.wait_while_running(study, STOP_GRACE_SECS + 10)
-            raise KeyboardInterrupt from None
+            if isinstance(stopped, TrialInterrupted):
+                raise KeyboardInterrupt from None
+            raise
         finally:
             print(sweep_study.table(study, params, objective), flush=True)
     return cli.EXIT_OK
@@ -222,5 +227,5 @@ if __name__ == '__main__':
     define_flags()
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # the table says which trials failed, and why
     cli.run(main, own_modules=[], user_errors=(UserError,),
-            interrupted_message='interrupted: the sweep stopped; run the same command to go on '
-                                '(the interrupted trials resume from their checkpoints)')
+            stopped_message='the sweep stopped; run the same command to go on (the interrupted '
+                            'trials resume from their checkpoints)')

@@ -4,6 +4,7 @@
 #   `nvidia-smi -L` finds a GPU); switching variants rebuilds .venv.
 #   ./run.sh                 the demo: offline digits -> shards -> train -> evaluate -> export -> predict
 #   ./run.sh test [ARGS]     the test suite (ARGS go to pytest)
+#   ./run.sh test-slow [ARGS]   the slow end-to-end tests (sweeps, the bench), which CI runs too
 #   ./run.sh test-container [--scenarios=a,b,c,d]   the image built and a TFJob run as containers
 #                            the way the training operator runs it (needs a docker daemon)
 #   ./run.sh faces [--lfw_dir=ROOT]   the face-pair demo (synthetic faces unless --lfw_dir)
@@ -75,7 +76,7 @@ case "${1:-demo}" in
   demo) install_pinned requirements-demo.txt "$venv/.requirements-demo.sha256" ;;
   prepare) [[ " $* " != *" digits "* ]] \
     || install_pinned requirements-demo.txt "$venv/.requirements-demo.sha256" ;;
-  test)  # the tests prepare the digits and run a small sweep too
+  test|test-slow)  # the tests prepare the digits and run small sweeps too
     install_pinned requirements-demo.txt "$venv/.requirements-demo.sha256"
     install_pinned requirements-test.txt "$venv/.requirements-test.sha256"
     install_pinned requirements-sweep.txt "$venv/.requirements-sweep.sha256" ;;
@@ -88,7 +89,8 @@ command=${1:-demo}
 case "$command" in
   demo)    exec "$py" -m demos.digits "$@" ;;
   faces)   exec "$py" -m demos.faces "$@" ;;
-  test)    exec "$py" -m pytest "$@" ;;  # pytest.ini: testpaths = tests
+  test)    exec "$py" -m pytest "$@" ;;  # pytest.ini: testpaths = tests, not the slow ones
+  test-slow) exec "$py" -m pytest -m slow "$@" ;;
   test-container) exec "$py" -m tests.containers.scenarios "$@" ;;
   prepare) exec "$py" -m input_fns.prepare "$@" ;;
   trainer) exec "$py" -m trainer.main "$@" ;;
@@ -99,5 +101,5 @@ case "$command" in
   sweep)   exec "$py" -m tools.sweep "$@" ;;
   status)  exec "$py" -m trainer.observe.status "$@" ;;
   python)  exec "$py" "$@" ;;
-  *) echo "run.sh: unknown command '$command' (use: demo, faces, test, test-container, prepare, trainer, cluster, status, bench, screenshots, deploy, sweep, python)" >&2; exit 2 ;;
+  *) echo "run.sh: unknown command '$command' (use: demo, faces, test, test-container, prepare, trainer, cluster, status, bench, screenshots, deploy, sweep, test-slow, python)" >&2; exit 2 ;;
 esac

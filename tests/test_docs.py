@@ -23,7 +23,7 @@ QUICK_START_MARKER = '<!-- quick-start'
 FENCE = re.compile(r'^```[^\n]*\n(.*?)^```', re.MULTILINE | re.DOTALL)
 INLINE_CODE = re.compile(r'`([^`]+)`')
 # What the run.sh subcommand runs: `  trainer) exec "$py" -m trainer.main "$@" ;;`
-RUN_SH_CASE = re.compile(r'^\s*([\w-]+)\)\s+exec "\$py"(?: -m ([\w.]+))? "\$@" ;;', re.MULTILINE)
+RUN_SH_CASE = re.compile(r'^\s*([\w-]+)\)\s+exec "\$py"(?: -m ([\w.]+))?[^"\n]* "\$@" ;;', re.MULTILINE)
 NOT_OURS = ('pytest', None)  # ./run.sh test, ./run.sh python: their flags are not this project's
 # Flags every absl command takes without defining them.
 ABSL_PARSER_FLAGS = {'flagfile', 'undefok'}

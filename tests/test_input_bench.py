@@ -8,6 +8,7 @@ from benchmarks import input_bench, repeats
 from conftest import run_module
 
 
+@pytest.mark.slow  # the whole bench on tiny data, two rounds: ./run.sh test-slow
 def test_bench_measures_every_row_and_takes_its_ratios_from_them(tmp_path):
     output = tmp_path / 'bench.json'
     result = run_module('benchmarks.input_bench', f'--data_dir={tmp_path}/no_data',

@@ -11,6 +11,8 @@ import pytest
 
 from conftest import REPO, assert_one_line_error, default_sigint
 
+pytestmark = pytest.mark.slow  # each test runs whole sweeps: ./run.sh test-slow
+
 GOOD, HOPELESS = '0.01', '1e-09'  # learning rates: the second leaves the model where it began
 
 

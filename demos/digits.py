@@ -16,6 +16,7 @@ import time
 from absl import flags
 
 from common import cli
+from trainer.serving import export
 
 FLAGS = flags.FLAGS
 PROGRESS_LINE = re.compile(r'hooks\.py:\d+\] (step .*)')
@@ -106,7 +107,8 @@ def main(argv):
           f'(global step {metrics["global_step"]})')
     print(f'  shards:      {data}/  (manifest.json)')
     print(f'  model_dir:   {model}/  (checkpoints, TensorBoard summaries, flags.txt)')
-    print(f'  SavedModel:  {saved_model}/  (signatures serving_default, predict_pixels)')
+    signatures = ', '.join(sorted(export.signature_defs(saved_model)))
+    print(f'  SavedModel:  {saved_model}/  (signatures {signatures})')
     print(f'  logs:        {logs}/')
     print(f'  TensorBoard: .venv/bin/tensorboard --logdir={model}')
 

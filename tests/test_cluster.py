@@ -2,9 +2,13 @@
 import os
 import re
 
+import pytest
+
 from conftest import run_module
 from trainer.evaluation.ledger import Ledger
 from trainer.run import checkpoints
+
+pytestmark = pytest.mark.slow  # a whole loopback cluster: ./run.sh test-slow
 
 ROLES = ('chief', 'worker0', 'worker1', 'ps0', 'evaluator')
 

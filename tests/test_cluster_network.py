@@ -5,10 +5,14 @@ import re
 import signal
 import socket
 
+import pytest
+
 from conftest import start_module, wait_for_log
 from test_cluster import ROLES, cluster_args
 from trainer.cluster import local_cluster
 from trainer.run import checkpoints
+
+pytestmark = pytest.mark.slow  # a whole loopback cluster in a private network: ./run.sh test-slow
 
 
 def test_task_ports_are_closed_from_outside_and_ctrl_c_stops_every_task(digit_shards, tmp_path):

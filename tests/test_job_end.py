@@ -4,8 +4,12 @@ parameter servers' own end is tested with the loopback cluster (test_cluster.py)
 import datetime
 import re
 
+import pytest
+
 from conftest import run_module, run_together
 from trainer.evaluation.ledger import Ledger
+
+pytestmark = pytest.mark.slow  # a chief and a real eval job in processes: ./run.sh test-slow
 
 
 def train_args(model_dir, shards, *extra):

@@ -16,14 +16,14 @@ pytestmark = pytest.mark.slow  # each test runs whole sweeps: ./run.sh test-slow
 GOOD, HOPELESS = '0.01', '1e-09'  # learning rates: the second leaves the model where it began
 
 
-def sweep_args(study_dir, digit_shards, trials, *extra):
+def sweep_args(study_dir, digit_shards, trials, *extra, train_steps=8):
     return ['bash', os.path.join(REPO, 'run.sh'), 'sweep', f'--study_dir={study_dir}',
             f'--trials={trials}', '--objective=accuracy:maximize',
             f'--param=learning_rate:categorical:{GOOD},{HOPELESS}',
             '--param=dropout_rate:double:0.1:0.5', '--prune_after_trials=1', *extra, '--',
             f'--train_files={digit_shards.train_pattern}',
             f'--eval_files={digit_shards.validation_pattern}', '--batch_size=16',
-            '--train_steps=8', '--save_checkpoints_steps=4', '--eval_throttle_secs=0']
+            f'--train_steps={train_steps}', '--save_checkpoints_steps=4', '--eval_throttle_secs=0']
 
 
 def run_sweep(*args, timeout=600):
@@ -116,7 +116,8 @@ def test_each_trial_is_its_ledgers_final_evaluation(interrupted_then_continued):
 def test_the_median_pruner_stops_hopeless_trials(digit_shards, tmp_path):
     """One trial at a time: a hopeless trial after a good one trails the median at its first
     evaluation, and its trainer is stopped there; good ones are never pruned."""
-    result = run_sweep(*sweep_args(tmp_path / 'study', digit_shards, 3))
+    # 40 steps: a pruned trainer is still training when the sweep (polling each second) stops it
+    result = run_sweep(*sweep_args(tmp_path / 'study', digit_shards, 3, train_steps=40))
     assert result.returncode == 0, result.stderr[-3000:]
     rows = table_rows(result.stdout)
     assert {row['learning_rate'] for row in rows.values()} == {GOOD, HOPELESS}  # both were tried

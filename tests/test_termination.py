@@ -17,6 +17,8 @@ from pid_namespace import start_as_pid1, unavailable_reason
 from trainer.evaluation.ledger import Ledger
 from trainer.run import checkpoints
 
+pytestmark = pytest.mark.slow  # real processes stopped by signals, then resumed: ./run.sh test-slow
+
 TRAIN_STEPS = 300
 STOPPED = r'SIGTERM: stopping training at step (\d+); its checkpoint is saved before the exit'
 

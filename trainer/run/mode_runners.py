@@ -55,7 +55,9 @@ def train_and_evaluate(run: experiment.Experiment):
                 tf.estimator.train_and_evaluate(run.estimator, run.train_spec, run.eval_spec)
         # A run stopped between its final save and that checkpoint's evaluation resumes with
         # nothing to train, and tf.estimator then evaluates nothing: the ledger would lack it.
-        eval_job.evaluate_once(job, checkpoints.resolve(run.settings.model_dir, 'latest'))
+        [(step, path)] = checkpoints.resolve(run.settings.model_dir, 'latest')
+        if job.ledger.find(step) is None:
+            eval_job.evaluate_once(job, [(step, path)])
         return
     # On a cluster (TF_CONFIG): the chief, a worker or a parameter server.
     with run.training(with_eval_spec=True):

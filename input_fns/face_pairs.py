@@ -173,7 +173,8 @@ def generator_pairs_dataset(index: PhotoIndex, geometry: FaceGeometry,
                             augment_images: bool = True) -> tf.data.Dataset:
     """Face pairs the naive way (--pair_sampler=generator): a Python generator yields path pairs,
     map reads them, kept to measure sampled_pairs_dataset against."""
-    if not index.source_root or not os.path.isdir(index.source_root):
+    # The naive way reads the photo folder prepare recorded, by path, as such code does.
+    if not index.source_root or not os.path.isdir(index.source_root):  # local: see above
         raise UserError(f'the generator pair sampler reads the photo folder {index.source_root!r} '
                         'named in manifest.json, and it is not there')
     order, starts, counts, eligible = index.tables()

@@ -39,9 +39,10 @@ def process_started() -> float:
     else when this module was imported): tells this process from an earlier one that had
     the same pid."""
     try:
-        with open('/proc/self/stat') as f:  # field 22, start time in clock ticks after boot
+        # Field 22 of /proc/self/stat: the start time in clock ticks after boot.
+        with open('/proc/self/stat') as f:  # local: this machine's /proc
             start_ticks = int(f.read().rsplit(')', 1)[1].split()[19])
-        with open('/proc/stat') as f:
+        with open('/proc/stat') as f:  # local: this machine's boot time
             boot_time = next(int(line.split()[1]) for line in f if line.startswith('btime '))
         return boot_time + start_ticks / os.sysconf('SC_CLK_TCK')
     except (OSError, ValueError, IndexError, StopIteration):

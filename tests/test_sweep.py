@@ -49,9 +49,10 @@ def table_rows(stdout):
 @pytest.fixture(scope='module')
 def interrupted_then_continued(digit_shards, tmp_path_factory):
     """A sweep of two trials at a time stopped by Ctrl-C during its third trial, then the same
-    command."""
+    command. Without pruning, so that the third trial is still training when Ctrl-C comes (a
+    pruned trial ends at the very evaluation this waits for)."""
     study_dir = tmp_path_factory.mktemp('sweep') / 'study'
-    args = sweep_args(study_dir, digit_shards, 4, '--parallel=2')
+    args = sweep_args(study_dir, digit_shards, 4, '--parallel=2', '--noprune')
     first_entry = study_dir / 'trial-002' / 'eval_default' / 'results' / 'step-000000004.json'
     with open(study_dir.parent / 'first.log', 'w') as log:
         first = subprocess.Popen(args, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,

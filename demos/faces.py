@@ -67,8 +67,11 @@ def main(argv):
                           ['--mode=predict', f'--saved_model={saved_model}'] + images,
                           logs).splitlines():
         row = json.loads(line)
+        decision = ''  # the export decides only when an eval job chose its threshold
+        if 'same_person' in row:
+            decision = ' -> same person' if row['same_person'] else ' -> different people'
         print(f'   {os.path.basename(row["image_a"])} vs {os.path.basename(row["image_b"])}: '
-              f'same person with probability {row["probability"]:.3f}')
+              f'probability {row["probability"]:.3f} of one person{decision}')
 
     protocol = metrics['lfw_protocol']
     print(f'\nFaces demo finished in {time.time() - started:.0f}s '

@@ -20,7 +20,7 @@ import os
 import threading
 import time
 import uuid
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Optional, Set
 
 import tensorflow as tf
 from absl import logging
@@ -76,6 +76,11 @@ class Claims:
     def exporting(self):
         """On a local disk, one job at a time makes exports from the ledger."""
         return self.guarded(EXPORTS_LOCK_NAME)
+
+    def claimed_steps(self) -> Set[int]:
+        """The steps that have a claim object (held, or left by a job that died)."""
+        return {int(match.group(1)) for match in map(ledger.RESULT_NAME.match,
+                                                     files.listdir(self.dir)) if match}
 
     def read(self, step: int) -> Optional[Dict]:
         try:

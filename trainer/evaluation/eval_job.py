@@ -117,7 +117,12 @@ class EvalJob:
     def update_exports(self) -> None:
         if self.exports is not None:
             with self.claims.exporting():
-                self.exports.update(self.ledger.entries())
+                entries = self.ledger.entries()
+                # Steps another job is still evaluating: choose only among the steps before
+                # them, so that a later step finished first is not exported as "best".
+                unfinished = self.claims.claimed_steps() - {e['step'] for e in entries}
+                cut = min(unfinished, default=None)
+                self.exports.update([e for e in entries if cut is None or e['step'] < cut])
 
 
 def continuous_eval(job: EvalJob, model_dir: str, train_steps: Optional[int],

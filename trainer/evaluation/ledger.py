@@ -46,6 +46,7 @@ def eval_names(model_dir: str) -> List[str]:
 
 class Ledger:
     def __init__(self, model_dir: str, eval_name: str):
+        self.model_dir = model_dir
         self.dir = eval_dir(model_dir, eval_name)
         self.path = paths.join(self.dir, RESULTS_DIR)
         self.eval_name = eval_name

@@ -2,6 +2,7 @@
 chosen from the ledger across a restart, and early stopping that reads the ledger."""
 import json
 import os
+import re
 import shutil
 
 import pytest
@@ -30,12 +31,15 @@ def steps_of(entries):
 
 @pytest.fixture(scope='module')
 def side_by_side(digit_shards, tmp_path_factory):
-    """Two named eval jobs (different data), started before a trainer in another process."""
+    """Two named eval jobs (different data), started before a trainer in another process; the
+    name validation has two jobs sharing its checkpoints."""
     work = tmp_path_factory.mktemp('side_by_side')
     model_dir, export_dir = work / 'model', work / 'exports'
     jobs = {
         'validation': eval_args(model_dir, digit_shards.validation_pattern, 'validation',
                                 f'--export_dir={export_dir}', '--export_metric=accuracy'),
+        'validation_b': eval_args(model_dir, digit_shards.validation_pattern, 'validation',
+                                  f'--export_dir={export_dir}', '--export_metric=accuracy'),
         'train': eval_args(model_dir, digit_shards.train_pattern, 'train'),
         'trainer': train_args(model_dir, digit_shards, 8),
     }
@@ -80,7 +84,34 @@ def test_best_export_and_pointer(side_by_side):
 
 def test_eval_job_logs_its_checkpoint_and_how_many_wait(side_by_side):
     model_dir, _, logs = side_by_side
-    assert f'eval_validation: on checkpoint {model_dir}/model.ckpt-8, 0 waiting' in logs['validation']
+    assert (f'eval_validation: on checkpoint {model_dir}/model.ckpt-8, 0 waiting'
+            in logs['validation'] + logs['validation_b'])
+
+
+def test_two_jobs_on_one_name_evaluate_each_checkpoint_once_and_say_who(side_by_side):
+    """Every checkpoint has one ledger entry, written by the one job that evaluated it (each
+    job logs the checkpoints it takes); status names the job of each step."""
+    model_dir, _, logs = side_by_side
+    entries = Ledger(str(model_dir), 'validation').entries()
+    assert steps_of(entries) == [0, 2, 4, 6, 8]
+    taken = {name: {int(step) for step in re.findall(r'eval_validation: on checkpoint \S+'
+                                                     r'model\.ckpt-(\d+),', logs[name])}
+             for name in ('validation', 'validation_b')}
+    assert not taken['validation'] & taken['validation_b']  # none evaluated twice
+    pids = {}
+    for entry in entries:
+        [name] = [name for name, steps in taken.items() if entry['step'] in steps]
+        pids.setdefault(name, set()).add(entry['evaluated_by']['pid'])
+        assert entry['evaluated_by']['task'] == 'local'
+    assert all(len(found) == 1 for found in pids.values())  # one process per job
+    for name in ('validation', 'validation_b'):
+        assert 'eval_validation: evaluated the final checkpoint (step 8); done' in logs[name]
+    report = json.loads(run_module('trainer.observe.status', f'--model_dir={model_dir}',
+                                   '--format=json').stdout)
+    [validation] = [job for job in report['eval_jobs'] if job['name'] == 'validation']
+    assert sorted(step for who in validation['evaluated_by'] for step in who['steps']) == [
+        0, 2, 4, 6, 8]
+    assert all(who['evaluator'].startswith('local (pid ') for who in validation['evaluated_by'])
 
 
 def test_status_of_a_model_dir_with_a_trainer_eval_jobs_and_exports(side_by_side, digit_shards):

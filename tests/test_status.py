@@ -69,3 +69,19 @@ def test_empty_model_dir():
     assert report['training']['state'] == 'no checkpoint yet'
     text = status.render_text(report)
     assert 'never trained here' in text and 'eval jobs   none' in text
+
+
+def test_status_shows_which_eval_job_evaluated_each_step():
+    a, b = ({'host': 'h', 'pid': 7, 'task': 'evaluator0'}, {'host': 'h', 'pid': 9,
+                                                            'task': 'evaluator1'})
+    ledgers = {'v': [dict(entry(100, loss=0.2), evaluated_by=a),
+                     dict(entry(200, loss=0.1), evaluated_by=b),
+                     dict(entry(300, 'skipped'), evaluated_by=a)]}
+    report = status.summarize(snapshot(eval_ledgers=ledgers))
+    assert report['eval_jobs'][0]['evaluated_by'] == [
+        {'evaluator': 'evaluator0 (pid 7 on h)', 'steps': [100, 300]},
+        {'evaluator': 'evaluator1 (pid 9 on h)', 'steps': [200]}]
+    text = status.render_text(report).splitlines()
+    assert '    by      evaluator0 (pid 7 on h): 100, 300' in text
+    assert '    by      evaluator1 (pid 9 on h): 200' in text
+    assert not status.summarize(snapshot())['eval_jobs'][0]['evaluated_by']  # older ledgers

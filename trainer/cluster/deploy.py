@@ -47,6 +47,9 @@ def define_flags():
     flags.DEFINE_integer('ps', 1, 'Parameter servers.', lower_bound=0)
     flags.DEFINE_boolean('evaluator', False, 'Add an evaluator: the eval job, which evaluates '
                          'every checkpoint and exports from its ledger.')
+    flags.DEFINE_integer('evaluators', None, 'How many evaluators (instead of --evaluator): eval '
+                         'jobs sharing --eval_name, each checkpoint evaluated by one of them; '
+                         'each replica gets its index in TF_CONFIG.', lower_bound=0)
     flags.DEFINE_integer('gpus', 0, 'GPUs for the chief and each worker.', lower_bound=0)
     flags.DEFINE_multi_string('env', [], 'KEY=VALUE: an environment variable of every replica '
                               '(repeatable), e.g. S3_ENDPOINT=https://... for an s3:// bucket.')
@@ -98,6 +101,16 @@ def check_common(command, name, image):
                             f'`deploy {command}`; drop it')
 
 
+def evaluator_count() -> int:
+    """--evaluators=N, else one evaluator with --evaluator."""
+    if FLAGS.evaluators is None:
+        return int(FLAGS.evaluator)
+    if FLAGS['evaluator'].present and FLAGS.evaluator != bool(FLAGS.evaluators):
+        raise UserError(f'--evaluators={FLAGS.evaluators} contradicts '
+                        f'--{"" if FLAGS.evaluator else "no"}evaluator; keep one')
+    return FLAGS.evaluators
+
+
 def _shared_job_options() -> dict:
     return dict(env=job_args.env_list(FLAGS.env), service_account=FLAGS.service_account,
                 gpus=FLAGS.gpus, wait_for_eval_secs=FLAGS.wait_for_eval_secs)
@@ -106,13 +119,13 @@ def _shared_job_options() -> dict:
 def tfjob_from_flags(args: List[str]) -> List[dict]:
     """The TFJob (and NetworkPolicy) the flags ask for, running the trainer with args."""
     tfjob.check_tfjob_name(FLAGS.name, job_args.replica_counts(FLAGS.workers, FLAGS.ps,
-                                                               FLAGS.evaluator))
+                                                               evaluator_count()))
     for secret in FLAGS.env_from_secret:
         tfjob.check_kubernetes_name('env_from_secret', secret, 'Secret')
     if FLAGS.service_account is not None:
         tfjob.check_kubernetes_name('service_account', FLAGS.service_account, 'service account')
     return tfjob.tfjob_manifests(
-        FLAGS.name, FLAGS.image, args, FLAGS.workers, FLAGS.ps, FLAGS.evaluator,
+        FLAGS.name, FLAGS.image, args, FLAGS.workers, FLAGS.ps, evaluator_count(),
         cpu=FLAGS.cpu, memory=FLAGS.memory, namespace=FLAGS.namespace,
         network_policy=FLAGS.network_policy, env_from_secrets=FLAGS.env_from_secret,
         grace_period_secs=FLAGS.grace_period_secs, backoff_limit=FLAGS.backoff_limit,
@@ -128,7 +141,7 @@ def vertex_job_from_flags(args: List[str]) -> dict:
         raise UserError(f'--base_output_dir={FLAGS.base_output_dir}: Vertex AI needs a gs:// '
                         'folder')
     return vertex_job.vertex_job(
-        FLAGS.name, FLAGS.image, args, FLAGS.workers, FLAGS.ps, FLAGS.evaluator,
+        FLAGS.name, FLAGS.image, args, FLAGS.workers, FLAGS.ps, evaluator_count(),
         machine_type=FLAGS.machine_type, accelerator_type=FLAGS.accelerator_type,
         base_output_dir=FLAGS.base_output_dir, tensorboard=FLAGS.tensorboard,
         job_timeout_secs=FLAGS.job_timeout_secs,

@@ -40,8 +40,8 @@ def trainer_args(trainer_flags: List[str], needs_model_dir: bool) -> List[str]:
         '--mode=train_and_evaluate']
 
 
-def replica_counts(workers: int, ps: int, evaluator: bool) -> Dict[str, int]:
-    """Replicas per task type, in TF_CONFIG's lowercase names."""
+def replica_counts(workers: int, ps: int, evaluator: int) -> Dict[str, int]:
+    """Replicas per task type, in TF_CONFIG's lowercase names; evaluator: a count (True: one)."""
     counts = {'chief': 1, 'worker': workers, 'ps': ps, 'evaluator': int(evaluator)}
     return {task_type: count for task_type, count in counts.items() if count}
 

@@ -1,9 +1,9 @@
 """A local TensorFlow cluster on loopback ports, with the same flags as a single-machine run.
 
   python -m trainer.cluster.local_cluster --model_dir=DIR --train_files=GLOB --eval_files=GLOB \
-      --train_steps=1000 [--cluster_workers=2 --cluster_ps=1 --cluster_evaluator] [trainer flags]
+      --train_steps=1000 [--cluster_workers=2 --cluster_ps=1 --cluster_evaluators=1] [trainer flags]
 
-Starts a chief, the workers and parameter servers, and an evaluator, each a
+Starts a chief, the workers and parameter servers, and the evaluators, each a
 `python -m trainer.main --mode=train_and_evaluate` process with its own TF_CONFIG
 (the layout Kubeflow's TFJob and Vertex AI use), prints their log lines prefixed
 with their role, and returns when every task has finished (parameter servers finish
@@ -55,13 +55,20 @@ def cluster_spec(num_workers: int, num_ps: int):
     return {job: tasks for job, tasks in spec.items() if tasks}
 
 
-def tasks(spec, evaluator: bool):
-    """(role, TF_CONFIG) per task. The evaluator is not in the cluster, as TF_CONFIG defines it."""
+def tasks(spec, evaluator: int):
+    """(role, TF_CONFIG) per task; evaluator: how many evaluators (True: one). The evaluators
+    are not in the cluster, as TF_CONFIG defines it; several are evaluator0, evaluator1..."""
     configs = [{'cluster': spec, 'task': {'type': job, 'index': index}}
                for job in ('ps', 'chief', 'worker') for index in range(len(spec.get(job, [])))]
-    if evaluator:
-        configs.append({'cluster': spec, 'task': {'type': 'evaluator', 'index': 0}})
-    return [(tf_config.role(config).label, config) for config in configs]
+    configs += [{'cluster': spec, 'task': {'type': 'evaluator', 'index': index}}
+                for index in range(int(evaluator))]
+
+    def label(config):
+        task = config['task']
+        if task['type'] == 'evaluator' and evaluator > 1:
+            return f'evaluator{task["index"]}'
+        return tf_config.role(config).label
+    return [(label(config), config) for config in configs]
 
 
 def private_network_possible() -> bool:
@@ -174,15 +181,30 @@ def main(argv):
     if any(mode not in ('train', 'train_and_evaluate') for mode in modes):
         raise UserError(f'--mode={modes[-1]}: a cluster trains (--mode=train or '
                         'train_and_evaluate)')
+    evaluators = evaluator_count(modes)
     if FLAGS.cluster_private_network:
         enter_private_network()
-    cluster = Cluster(trainer_args, FLAGS.cluster_evaluator, FLAGS.cluster_workers,
-                      FLAGS.cluster_ps)
+    cluster = Cluster(trainer_args, evaluators, FLAGS.cluster_workers, FLAGS.cluster_ps)
     try:  # SIGTERM or Ctrl-C raise here (common.termination); the tasks get SIGTERM in turn
         cluster.start()
         return cluster.wait()
     finally:
         cluster.stop_all()
+
+
+def evaluator_count(modes) -> int:
+    """--cluster_evaluators=N, else one evaluator unless --nocluster_evaluator."""
+    if not FLAGS['cluster_evaluators'].present:
+        return int(FLAGS.cluster_evaluator)
+    count = FLAGS.cluster_evaluators
+    if FLAGS['cluster_evaluator'].present and FLAGS.cluster_evaluator != bool(count):
+        raise UserError(f'--cluster_evaluators={count} contradicts --'
+                        f'{"" if FLAGS.cluster_evaluator else "no"}cluster_evaluator; keep one')
+    if count and 'train' in modes:
+        raise UserError(f'--cluster_evaluators={count} with --mode=train: evaluators run only '
+                        'beside --mode=train_and_evaluate; drop --mode=train, or run eval jobs '
+                        'yourself (--mode=continuous_eval)')
+    return count
 
 
 def define_cluster_flags():
@@ -191,6 +213,9 @@ def define_cluster_flags():
     flags.DEFINE_integer('cluster_ps', 1, 'Parameter servers.', lower_bound=0)
     flags.DEFINE_boolean('cluster_evaluator', True, 'Run an evaluator task: the eval job '
                          '(--eval_name, --export_dir...) of --mode=continuous_eval.')
+    flags.DEFINE_integer('cluster_evaluators', 1, 'How many evaluators: eval jobs sharing '
+                         '--eval_name, each checkpoint evaluated by one of them (0: none).',
+                         lower_bound=0)
     flags.DEFINE_boolean('cluster_private_network', True, 'Run the tasks in a private network '
                          'namespace (unshare --user --net) so that nothing outside can reach '
                          'their ports; where the system does not allow it, warn and run without.')

@@ -78,7 +78,7 @@ def check_trial_replicas() -> None:
     """A trial's metrics come from its evaluator; its chief, given --wait_for_eval_secs like
     any chief of a job with an evaluator, waits for the final evaluation, then reports the
     ledger (a trial ends with its chief, and Katib reads the chief's output)."""
-    if not FLAGS.evaluator:
+    if not deploy.evaluator_count():
         raise UserError('--evaluator is required: a trial\'s metrics come from its evaluator '
                         '(on a cluster the chief trains and does not evaluate)')
     if not FLAGS.wait_for_eval_secs:

@@ -75,9 +75,10 @@ def define_training(d):
     d.integer('keep_checkpoint_max', 5, 'Checkpoints to keep (0 keeps all).', lower_bound=0)
     d.integer('log_every_n_steps', 100, 'Log progress and write summaries every N steps.',
               lower_bound=1)
-    d.integer('lease_timeout_secs', 120, 'A bucket model_dir\'s training lease that has not '
-              'been renewed for this long is stale: the next trainer takes it over (the '
-              'holder renews it every quarter of this).', lower_bound=1)
+    d.integer('lease_timeout_secs', 120, 'A bucket model_dir\'s training lease, or an eval '
+              'job\'s claim on a checkpoint, that has not been renewed for this long is stale: '
+              'the next trainer or eval job takes it over (the holder renews it every quarter '
+              'of this).', lower_bound=1)
 
 
 def define_model_params(d):

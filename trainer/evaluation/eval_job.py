@@ -6,35 +6,33 @@ resnet_main.py, but it lists every checkpoint file instead of waiting for the
 latest, which skips those saved during an evaluation. evaluate_once serves a
 scheduler: the latest checkpoint, all of them, or one step. Both skip what the
 ledger already has and export as the ledger says (trainer/evaluation/export_policy.py).
-SIGTERM or Ctrl-C abandons the checkpoint in hand without a ledger entry (common.termination):
-the same command evaluates it again.
+Several jobs under one name share the checkpoints: each claims a step before evaluating it
+(trainer/evaluation/claims.py), and writes its ledger entry through that claim.
+SIGTERM or Ctrl-C abandons the checkpoint in hand without a ledger entry (common.termination)
+and gives its claim up: the same command, or another job, evaluates it again.
 """
 import time
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 import tensorflow as tf
 from absl import logging
 
-from common import files, paths, termination
+from common import termination
 from common.errors import UserError
-from trainer.evaluation import ledger
+from trainer.evaluation import claims as step_claims
+from trainer.evaluation import ledger, training_run
 from trainer.evaluation.export_policy import LedgerExports
 from trainer.run import checkpoints, run_files
 
 POLL_SECS = 1.0
-# How long an eval job waits for a model_dir that does not exist yet.
-MODEL_DIR_GRACE_SECS = 120
-
-
-class EvalTimeout(RuntimeError):
-    """No checkpoint ever came: a runtime failure (exit 1), not bad input."""
 
 
 class EvalJob:
     def __init__(self, estimator: tf.estimator.Estimator, input_fn: Callable, eval_files: str,
                  eval_ledger: ledger.Ledger, exports: Optional[LedgerExports] = None,
                  extra_metrics: Optional[Callable[[str], Dict]] = None,
-                 report: Optional[Callable[[Dict, str], None]] = None):
+                 report: Optional[Callable[[Dict, str], None]] = None,
+                 claims: Optional[step_claims.Claims] = None):
         self.estimator = estimator
         self.report = report  # (ledger entry, eval folder) -> None: tells tuners (observe/tuner_metrics)
         self.extra_metrics = extra_metrics  # checkpoint path -> more metrics (LFW's protocol)
@@ -42,6 +40,8 @@ class EvalJob:
         self.eval_files = eval_files
         self.ledger = eval_ledger
         self.exports = exports
+        self.claims = claims or step_claims.Claims(eval_ledger, eval_files)
+        self.identity = step_claims.identity()  # in each ledger entry: who evaluated the step
 
     def start(self) -> None:
         """Checks the ledger holds results on the same data, and mends exports a kill left undone."""
@@ -52,10 +52,11 @@ class EvalJob:
                                 f'{self.eval_files} its own --eval_name')
         self.update_exports()
 
-    def evaluate(self, step: int, path: str) -> Dict:
-        """Evaluates one checkpoint, appends its ledger line, then exports if the ledger says so."""
+    def evaluate(self, step: int, path: str, claim: Optional[step_claims.Claim] = None) -> Dict:
+        """Evaluates one checkpoint, writes its ledger entry (through claim, if it holds one),
+        then exports if the ledger says so; None when the claim was lost meanwhile."""
         if not checkpoints.exists(path):
-            return self._skip(step, path)
+            return self._skip(step, path, claim)
         started = time.time()
         try:
             metrics = self.estimator.evaluate(self.input_fn, checkpoint_path=path,
@@ -63,16 +64,23 @@ class EvalJob:
             metrics = self.with_extra_metrics(metrics, path)
         except (tf.errors.OpError, ValueError):  # ValueError: 'not a valid checkpoint'
             if not checkpoints.exists(path):
-                return self._skip(step, path)  # the trainer deleted it while it was being restored
+                return self._skip(step, path, claim)  # deleted by the trainer while restored
             problem = checkpoints.damage(path)
             if problem is None:
                 raise
             logging.warning('eval_%s: step %d: %s cannot be read (%s); recorded as damaged, '
                             'going on with the next checkpoint', self.ledger.eval_name, step,
                             path, problem)
-            return self.ledger.append(step, path, ledger.DAMAGED, eval_files=self.eval_files,
-                                      reason=problem)
-        return self.record(step, path, metrics, eval_secs=round(time.time() - started, 2))
+            return self._append(claim, step, path, ledger.DAMAGED, reason=problem)
+        return self.record(step, path, metrics, claim, eval_secs=round(time.time() - started, 2))
+
+    def _append(self, claim: Optional[step_claims.Claim], step: int, path: str, status: str,
+                **fields) -> Optional[Dict]:
+        """The ledger entry, written through the claim when there is one (None: it was lost)."""
+        def write():
+            return self.ledger.append(step, path, status, eval_files=self.eval_files,
+                                      evaluated_by=self.identity, **fields)
+        return claim.commit(write) if claim else write()
 
     def with_extra_metrics(self, metrics: Dict, path: str) -> Dict:
         """Estimator's metrics as JSON numbers, without its pictures, and the kind's own."""
@@ -82,13 +90,16 @@ class EvalJob:
             metrics.update(self.extra_metrics(path))
         return metrics
 
-    def record(self, step: int, path: str, metrics: Dict, **fields) -> Dict:
+    def record(self, step: int, path: str, metrics: Dict,
+               claim: Optional[step_claims.Claim] = None, **fields) -> Optional[Dict]:
         """Appends a checkpoint's evaluation to the ledger, tells the tuners, then exports if
         the ledger says so."""
-        entry = self.ledger.append(
-            step, path, ledger.EVALUATED, eval_files=self.eval_files,
+        entry = self._append(
+            claim, step, path, ledger.EVALUATED,
             export_dir=self.exports.export_dir if self.exports else None,  # for ./run.sh status
             **fields, metrics=dict(sorted(metrics.items())))
+        if entry is None:
+            return None
         logging.info('eval_%s: step %d: %s', self.ledger.eval_name, step, ', '.join(
             f'{key} {value:.4g}' if isinstance(value, float) else f'{key} {value}'
             for key, value in sorted(entry['metrics'].items()) if isinstance(value, (int, float))))
@@ -97,115 +108,96 @@ class EvalJob:
         self.update_exports()
         return entry
 
-    def _skip(self, step: int, path: str) -> Dict:
+    def _skip(self, step: int, path: str, claim: Optional[step_claims.Claim]) -> Dict:
         logging.warning('eval_%s: skipped step %d: %s was deleted before it was evaluated '
                         '(raise --keep_checkpoint_max to keep checkpoints longer)',
                         self.ledger.eval_name, step, path)
-        return self.ledger.append(step, path, ledger.SKIPPED, eval_files=self.eval_files,
-                                  reason='deleted before evaluation')
+        return self._append(claim, step, path, ledger.SKIPPED, reason='deleted before evaluation')
 
     def update_exports(self) -> None:
         if self.exports is not None:
-            self.exports.update(self.ledger.entries())
+            with self.claims.exporting():
+                entries = self.ledger.entries()
+                # Steps another job is still evaluating: choose only among the steps before
+                # them, so that a later step finished first is not exported as "best".
+                unfinished = self.claims.claimed_steps() - {e['step'] for e in entries}
+                cut = min(unfinished, default=None)
+                self.exports.update([e for e in entries if cut is None or e['step'] < cut])
 
 
 def continuous_eval(job: EvalJob, model_dir: str, train_steps: Optional[int],
                     timeout_secs: float) -> None:
     """Evaluates checkpoints as they appear until the final one, or until none came for timeout_secs.
 
-    train_steps: the trainer's --train_steps if known; None takes the trainer's word.
+    Jobs under one name share the work: each evaluates the oldest step that neither has a
+    ledger entry nor another live job's claim, and all stop once the ledger has every
+    checkpoint up to the final one. train_steps: the trainer's --train_steps if known; None
+    takes the trainer's word.
     """
-    _wait_for_model_dir(model_dir, min(timeout_secs, MODEL_DIR_GRACE_SECS))
-    with job.ledger.lock():
+    training_run.wait_for_model_dir(model_dir, timeout_secs)
+    name = job.ledger.eval_name
+    with job.ledger.lock(shared=True):
         job.start()
-        last = job.ledger.last_step()
-        if last >= 0:
-            logging.info('eval_%s: resuming after step %d (%s)', job.ledger.eval_name, last,
-                         job.ledger.path)
+        done = recorded_steps(job)
+        if done:
+            logging.info('eval_%s: resuming after step %d (%s)', name, max(done), job.ledger.path)
         listed = {}  # step -> path of every checkpoint seen, so one deleted later is logged
-        waiting_since, said_waiting = time.time(), False
-        while not _is_final(last, model_dir, train_steps):
+        waiting_since, said = time.time(), None
+        while True:
             termination.check()  # a signal that a library swallowed mid-evaluation
             listed.update(checkpoints.list_checkpoints(model_dir))
-            pending = sorted(step for step in listed if step > last)
-            if pending:
-                last = pending[0]
-                path = listed.pop(last)
-                logging.info('eval_%s: on checkpoint %s, %d waiting', job.ledger.eval_name, path,
-                             len(pending) - 1)
-                job.evaluate(last, path)
-                waiting_since, said_waiting = time.time(), False
-            elif not said_waiting:
-                logging.info('eval_%s: waiting for %s', job.ledger.eval_name,
-                             f'a checkpoint after step {last}' if last >= 0 else 'the first checkpoint')
-                said_waiting = True
+            done = recorded_steps(job)
+            pending = sorted(step for step in listed if step not in done)
+            if not pending and training_run.is_final(max(done, default=-1), model_dir, train_steps):
+                break
+            if _evaluate_first_unclaimed(job, pending, listed):
+                waiting_since, said = time.time(), None
+                continue
+            if pending:  # all claimed by live jobs: they are at work, this one is not idle
+                waiting_since = time.time()
+                said = _say_once(said, f'eval_{name}: waiting for ' + '; '.join(
+                    f'step {step} ({step_claims.describe(job.claims.holders.get(step))})'
+                    for step in pending))
+            elif said is None:
+                said = _say_once(said, f'eval_{name}: waiting for ' + (
+                    f'a checkpoint after step {max(done)}' if done else 'the first checkpoint'))
             elif time.time() - waiting_since > timeout_secs:
-                if last < 0:
-                    raise _no_checkpoint(model_dir, timeout_secs)
+                if not done:
+                    raise training_run.no_checkpoint(model_dir, timeout_secs)
                 logging.info('eval_%s: no new checkpoint in %d s (--eval_timeout_secs); '
-                             'stopping after step %d', job.ledger.eval_name, timeout_secs, last)
+                             'stopping after step %d', name, timeout_secs, max(done))
                 return
-            else:
-                time.sleep(POLL_SECS)
-        logging.info('eval_%s: evaluated the final checkpoint (step %d); done',
-                     job.ledger.eval_name, last)
+            time.sleep(POLL_SECS)
+        logging.info('eval_%s: evaluated the final checkpoint (step %d); done', name, max(done))
 
 
-def wait_for_training_run(model_dir: str, timeout_secs: float) -> None:
-    """Waits until a trainer has written model_dir's flags.txt, or any checkpoint.
-
-    An eval job started beside its trainer must read the model's flags.txt (which model,
-    and how it sees its input) before it builds anything; the trainer writes it before
-    its first checkpoint.
-    """
-    _wait_for_model_dir(model_dir, min(timeout_secs, MODEL_DIR_GRACE_SECS))
-    deadline, said_waiting = time.time() + timeout_secs, False
-    while (run_files.recorded_flags(model_dir) is None
-           and not checkpoints.list_checkpoints(model_dir)):
-        if not said_waiting:
-            logging.info('waiting for a trainer to write %s or a checkpoint',
-                         paths.join(model_dir, run_files.FLAGS_FILE))
-            said_waiting = True
-        if time.time() > deadline:
-            raise _no_checkpoint(model_dir, timeout_secs)
-        time.sleep(POLL_SECS)
+def recorded_steps(job: EvalJob) -> Set[int]:
+    return {entry['step'] for entry in job.ledger.entries()}
 
 
-def _no_checkpoint(model_dir: str, timeout_secs: float) -> EvalTimeout:
-    return EvalTimeout(f'--model_dir={model_dir}: no checkpoint appeared in {timeout_secs} s '
-                       '(--eval_timeout_secs); is a trainer writing there?')
+def _say_once(said: Optional[str], line: str) -> str:
+    if line != said:
+        logging.info('%s', line)
+    return line
 
 
-def _wait_for_model_dir(model_dir: str, grace_secs: float) -> None:
-    """A trainer started at the same time creates model_dir within seconds; a typo never does.
-
-    Waits without creating it (the ledger would), then stops instead of polling for
-    --eval_timeout_secs.
-    """
-    deadline = time.time() + grace_secs
-    while not files.isdir(model_dir):
-        if time.time() > deadline:
-            raise UserError(f'--model_dir={model_dir}: no such folder (waited {grace_secs:.0f} s '
-                            'for a trainer to create it); check the path')
-        time.sleep(POLL_SECS)
-
-
-def _is_final(step: int, model_dir: str, train_steps: Optional[int]) -> bool:
-    """Whether step is the last checkpoint of the trainer, as it recorded when it finished.
-
-    Not simply step >= --train_steps: a cluster's chief saves once more after that, and
-    early stopping ends short of it. A record from an earlier, shorter run does not count.
-    """
-    finished = run_files.train_finished(model_dir)
-    return bool(finished and step >= finished['step'] and
-                (finished['early_stopped'] or train_steps is None
-                 or finished['train_steps'] >= train_steps))
+def _evaluate_first_unclaimed(job: EvalJob, pending: List[int], listed: Dict[int, str]) -> bool:
+    """Claims the oldest pending step no live job holds and evaluates it; False if none."""
+    for index, step in enumerate(pending):
+        claim = job.claims.try_claim(step)
+        if claim is not None:
+            with claim:
+                logging.info('eval_%s: on checkpoint %s, %d waiting', job.ledger.eval_name,
+                             listed[step], len(pending) - index - 1)
+                job.evaluate(step, listed[step], claim)
+            return True
+    return False
 
 
 def evaluate_once(job: EvalJob, chosen: List[Tuple[int, str]]) -> List[Dict]:
     """Ledger entries of the chosen checkpoints, evaluating only those the ledger lacks."""
     entries = []
-    with job.ledger.lock():
+    with job.ledger.lock(shared=True):
         job.start()
         for index, (step, path) in enumerate(chosen):
             termination.check()
@@ -213,10 +205,30 @@ def evaluate_once(job: EvalJob, chosen: List[Tuple[int, str]]) -> List[Dict]:
             if entry is None:
                 logging.info('eval_%s: on checkpoint %s, %d waiting', job.ledger.eval_name, path,
                              len(chosen) - index - 1)
-                entry = job.evaluate(step, path)
+                entry = _evaluate_when_claimed(job, step, path)
             else:
                 logging.info('eval_%s: step %d is already in %s; not evaluated again',
                              job.ledger.eval_name, step, job.ledger.path)
             entries.append(entry)
     return entries
 
+
+def _evaluate_when_claimed(job: EvalJob, step: int, path: str) -> Dict:
+    """The step's entry: evaluated here once claimed, or written by the live job that holds
+    its claim (if that job dies, its claim goes stale and this one takes the step)."""
+    said = None
+    while True:
+        entry = job.ledger.find(step)
+        if entry is not None:
+            return entry
+        claim = job.claims.try_claim(step)
+        if claim is not None:
+            with claim:
+                entry = job.evaluate(step, path, claim)
+            if entry is not None:
+                return entry
+            continue
+        said = _say_once(said, f'eval_{job.ledger.eval_name}: step {step} is being evaluated '
+                         f'by {step_claims.describe(job.claims.holders.get(step))}; waiting')
+        termination.check()
+        time.sleep(POLL_SECS)

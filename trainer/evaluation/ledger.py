@@ -3,9 +3,9 @@
 An object is written whole (a bucket has no append), and only once its evaluation is
 complete, so an eval job killed mid-evaluation leaves nothing for that checkpoint and
 evaluates it again on restart; evaluating a checkpoint twice only rewrites the same
-answer. On a local disk every process that evaluates under a name holds that name's
-lock (flock), so two of them never evaluate a checkpoint twice. A bucket has no locks:
-running one eval job per name is then the scheduler's job (a second one repeats work).
+answer. Eval jobs under one name share its checkpoints through claims
+(trainer/evaluation/claims.py), each holding the name's lock shared on a local disk;
+train_and_evaluate on one machine, which evaluates without claims, holds it alone.
 """
 import contextlib
 import os
@@ -46,6 +46,7 @@ def eval_names(model_dir: str) -> List[str]:
 
 class Ledger:
     def __init__(self, model_dir: str, eval_name: str):
+        self.model_dir = model_dir
         self.dir = eval_dir(model_dir, eval_name)
         self.path = paths.join(self.dir, RESULTS_DIR)
         self.eval_name = eval_name
@@ -81,28 +82,37 @@ class Ledger:
         self._read[result_name(step)] = entry
         return entry
 
-    def lock(self):
-        """The name's lock on a local disk; in a bucket, nothing (see the module's docstring)."""
+    def lock(self, shared: bool = False):
+        """The name's lock on a local disk, shared by eval jobs that claim checkpoints or held
+        alone; in a bucket, nothing (see the module's docstring)."""
         if not paths.is_local(self.dir):
             return contextlib.nullcontext()
-        return EvalLock(os.path.join(paths.local_path(self.dir), LOCK_NAME), self.eval_name)
+        return EvalLock(os.path.join(paths.local_path(self.dir), LOCK_NAME), self.eval_name,
+                        shared)
 
 
 class EvalLock:
-    """An exclusive lock on an eval name; the OS drops it when the process dies, even by kill -9."""
+    """A lock on an eval name, exclusive or shared; the OS drops it when the process dies, even
+    by kill -9."""
 
-    def __init__(self, path: str, eval_name: str):
+    def __init__(self, path: str, eval_name: str, shared: bool = False):
         self._path = path
         self._eval_name = eval_name
+        self._shared = shared
         self._file = None
 
     def __enter__(self):
-        self._file, holder = process_lock.try_exclusive_lock(self._path, f'pid {os.getpid()}\n')
+        self._file, holder = process_lock.try_lock(self._path, f'pid {os.getpid()}\n',
+                                                   self._shared)
         if self._file is None:
-            raise UserError(f'--eval_name={self._eval_name}: {holder or "another process"} is '
+            # Shared holders write nothing: an empty file means eval jobs hold it.
+            raise UserError(f'--eval_name={self._eval_name}: '
+                            f'{holder or "an eval job (continuous_eval or evaluate)"} is '
                             f'evaluating under this name ({self._path}); wait for it, or use '
                             'another --eval_name')
         return self
 
     def __exit__(self, *exc):
+        if not self._shared:
+            self._file.truncate(0)  # the next shared holders leave it empty
         self._file.close()  # closing drops the flock

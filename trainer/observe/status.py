@@ -4,7 +4,8 @@
 
 The model and its flags, the latest step against --train_steps, the checkpoints
 kept, whether training finished or stopped early and why, each eval job (steps
-evaluated, skipped, waiting; latest and best metrics), the exports and their pointers.
+evaluated, skipped, waiting; latest and best metrics; which job evaluated each step), the
+exports and their pointers.
 
 summarize() is a pure function from what was read (a Snapshot) to a plain dict;
 render_text() and json.dumps() show that dict; read_snapshot() reads the model_dir
@@ -20,7 +21,7 @@ from absl import flags
 
 from common import cli, files
 from common.errors import UserError
-from trainer.evaluation import export_policy, ledger
+from trainer.evaluation import claims, export_policy, ledger
 from trainer.evaluation.metric_goal import MetricGoal, evaluated_by_step
 from trainer.run import checkpoints, run_files
 
@@ -89,6 +90,7 @@ def eval_job_summary(name: str, entries: List[Dict], checkpoint_steps: List[int]
         'skipped': sorted(e['step'] for e in entries if e['status'] == ledger.SKIPPED),
         'waiting': [step for step in checkpoint_steps if step > last],
         'latest': None, 'best': {},
+        'evaluated_by': evaluated_by(entries),
     }
     if evaluated:
         summary['latest'] = {'step': evaluated[-1]['step'],
@@ -100,6 +102,17 @@ def eval_job_summary(name: str, entries: List[Dict], checkpoint_steps: List[int]
                 summary['best'][metric] = {'step': best['step'], 'value': best['metrics'][metric],
                                            'mode': goal.mode}
     return summary
+
+
+def evaluated_by(entries: List[Dict]) -> List[Dict]:
+    """Which eval job wrote each step's entry: [{'evaluator': 'evaluator1 (pid 7 on h)',
+    'steps': [...]}], in order of each one's first step; [] for ledgers older than claims."""
+    if not any(entry.get('evaluated_by') for entry in entries):
+        return []
+    steps = {}
+    for entry in entries:
+        steps.setdefault(claims.describe(entry.get('evaluated_by')), []).append(entry['step'])
+    return [{'evaluator': who, 'steps': done} for who, done in steps.items()]
 
 
 def _number(value) -> str:
@@ -149,6 +162,8 @@ def render_text(report: Dict) -> str:
             lines.append('    best    ' + ', '.join(
                 f'{name} {_number(best["value"])} (step {best["step"]})'
                 for name, best in job['best'].items()))
+        for who in job['evaluated_by']:
+            lines.append(f'    by      {who["evaluator"]}: {_steps(who["steps"], most=12)}')
     if not report['eval_jobs']:
         lines.append('eval jobs   none')
     for exports in report['exports']:

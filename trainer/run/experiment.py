@@ -18,7 +18,7 @@ from models import precision
 from trainer.cluster import devices, vertex_env
 from trainer.config import modes
 from trainer.config.settings import Settings, hparam_settings, model_fn_params
-from trainer.evaluation import eval_job, ledger, ledger_reports
+from trainer.evaluation import claims, eval_job, ledger, ledger_reports
 from trainer.evaluation.export_policy import LedgerExports
 from trainer.input_kinds import registry as input_kinds
 from trainer.observe import hparams, tuner_metrics
@@ -129,9 +129,10 @@ class Experiment:
         eval_fn = self.eval_input_fn()  # checks the eval files once, for both uses
         extra_metrics = self.kind.extra_metrics(self.estimator, eval_fn, s.eval_files,
                                                 self.eval_input_fn, s.threshold_files)
-        return eval_job.EvalJob(self.estimator, eval_fn, s.eval_files,
-                                ledger.Ledger(s.model_dir, s.eval_name), exports or None,
-                                extra_metrics, self.tuner_report.report)
+        eval_ledger = ledger.Ledger(s.model_dir, s.eval_name)
+        return eval_job.EvalJob(self.estimator, eval_fn, s.eval_files, eval_ledger,
+                                exports or None, extra_metrics, self.tuner_report.report,
+                                claims.Claims(eval_ledger, s.eval_files, s.lease_timeout_secs))
 
     @functools.cached_property
     def tuner_report(self) -> tuner_metrics.TunerReport:

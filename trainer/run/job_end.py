@@ -14,7 +14,7 @@ from absl import logging
 
 from common import paths, termination
 from trainer.evaluation import ledger
-from trainer.run import run_files
+from trainer.run import checkpoints, run_files
 
 POLL_SECS = 1.0
 # How long a parameter server told to stop serves on for the chief's last save (within
@@ -29,7 +29,7 @@ def wait_for_eval(eval_ledger: ledger.Ledger, final_step: int, wait_secs: float)
                  'final checkpoint, step %d, in %s', wait_secs, eval_ledger.eval_name,
                  final_step, eval_ledger.path)
     deadline = time.time() + wait_secs
-    while eval_ledger.last_step() < final_step:
+    while not _all_recorded(eval_ledger, final_step):
         if time.time() >= deadline:
             logging.warning('eval job %s has no entry for the final checkpoint (step %d) in %s '
                             'after %d s (--wait_for_eval_secs); ending without it',
@@ -38,6 +38,15 @@ def wait_for_eval(eval_ledger: ledger.Ledger, final_step: int, wait_secs: float)
         time.sleep(POLL_SECS)
     logging.info('eval job %s recorded the final checkpoint (step %d)', eval_ledger.eval_name,
                  final_step)
+
+
+def _all_recorded(eval_ledger: ledger.Ledger, final_step: int) -> bool:
+    """The final step is in the ledger, and so is every checkpoint kept before it (several
+    eval jobs under one name finish steps out of order)."""
+    recorded = {entry['step'] for entry in eval_ledger.entries()}
+    kept = [step for step, _ in checkpoints.list_checkpoints(eval_ledger.model_dir)]
+    return (max(recorded, default=-1) >= final_step
+            and all(step in recorded for step in kept if step < final_step))
 
 
 def serve_until_training_ends(config: tf.estimator.RunConfig, model_dir: str) -> None:

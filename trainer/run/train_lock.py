@@ -49,7 +49,8 @@ def process_started() -> float:
         return _IMPORTED_AT
 
 
-def _owner() -> dict:
+def process_owner() -> dict:
+    """This process as a lease or claim names it."""
     return {'pid': os.getpid(), 'host': socket.gethostname(),
             'process_started': process_started(),
             'since': time.strftime('%Y-%m-%dT%H:%M:%S%z')}
@@ -75,7 +76,7 @@ class LocalLock:
         self._file = None
 
     def acquire(self) -> None:
-        self._file, holder = process_lock.try_exclusive_lock(self.path, json.dumps(_owner()))
+        self._file, holder = process_lock.try_exclusive_lock(self.path, json.dumps(process_owner()))
         if self._file is None:
             try:
                 holder = json.loads(holder or '{}')
@@ -98,7 +99,7 @@ class Lease:
         self.path = model_dir.rstrip('/') + '/' + LEASE_NAME
         self.lease_secs, self.settle_secs = lease_secs, settle_secs
         self.token = uuid.uuid4().hex
-        self.owner = _owner()
+        self.owner = process_owner()
         self._stop = threading.Event()
         self._thread = None
 
@@ -116,21 +117,7 @@ class Lease:
 
     def stale_reason(self, lease: dict) -> Optional[str]:
         """Why another holder's lease no longer holds; None while that holder may still train."""
-        if not isinstance(lease, dict) or 'token' not in lease:
-            return 'it is unreadable'
-        same_host = lease.get('host') == self.owner['host']
-        pid, started = lease.get('pid'), lease.get('process_started')
-        if same_host and pid == self.owner['pid']:
-            # Another Lease of this very process started when it did: it is a live holder.
-            if isinstance(started, (int, float)) and started < self.owner['process_started']:
-                return 'its holder is this trainer restarted in place (same host and pid)'
-        elif same_host and isinstance(pid, int) and not process_lock.pid_alive(pid):
-            return f'pid {pid} no longer runs on this host'
-        silent_secs = time.time() - float(lease.get('renewed', 0))
-        if silent_secs > self.lease_secs:
-            return (f'not renewed for {silent_secs:.0f} s '
-                    f'(--lease_timeout_secs={self.lease_secs:g})')
-        return None
+        return process_lock.stale_reason(lease, self.owner, self.lease_secs, 'this trainer')
 
     def acquire(self) -> None:
         lease = self._read()

@@ -1,0 +1,177 @@
+"""Claims: several eval jobs under one --eval_name share its checkpoints, each evaluated once.
+
+Before it evaluates a step, a job claims it: MODEL_DIR/eval_NAME/claims/step-000000400.json
+names the owner (host, pid, when that process started, its cluster task), a random token and
+when it was last renewed; a thread renews it every --lease_timeout_secs / 4 while the job
+evaluates. A claim is taken over, saying why in one line, when its owner is this job restarted
+in place, a process of this host that no longer runs, or silent for --lease_timeout_secs (the
+training lease's rules, common.process_lock.stale_reason).
+
+The ledger entry is written through the claim (Claim.commit): only while the claim is still
+its owner's and the step has no entry yet; then the claim is removed. On a local disk every
+claim, renewal and commit happens under one OS lock (claims/.lock): each checkpoint gets
+exactly one evaluation and one ledger entry. A bucket has no locks and no conditional writes:
+a claim is written, read back after settle_secs and checked again before the entry is
+written, so two jobs seldom evaluate one step twice, and the entry stays one whole object
+named by its step: at most a duplicate evaluation, never a duplicate or a lost entry.
+"""
+import contextlib
+import os
+import threading
+import time
+import uuid
+from typing import Callable, Dict, Optional, Set
+
+import tensorflow as tf
+from absl import logging
+
+from common import files, paths, process_lock, tf_config
+from common.errors import UserError
+from trainer.evaluation import ledger
+from trainer.run import train_lock
+
+CLAIMS_DIR = 'claims'
+LOCK_NAME = '.lock'
+EXPORTS_LOCK_NAME = '.exports.lock'
+# A bucket's last writer wins: read a claim back after this long to learn who did.
+SETTLE_SECS = 2.0
+
+
+def identity() -> Dict:
+    """Who evaluates, as ledger entries and status name it: host, pid and cluster task."""
+    role = tf_config.role()
+    owner = train_lock.process_owner()
+    return {'host': owner['host'], 'pid': owner['pid'],
+            'task': f'{role.task_type}{role.index}' if role.task_type else 'local'}
+
+
+def describe(who: Optional[Dict]) -> str:
+    """'evaluator1 (pid 7 on host-b)'; 'unknown' for an entry written before claims."""
+    if not who:
+        return 'unknown'
+    return f"{who.get('task', '?')} (pid {who.get('pid', '?')} on {who.get('host', '?')})"
+
+
+class Claims:
+    """The claims of one eval name's checkpoints, made by this process."""
+
+    def __init__(self, eval_ledger: ledger.Ledger, eval_files: str,
+                 lease_secs: float = train_lock.LEASE_SECS, settle_secs: float = SETTLE_SECS):
+        self.ledger = eval_ledger
+        self.eval_files = eval_files
+        self.dir = paths.join(eval_ledger.dir, CLAIMS_DIR)
+        self.lease_secs, self.settle_secs = lease_secs, settle_secs
+        self.owner = {**train_lock.process_owner(), 'task': identity()['task']}
+        self.holders = {}  # step -> the live claim of another job, as last seen
+
+    def path(self, step: int) -> str:
+        return paths.join(self.dir, ledger.result_name(step))
+
+    def guarded(self, name: str = LOCK_NAME):
+        """On a local disk, the OS lock every claim, renewal and commit is made under."""
+        if not paths.is_local(self.dir):
+            return contextlib.nullcontext()
+        return process_lock.locked(os.path.join(paths.local_path(self.dir), name))
+
+    def exporting(self):
+        """On a local disk, one job at a time makes exports from the ledger."""
+        return self.guarded(EXPORTS_LOCK_NAME)
+
+    def claimed_steps(self) -> Set[int]:
+        """The steps that have a claim object (held, or left by a job that died)."""
+        return {int(match.group(1)) for match in map(ledger.RESULT_NAME.match,
+                                                     files.listdir(self.dir)) if match}
+
+    def read(self, step: int) -> Optional[Dict]:
+        try:
+            return files.read_json(self.path(step))
+        except tf.errors.NotFoundError:
+            return None
+        except ValueError:  # torn by a crash mid-write, or not ours: taken over as unreadable
+            return {}
+
+    def write(self, step: int, token: str) -> None:
+        files.write_json_atomic(self.path(step), dict(
+            self.owner, step=step, token=token, eval_files=self.eval_files, renewed=time.time()))
+
+    def try_claim(self, step: int) -> Optional['Claim']:
+        """This job's claim on step; None when the ledger has it or another live job claims it."""
+        token = uuid.uuid4().hex
+        with self.guarded():
+            if self.ledger.find(step) is not None:
+                return None
+            held = self.read(step)
+            if held is not None and not self._taken_over(step, held):
+                return None
+            self.write(step, token)
+        if not paths.is_local(self.dir):
+            time.sleep(self.settle_secs)  # another job writing at the same moment: one wins
+            if (self.read(step) or {}).get('token') != token:
+                return None
+        self.holders.pop(step, None)
+        return Claim(self, step, token)
+
+    def _taken_over(self, step: int, held: Dict) -> bool:
+        if held.get('eval_files', self.eval_files) != self.eval_files:
+            raise UserError(f'--eval_name={self.ledger.eval_name}: {describe(held)} evaluates '
+                            f'it on --eval_files={held["eval_files"]}; give {self.eval_files} '
+                            'its own --eval_name')
+        reason = process_lock.stale_reason(held, self.owner, self.lease_secs, 'this eval job')
+        if reason is None:
+            self.holders[step] = held
+            return False
+        logging.warning('eval_%s: taking over the claim %s of %s: %s', self.ledger.eval_name,
+                        self.path(step), describe(held), reason)
+        return True
+
+
+class Claim:
+    """A held claim on one step, renewed by a thread until committed or released (with: ...)."""
+
+    def __init__(self, claims: Claims, step: int, token: str):
+        self.claims, self.step, self.token = claims, step, token
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._renew, daemon=True)
+        self._thread.start()
+
+    def _still_mine(self) -> bool:
+        return (self.claims.read(self.step) or {}).get('token') == self.token
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self.claims.lease_secs / 4):
+            with self.claims.guarded():
+                if not self._still_mine():
+                    return  # taken over: commit says so
+                self.claims.write(self.step, self.token)
+
+    def commit(self, write_entry: Callable[[], Dict]) -> Optional[Dict]:
+        """Writes the step's ledger entry (write_entry) if this claim still holds and the ledger
+        lacks the step, then removes the claim; None when nothing was written."""
+        self._stop.set()
+        with self.claims.guarded():
+            name = self.claims.ledger.eval_name
+            if not self._still_mine():
+                holder = describe(self.claims.read(self.step))
+                logging.warning('eval_%s: step %d was taken over by %s while this job evaluated '
+                                'it (silent over --lease_timeout_secs?); this result is dropped',
+                                name, self.step, holder)
+                return None
+            entry = None
+            if self.claims.ledger.find(self.step) is None:
+                entry = write_entry()
+            files.remove(self.claims.path(self.step))
+        return entry
+
+    def release(self) -> None:
+        """Gives the claim up unless already committed: another job may take the step at once."""
+        self._stop.set()
+        self._thread.join()
+        with self.claims.guarded():
+            if self._still_mine():
+                files.remove(self.claims.path(self.step))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.release()

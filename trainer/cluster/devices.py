@@ -16,6 +16,7 @@ from tensorflow_estimator.python.estimator import run_config as estimator_run_co
 
 from common import tf_config
 from common.errors import UserError
+from trainer.cluster import multi_worker
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,15 +47,20 @@ class Plan:
     precision_chosen_by_auto: bool = False
     intra_op_threads: int = 0  # 0: TensorFlow decides
     inter_op_threads: int = 0
+    sync_workers: int = 0  # multi_worker_mirrored: the chief and workers that train in step
 
     @property
     def num_replicas(self) -> int:
+        if self.sync_workers:  # MultiWorkerMirroredStrategy mirrors over each worker's GPUs
+            return self.sync_workers * max(1, self.gpus_used)
         return max(1, len(self.replica_devices))
 
     def per_replica_batch(self, global_batch: int) -> int:
         return global_batch // self.num_replicas
 
     def strategy(self) -> Optional[tf.distribute.Strategy]:
+        if self.sync_workers:
+            return multi_worker.strategy() if tf_config.role().trains else None
         if not self.replica_devices:
             return None
         return tf.distribute.MirroredStrategy(list(self.replica_devices))
@@ -91,7 +97,10 @@ class Plan:
                               session_config=self.session_config(config.session_config))
 
     def describe(self) -> str:
-        if self.replica_devices:
+        if self.sync_workers:
+            spread = (f'multi-worker mirrored, synchronous all-reduce over {self.num_replicas} '
+                      f'replicas on {self.sync_workers} workers, TF_CONFIG cluster')
+        elif self.replica_devices:
             spread = (f'mirrored over {self.num_replicas} replicas '
                       f'({", ".join(self.replica_devices)})')
         else:
@@ -147,10 +156,13 @@ def plan(distribution: str = 'none', num_gpus: Optional[int] = None, cpu_replica
                             f'{len(replica_devices)}')
     elif cpu_replicas > 1:
         raise UserError('--cpu_replicas only applies with --distribution=mirrored')
+    sync_workers = 0
+    if distribution == 'multi_worker_mirrored':
+        sync_workers = multi_worker.check_cluster(batch_size, max(1, gpus))
     if xla:
         _enable_xla_on_cpu()
     return Plan(devices, distribution, replica_devices, gpus, precision, xla, chosen_by_auto,
-                intra_op_threads, inter_op_threads)
+                intra_op_threads, inter_op_threads, sync_workers)
 
 
 def _enable_xla_on_cpu():
@@ -164,6 +176,8 @@ def _enable_xla_on_cpu():
 
 def from_settings(settings) -> Plan:
     """The plan for a trainer's Settings (or anything with the same device fields)."""
+    if settings.distribution == 'multi_worker_mirrored':
+        multi_worker.check_settings(settings)
     return plan(settings.distribution, settings.num_gpus, settings.cpu_replicas,
                 settings.precision, settings.xla, settings.batch_size,
                 intra_op_threads=settings.intra_op_threads,

@@ -129,8 +129,9 @@ def plan(distribution: str = 'none', num_gpus: Optional[int] = None, cpu_replica
                         'and the GPU install (TF_VARIANT=gpu ./run.sh)')
     gpus = len(devices.gpus) if num_gpus is None else num_gpus
     chosen_by_auto = precision == 'auto'
-    if chosen_by_auto:
-        precision = auto_precision(gpus)
+    sync = distribution == 'multi_worker_mirrored'
+    if chosen_by_auto:  # bfloat16 fails under multi_worker_mirrored (multi_worker.check_precision)
+        precision = 'float32' if sync else auto_precision(gpus)
     if precision == 'mixed_float16' and not gpus:
         raise UserError('--precision=mixed_float16 needs a GPU (float16 math on a CPU is slow); '
                         f'this machine has {devices.describe()}: use --precision=auto, '
@@ -149,7 +150,8 @@ def plan(distribution: str = 'none', num_gpus: Optional[int] = None, cpu_replica
                 'to try mirroring on the CPU')
         if tf_config.role().in_cluster:
             raise UserError('--distribution=mirrored is for one machine; with a TF_CONFIG cluster '
-                            'the parameter servers spread training: use --distribution=none')
+                            'the parameter servers spread training (--distribution=none), or all-reduce '
+                            'does (multi_worker_mirrored)')
         if batch_size is not None and batch_size % len(replica_devices):
             raise UserError(f'--batch_size={batch_size} is the global batch and must split evenly '
                             f'over {len(replica_devices)} replicas; use a multiple of '
@@ -157,8 +159,9 @@ def plan(distribution: str = 'none', num_gpus: Optional[int] = None, cpu_replica
     elif cpu_replicas > 1:
         raise UserError('--cpu_replicas only applies with --distribution=mirrored')
     sync_workers = 0
-    if distribution == 'multi_worker_mirrored':
+    if sync:
         sync_workers = multi_worker.check_cluster(batch_size, max(1, gpus))
+        multi_worker.check_precision(precision, gpus)
     if xla:
         _enable_xla_on_cpu()
     return Plan(devices, distribution, replica_devices, gpus, precision, xla, chosen_by_auto,

@@ -34,7 +34,8 @@ def trainer_args(trainer_flags: List[str], needs_model_dir: bool, sync: bool = F
                         'train-* (and --eval_files for the evaluation)')
     if flag_value(trainer_flags, 'distribution') == 'mirrored':
         raise UserError('--distribution=mirrored is for one machine; a cluster trains with '
-                        'parameter servers: drop it from the trainer flags')
+                        'parameter servers, or all-reduce with deploy --sync: drop it from the '
+                        'trainer flags')
     distribution = flag_value(trainer_flags, 'distribution')
     if sync and distribution not in (None, SYNC_DISTRIBUTION):
         raise UserError(f'--sync trains with --distribution={SYNC_DISTRIBUTION}; drop '

@@ -42,6 +42,15 @@ def check_cluster(batch_size: Optional[int], replicas_per_worker: int) -> int:
     return workers
 
 
+def check_precision(precision: str, gpus: int) -> None:
+    # Measured in TF 2.15: the first step fails with "Value for attr 'T' of bfloat16 is not in
+    # the list of allowed values" when the graph runs on the cluster's gRPC session.
+    if precision == 'mixed_bfloat16' and not gpus:
+        raise UserError('--precision=mixed_bfloat16 fails under --distribution=multi_worker_'
+                        'mirrored on CPUs (an op without a bfloat16 kernel in the cluster\'s '
+                        'session); use --precision=float32 (auto chooses it here)')
+
+
 _STRATEGY = []
 
 

@@ -63,3 +63,10 @@ def role(tf_config: Optional[Union[str, dict]] = None) -> Role:
         reader_index = num_chiefs + index if task_type == 'worker' else 0
     return Role(task_type, index, in_cluster=True, is_chief=task_type in CHIEF_TYPES,
                 trains=trains, readers=readers, reader_index=reader_index)
+
+
+def cluster_jobs(tf_config: Optional[Union[str, dict]] = None) -> dict:
+    """{task type: its number of tasks} in TF_CONFIG's cluster (the environment's by default);
+    {} on one machine. Synchronous training checks it has no parameter servers."""
+    config = parse(os.environ.get('TF_CONFIG', '') if tf_config is None else tf_config)
+    return {job: len(tasks) for job, tasks in (config.get('cluster') or {}).items()}

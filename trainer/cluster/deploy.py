@@ -6,6 +6,7 @@
   python -m trainer.cluster.deploy vertex --name=NAME --image=IMAGE --workers=2 --ps=1 --evaluator \
       [--service_account=EMAIL] [--tensorboard=RESOURCE] [--env=KEY=VALUE] \
       -- --model_dir=gs://BUCKET/run --train_files=... [trainer flags]
+  (either with --sync instead of --ps: synchronous all-reduce, no parameter servers)
 
 `tfjob` prints a kubeflow.org/v1 TFJob (and with --network_policy a NetworkPolicy
 that lets only the job's own pods reach its gRPC port: TensorFlow's runtime has no
@@ -44,7 +45,9 @@ def define_flags():
     flags.DEFINE_string('image', None, 'Container image built from the Dockerfile, '
                         'e.g. gcr.io/PROJECT/estimator-trainer:TAG.')
     flags.DEFINE_integer('workers', 1, 'Workers besides the chief.', lower_bound=0)
-    flags.DEFINE_integer('ps', 1, 'Parameter servers.', lower_bound=0)
+    flags.DEFINE_integer('ps', 1, 'Parameter servers (0 with --sync).', lower_bound=0)
+    flags.DEFINE_boolean('sync', False, 'Synchronous training: the chief and workers all-reduce '
+                         'every step (--distribution=multi_worker_mirrored), no parameter servers.')
     flags.DEFINE_boolean('evaluator', False, 'Add an evaluator: the eval job, which evaluates '
                          'every checkpoint and exports from its ledger.')
     flags.DEFINE_integer('evaluators', None, 'How many evaluators (instead of --evaluator): eval '
@@ -118,14 +121,14 @@ def _shared_job_options() -> dict:
 
 def tfjob_from_flags(args: List[str]) -> List[dict]:
     """The TFJob (and NetworkPolicy) the flags ask for, running the trainer with args."""
-    tfjob.check_tfjob_name(FLAGS.name, job_args.replica_counts(FLAGS.workers, FLAGS.ps,
+    tfjob.check_tfjob_name(FLAGS.name, job_args.replica_counts(FLAGS.workers, num_ps(),
                                                                evaluator_count()))
     for secret in FLAGS.env_from_secret:
         tfjob.check_kubernetes_name('env_from_secret', secret, 'Secret')
     if FLAGS.service_account is not None:
         tfjob.check_kubernetes_name('service_account', FLAGS.service_account, 'service account')
     return tfjob.tfjob_manifests(
-        FLAGS.name, FLAGS.image, args, FLAGS.workers, FLAGS.ps, evaluator_count(),
+        FLAGS.name, FLAGS.image, args, FLAGS.workers, num_ps(), evaluator_count(),
         cpu=FLAGS.cpu, memory=FLAGS.memory, namespace=FLAGS.namespace,
         network_policy=FLAGS.network_policy, env_from_secrets=FLAGS.env_from_secret,
         grace_period_secs=FLAGS.grace_period_secs, backoff_limit=FLAGS.backoff_limit,
@@ -141,7 +144,7 @@ def vertex_job_from_flags(args: List[str]) -> dict:
         raise UserError(f'--base_output_dir={FLAGS.base_output_dir}: Vertex AI needs a gs:// '
                         'folder')
     return vertex_job.vertex_job(
-        FLAGS.name, FLAGS.image, args, FLAGS.workers, FLAGS.ps, evaluator_count(),
+        FLAGS.name, FLAGS.image, args, FLAGS.workers, num_ps(), evaluator_count(),
         machine_type=FLAGS.machine_type, accelerator_type=FLAGS.accelerator_type,
         base_output_dir=FLAGS.base_output_dir, tensorboard=FLAGS.tensorboard,
         job_timeout_secs=FLAGS.job_timeout_secs,
@@ -149,12 +152,20 @@ def vertex_job_from_flags(args: List[str]) -> dict:
         **_shared_job_options())
 
 
+def num_ps() -> int:
+    """--ps, or none with --sync: all-reduce across the chief and workers needs no ps."""
+    if FLAGS.sync and FLAGS['ps'].present and FLAGS.ps:
+        raise UserError(f'--sync trains without parameter servers: drop --ps={FLAGS.ps}')
+    return 0 if FLAGS.sync else FLAGS.ps
+
+
 def build(command: str, trainer_flags: List[str]) -> str:
     check_common(command, FLAGS.name, FLAGS.image)
     if command == 'tfjob':
-        args = job_args.trainer_args(trainer_flags, needs_model_dir=True)
+        args = job_args.trainer_args(trainer_flags, needs_model_dir=True, sync=FLAGS.sync)
         return tfjob.to_yaml(tfjob_from_flags(args))
-    args = job_args.trainer_args(trainer_flags, needs_model_dir=not FLAGS.base_output_dir)
+    args = job_args.trainer_args(trainer_flags, needs_model_dir=not FLAGS.base_output_dir,
+                                 sync=FLAGS.sync)
     return json.dumps(vertex_job_from_flags(args), indent=2)
 
 
@@ -165,6 +176,9 @@ def main(argv):
                         '(Vertex AI; --hptune: a tuning job), then the flags, then -- and the '
                         'trainer flags')
     if command == 'katib' or (command == 'vertex' and FLAGS.hptune):  # tuning_specs.py
+        if FLAGS.sync:
+            raise UserError('--sync is for one tfjob or vertex job; tuning trials train with '
+                            'parameter servers: drop --sync')
         print(tuning_specs.build(command, trainer_flags), end='')
         return cli.EXIT_OK
     print(build(command, trainer_flags), end='' if command == 'tfjob' else '\n')

@@ -16,6 +16,7 @@ from tensorflow_estimator.python.estimator import run_config as estimator_run_co
 
 from common import tf_config
 from common.errors import UserError
+from trainer.cluster import multi_worker
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,15 +47,20 @@ class Plan:
     precision_chosen_by_auto: bool = False
     intra_op_threads: int = 0  # 0: TensorFlow decides
     inter_op_threads: int = 0
+    sync_workers: int = 0  # multi_worker_mirrored: the chief and workers that train in step
 
     @property
     def num_replicas(self) -> int:
+        if self.sync_workers:  # MultiWorkerMirroredStrategy mirrors over each worker's GPUs
+            return self.sync_workers * max(1, self.gpus_used)
         return max(1, len(self.replica_devices))
 
     def per_replica_batch(self, global_batch: int) -> int:
         return global_batch // self.num_replicas
 
     def strategy(self) -> Optional[tf.distribute.Strategy]:
+        if self.sync_workers:
+            return multi_worker.strategy() if tf_config.role().trains else None
         if not self.replica_devices:
             return None
         return tf.distribute.MirroredStrategy(list(self.replica_devices))
@@ -91,7 +97,10 @@ class Plan:
                               session_config=self.session_config(config.session_config))
 
     def describe(self) -> str:
-        if self.replica_devices:
+        if self.sync_workers:
+            spread = (f'multi-worker mirrored, synchronous all-reduce over {self.num_replicas} '
+                      f'replicas on {self.sync_workers} workers, TF_CONFIG cluster')
+        elif self.replica_devices:
             spread = (f'mirrored over {self.num_replicas} replicas '
                       f'({", ".join(self.replica_devices)})')
         else:
@@ -120,8 +129,9 @@ def plan(distribution: str = 'none', num_gpus: Optional[int] = None, cpu_replica
                         'and the GPU install (TF_VARIANT=gpu ./run.sh)')
     gpus = len(devices.gpus) if num_gpus is None else num_gpus
     chosen_by_auto = precision == 'auto'
-    if chosen_by_auto:
-        precision = auto_precision(gpus)
+    sync = distribution == 'multi_worker_mirrored'
+    if chosen_by_auto:  # bfloat16 fails under multi_worker_mirrored (multi_worker.check_precision)
+        precision = 'float32' if sync else auto_precision(gpus)
     if precision == 'mixed_float16' and not gpus:
         raise UserError('--precision=mixed_float16 needs a GPU (float16 math on a CPU is slow); '
                         f'this machine has {devices.describe()}: use --precision=auto, '
@@ -140,17 +150,22 @@ def plan(distribution: str = 'none', num_gpus: Optional[int] = None, cpu_replica
                 'to try mirroring on the CPU')
         if tf_config.role().in_cluster:
             raise UserError('--distribution=mirrored is for one machine; with a TF_CONFIG cluster '
-                            'the parameter servers spread training: use --distribution=none')
+                            'the parameter servers spread training (--distribution=none), or all-reduce '
+                            'does (multi_worker_mirrored)')
         if batch_size is not None and batch_size % len(replica_devices):
             raise UserError(f'--batch_size={batch_size} is the global batch and must split evenly '
                             f'over {len(replica_devices)} replicas; use a multiple of '
                             f'{len(replica_devices)}')
     elif cpu_replicas > 1:
         raise UserError('--cpu_replicas only applies with --distribution=mirrored')
+    sync_workers = 0
+    if sync:
+        sync_workers = multi_worker.check_cluster(batch_size, max(1, gpus))
+        multi_worker.check_precision(precision, gpus)
     if xla:
         _enable_xla_on_cpu()
     return Plan(devices, distribution, replica_devices, gpus, precision, xla, chosen_by_auto,
-                intra_op_threads, inter_op_threads)
+                intra_op_threads, inter_op_threads, sync_workers)
 
 
 def _enable_xla_on_cpu():
@@ -164,6 +179,8 @@ def _enable_xla_on_cpu():
 
 def from_settings(settings) -> Plan:
     """The plan for a trainer's Settings (or anything with the same device fields)."""
+    if settings.distribution == 'multi_worker_mirrored':
+        multi_worker.check_settings(settings)
     return plan(settings.distribution, settings.num_gpus, settings.cpu_replicas,
                 settings.precision, settings.xla, settings.batch_size,
                 intra_op_threads=settings.intra_op_threads,

@@ -6,6 +6,7 @@ from common import paths
 from common.errors import UserError
 
 ENV_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*$')
+SYNC_DISTRIBUTION = 'multi_worker_mirrored'
 
 
 def flag_value(trainer_flags: List[str], name: str):
@@ -14,8 +15,9 @@ def flag_value(trainer_flags: List[str], name: str):
     return values[-1] if values else None
 
 
-def trainer_args(trainer_flags: List[str], needs_model_dir: bool) -> List[str]:
-    """The trainer's command-line flags for every replica, checked for a cluster."""
+def trainer_args(trainer_flags: List[str], needs_model_dir: bool, sync: bool = False) -> List[str]:
+    """The trainer's command-line flags for every replica, checked for a cluster; with sync,
+    --distribution=multi_worker_mirrored."""
     mode = flag_value(trainer_flags, 'mode')
     if mode not in (None, 'train_and_evaluate'):
         raise UserError(f'--mode={mode}: a cluster runs --mode=train_and_evaluate; drop --mode '
@@ -32,12 +34,21 @@ def trainer_args(trainer_flags: List[str], needs_model_dir: bool) -> List[str]:
                         'train-* (and --eval_files for the evaluation)')
     if flag_value(trainer_flags, 'distribution') == 'mirrored':
         raise UserError('--distribution=mirrored is for one machine; a cluster trains with '
-                        'parameter servers: drop it from the trainer flags')
+                        'parameter servers, or all-reduce with deploy --sync: drop it from the '
+                        'trainer flags')
+    distribution = flag_value(trainer_flags, 'distribution')
+    if sync and distribution not in (None, SYNC_DISTRIBUTION):
+        raise UserError(f'--sync trains with --distribution={SYNC_DISTRIBUTION}; drop '
+                        f'--distribution={distribution} from the trainer flags')
+    if distribution == SYNC_DISTRIBUTION and not sync:
+        raise UserError(f'--distribution={SYNC_DISTRIBUTION} needs a job without parameter '
+                        'servers: give deploy --sync (before --), which sets it')
     if flag_value(trainer_flags, 'wait_for_eval_secs') is not None:
         raise UserError('--wait_for_eval_secs is a deploy flag (before --): only the chief '
                         'waits, so deploy passes it to the chief alone')
+    sync_flag = [f'--distribution={SYNC_DISTRIBUTION}'] if sync and distribution is None else []
     return [arg for arg in trainer_flags if not arg.startswith('--mode=')] + [
-        '--mode=train_and_evaluate']
+        '--mode=train_and_evaluate'] + sync_flag
 
 
 def replica_counts(workers: int, ps: int, evaluator: int) -> Dict[str, int]:

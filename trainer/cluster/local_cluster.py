@@ -2,6 +2,7 @@
 
   python -m trainer.cluster.local_cluster --model_dir=DIR --train_files=GLOB --eval_files=GLOB \
       --train_steps=1000 [--cluster_workers=2 --cluster_ps=1 --cluster_evaluators=1] [trainer flags]
+  python -m trainer.cluster.local_cluster --sync --cluster_ps=0 ... (synchronous, no ps)
 
 Starts a chief, the workers and parameter servers, and the evaluators, each a
 `python -m trainer.main --mode=train_and_evaluate` process with its own TF_CONFIG
@@ -182,9 +183,12 @@ def main(argv):
         raise UserError(f'--mode={modes[-1]}: a cluster trains (--mode=train or '
                         'train_and_evaluate)')
     evaluators = evaluator_count(modes)
+    num_ps = FLAGS.cluster_ps
+    if FLAGS.sync:
+        trainer_args, num_ps = sync_args(trainer_args)
     if FLAGS.cluster_private_network:
         enter_private_network()
-    cluster = Cluster(trainer_args, evaluators, FLAGS.cluster_workers, FLAGS.cluster_ps)
+    cluster = Cluster(trainer_args, evaluators, FLAGS.cluster_workers, num_ps)
     try:  # SIGTERM or Ctrl-C raise here (common.termination); the tasks get SIGTERM in turn
         cluster.start()
         return cluster.wait()
@@ -207,10 +211,21 @@ def evaluator_count(modes) -> int:
     return count
 
 
+def sync_args(trainer_args):
+    """--sync: (the tasks' flags with --distribution=multi_worker_mirrored, 0 parameter
+    servers); all-reduce across the chief and workers has no use for them."""
+    if FLAGS['cluster_ps'].present and FLAGS.cluster_ps:
+        raise UserError(f'--sync trains without parameter servers: drop --cluster_ps='
+                        f'{FLAGS.cluster_ps} (or give --cluster_ps=0)')
+    return [*trainer_args, '--distribution=multi_worker_mirrored'], 0
+
+
 def define_cluster_flags():
     """The launcher's own flags; all the others go on to every task."""
     flags.DEFINE_integer('cluster_workers', 2, 'Workers besides the chief.', lower_bound=0)
-    flags.DEFINE_integer('cluster_ps', 1, 'Parameter servers.', lower_bound=0)
+    flags.DEFINE_integer('cluster_ps', 1, 'Parameter servers (0 with --sync).', lower_bound=0)
+    flags.DEFINE_boolean('sync', False, 'Synchronous training: the chief and workers all-reduce '
+                         'every step (--distribution=multi_worker_mirrored), no parameter servers.')
     flags.DEFINE_boolean('cluster_evaluator', True, 'Run an evaluator task: the eval job '
                          '(--eval_name, --export_dir...) of --mode=continuous_eval.')
     flags.DEFINE_integer('cluster_evaluators', 1, 'How many evaluators: eval jobs sharing '

@@ -176,10 +176,12 @@ def define_predict_and_benchmark(d):
 
 def define_device_flags(d):
     """Devices, distribution and precision (checked against the devices in trainer.cluster.devices)."""
-    d.enum('distribution', 'none', ('none', 'mirrored'), 'mirrored: synchronous '
-           'training over this machine\'s GPUs (MirroredStrategy); --batch_size is the '
-           'global batch, split across replicas. none: one device, or a TF_CONFIG '
-           'cluster\'s parameter-server training.')
+    d.enum('distribution', 'none', ('none', 'mirrored', 'multi_worker_mirrored'), 'mirrored: '
+           'synchronous training over this machine\'s GPUs (MirroredStrategy); '
+           'multi_worker_mirrored: synchronous all-reduce across a TF_CONFIG cluster of a chief '
+           'and workers, no ps (MultiWorkerMirroredStrategy); --batch_size is the global batch, '
+           'split across replicas. none: one device, or a TF_CONFIG cluster\'s '
+           'parameter-server training.')
     d.integer('num_gpus', None, 'GPUs to use (default: all visible).', lower_bound=0)
     d.integer('cpu_replicas', 1, 'With --distribution=mirrored and no GPU: mirror over '
               'this many CPU devices (to try the multi-device path on a CPU).', lower_bound=1)

@@ -34,7 +34,9 @@ def build_estimator(settings: Settings, spec, plan: devices.Plan) -> tf.estimato
         save_checkpoints_steps=settings.save_checkpoints_steps,
         keep_checkpoint_max=settings.keep_checkpoint_max or None,
         save_summary_steps=settings.log_every_n_steps,
-        log_step_count_steps=None)  # ProgressHook logs instead
+        log_step_count_steps=None,  # ProgressHook logs instead
+        # Given here, not by replace(): the constructor alone sets up the distribute coordinator.
+        train_distribute=plan.strategy() if plan.sync_workers else None)
     model_fn = checkpoints.with_checkpoint_check(
         precision.with_policy(spec.model_fn, plan.precision), spec.name)
     return tf.estimator.Estimator(model_fn, config=plan.run_config(config),
@@ -48,6 +50,12 @@ class Experiment:
                  plan: devices.Plan):
         self.settings, self.spec, self.estimator, self.plan = settings, spec, estimator, plan
         self.kind = input_kinds.for_model(spec)
+
+    @property
+    def is_chief(self) -> bool:
+        # TF_CONFIG's answer: under multi_worker_mirrored, RunConfig calls every task the chief
+        # until tf.estimator's distribute coordinator gives each its role.
+        return tf_config.role().is_chief
 
     def train_input_fn(self) -> Callable:
         # A resumed run reshuffles differently instead of replaying the first epoch's order.
@@ -78,7 +86,7 @@ class Experiment:
         progress = hooks.ProgressHook(s.log_every_n_steps, s.batch_size, s.model_dir,
                                       total_steps=s.train_steps)
         tensorboard = vertex_env.tensorboard_hooks(s.log_every_n_steps,
-                                                   self.estimator.config.is_chief)
+                                                   self.is_chief)
         return tf.estimator.TrainSpec(self.train_input_fn(), max_steps=s.train_steps,
                                       hooks=[progress, hooks.StopOnSignalHook()]
                                       + self.hparams_hooks + self.early_stopping_hooks
@@ -88,7 +96,7 @@ class Experiment:
     @functools.cached_property
     def hparams_hooks(self):
         """The chief logs the run's settings to TensorBoard's HParams dashboard."""
-        if not self.estimator.config.is_chief:
+        if not self.is_chief:
             return []
         return [hparams.HParamsHook(self.settings.model_dir, hparams.run_hparams(
             hparam_settings(self.settings), model_fn_params(self.settings, self.spec)))]
@@ -186,7 +194,7 @@ class Experiment:
         servers of its cluster take no lock.
         """
         s = self.settings
-        is_chief = self.estimator.config.is_chief
+        is_chief = self.is_chief
         if is_chief:
             self.check_model()
         self.train_spec  # noqa: B018: builds the input_fn, which checks the files

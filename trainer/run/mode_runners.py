@@ -8,6 +8,7 @@ from typing import Callable, List
 import tensorflow as tf
 
 from models import registry
+from trainer.cluster import multi_worker
 from trainer.evaluation import eval_job, ledger_reports
 from trainer.run import benchmark_input as input_benchmark
 from trainer.run import checkpoints, experiment, job_end
@@ -65,7 +66,9 @@ def train_and_evaluate(run: experiment.Experiment):
             job_end.serve_until_training_ends(run.estimator.config, run.settings.model_dir)
         else:
             tf.estimator.train_and_evaluate(run.estimator, run.train_spec, run.eval_spec)
-    if run.estimator.config.is_chief and run.settings.wait_for_eval_secs:
+            if run.plan.sync_workers:
+                multi_worker.remove_worker_checkpoints(run.settings.model_dir)
+    if run.is_chief and run.settings.wait_for_eval_secs:
         # A tuning trial ends with its chief, and Katib reads the chief's output.
         ledger_reports.report_ledger(run.eval_job)
 

@@ -306,6 +306,7 @@ def quick_start_commands():
     return found
 
 
+@pytest.mark.slow  # the README's tour, each command a process: ./run.sh test-slow
 def test_quick_start_runs(tmp_path):
     """The tour, step by step as the README gives it, in a temporary folder (its relative paths
     land there; the repo files it names are copied in), training only a few steps."""

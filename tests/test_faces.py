@@ -299,6 +299,7 @@ def test_ten_fold_thresholds_come_from_the_other_folds():
     assert abs(report['accuracy_mean'] - 0.95) < 1e-9
 
 
+@pytest.mark.slow  # trains, exports and predicts as CLI processes: ./run.sh test-slow
 def test_export_and_predict_two_photos(faces, tmp_path):
     root, written, out, _ = faces
     model_dir, export_dir = str(tmp_path / 'model'), str(tmp_path / 'export')

@@ -3,10 +3,14 @@ import glob
 import os
 import signal
 
+import pytest
+
 from conftest import make_digit_arrays, run_module, start_module, wait_for_log
 from input_fns import prepare
 from trainer.evaluation.ledger import Ledger
 from trainer.run import checkpoints
+
+pytestmark = pytest.mark.slow  # kill -9 and rerun, whole CLI runs: ./run.sh test-slow
 
 
 def test_trainer_killed_then_rerun_resumes_and_finishes(digit_shards, tmp_path):

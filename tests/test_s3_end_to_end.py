@@ -26,6 +26,9 @@ def train_args(model_dir, data, *extra):
             '--keep_checkpoint_max=0', '--log_every_n_steps=4', *extra]
 
 
+SLOW = pytest.mark.slow  # the whole service on the bucket, a CLI process a step: ./run.sh test-slow
+
+
 @pytest.fixture(scope='module')
 def s3_run(s3_server, tmp_path_factory):
     """prepare into s3://, then a trainer and a continuous_eval job with exports, side by side."""
@@ -45,6 +48,7 @@ def s3_run(s3_server, tmp_path_factory):
                                  prepared=prepared, logs=logs, work=work)
 
 
+@SLOW
 def test_prepare_writes_shards_and_manifest_into_the_bucket(s3_run):
     assert s3_run.prepared.stdout.startswith('wrote train: ')
     names = files.listdir(s3_run.data)
@@ -55,6 +59,7 @@ def test_prepare_writes_shards_and_manifest_into_the_bucket(s3_run):
     assert not os.path.exists(os.path.join(REPO, 's3:'))  # never a local folder named after a URL
 
 
+@SLOW
 def test_eval_job_beside_the_trainer_evaluates_every_checkpoint_once(s3_run):
     results = paths.join(s3_run.model_dir, 'eval_validation', 'results')
     steps = [0, 4, 8, 12]
@@ -67,6 +72,7 @@ def test_eval_job_beside_the_trainer_evaluates_every_checkpoint_once(s3_run):
     assert '--model=mnist_cnn' in files.read_text(f'{s3_run.model_dir}/flags.txt')
 
 
+@SLOW
 def test_best_export_is_marked_complete_and_pointed_to(s3_run):
     results = paths.join(s3_run.model_dir, 'eval_validation', 'results')
     entries = [files.read_json(path) for path in files.glob(f'{results}/step-*.json')]
@@ -80,6 +86,7 @@ def test_best_export_is_marked_complete_and_pointed_to(s3_run):
         'mnist_cnn', s3_run.export_dir, best['step'])  # base_path: the bucket's URL
 
 
+@SLOW
 def test_predict_from_a_saved_model_in_the_bucket(s3_run, tmp_path):
     image = np.zeros((28, 28, 1), np.uint8)
     image[6:22, 12:16] = 255
@@ -92,6 +99,7 @@ def test_predict_from_a_saved_model_in_the_bucket(s3_run, tmp_path):
     assert abs(sum(row['probabilities']) - 1) < 1e-4
 
 
+@SLOW
 def test_trainer_killed_then_rerun_resumes_from_the_bucket(s3_run):
     model_dir = f'{s3_run.root}/killed'
     args = train_args(model_dir, s3_run.data)

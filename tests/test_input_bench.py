@@ -96,3 +96,17 @@ def test_at_most_targets_and_counts_measured_once():
         [1.3, 130 / 101])
     with pytest.raises(ValueError, match='same rounds'):
         repeats.paired_ratios([1, 2], [1, 2, 3])
+
+
+def test_drift_compares_each_target_of_two_runs(tmp_path):
+    from benchmarks import drift
+    first, second = tmp_path / 'a.json', tmp_path / 'b.json'
+    first.write_text(json.dumps({'targets': [{'target': 'x', 'ratio': 2.0},
+                                             {'target': 'y', 'ratio': 1.0}]}))
+    second.write_text(json.dumps({'targets': [{'target': 'x', 'ratio': 2.2},
+                                              {'target': 'y', 'ratio': 1.0}]}))
+    assert drift.drifts(drift.read_targets(str(first)), drift.read_targets(str(second))) == [
+        ('x', 2.0, 2.2, pytest.approx(0.1)), ('y', 1.0, 1.0, 0.0)]
+    (tmp_path / 'bad.json').write_text('{}')
+    with pytest.raises(drift.UserError, match='not a bench --output_json'):
+        drift.read_targets(str(tmp_path / 'bad.json'))

@@ -12,10 +12,12 @@ as the Estimator runs it, the rows of each section interleaved (A B C, C B A, ..
      decode-only ceiling (tf.io.decode_jpeg on all cores);
   4. a CPU-heavy plain-Python function: tf.py_function vs worker processes;
   5. MNIST conversion: seconds and bytes, FloatList vs raw uint8 bytes;
-  6. Estimator training of the MNIST CNN in float32, mixed_bfloat16, with XLA, and both
-     (benchmarks/precision_bench.py);
-  7. training against the ceiling: GFLOP/s of float32 and of the best 6. row, from the
-     training FLOPs per example (benchmarks/flops.py), as a fraction of the ceiling.
+  6. Estimator training of the MNIST CNN in float32, mixed_bfloat16, with XLA, and both,
+     and 7. the same for face_embedding on pairs held in memory (benchmarks/precision_bench.py),
+     each among turns of the matmul ceiling;
+  8. training against the ceiling: GFLOP/s of every 6. and 7. row, from the training FLOPs
+     per example (benchmarks/flops.py), as a fraction of the same round's ceiling;
+  9. the MNIST CNN at each intra-op and inter-op thread setting.
 Prints a table and the targets (met, SHORT, or not resolved when the repeats' spread is
 larger than the margin), and writes everything, every repeat, to --output_json. Uses
 --data_dir/mnist and --data_dir/lfw-devtrain/lfw when they are there, synthetic
@@ -62,7 +64,7 @@ TARGETS = [  # (what, numerator row, denominator row, target, at least (True) or
     ('shard bytes vs raw pixel bytes', 'convert.raw_bytes', 'convert.pixel_bytes', 1.1, False),
     ('training: best of bfloat16/XLA vs float32', precision_bench.FASTER_KEYS,
      'precision.float32', 1.5, True),
-]
+] + precision_bench.ceiling_targets()
 
 
 def define_flags():
@@ -258,7 +260,7 @@ def mnist_feeding(images, labels, raw_files, float_files, results):
 
 
 def estimator_training(images, labels, raw_files, work_dir, results):
-    """2. Examples/sec of Estimator training of the MNIST CNN, fed three ways; then 6."""
+    """2. Examples/sec of Estimator training of the MNIST CNN, fed three ways; then 6 to 9."""
     spec, batch_size = registry.get('mnist_cnn'), FLAGS.batch_size
     input_fn = image_records.make_input_fn(','.join(raw_files), IMAGE_SHAPE, batch_size, True)
     batches = baselines.NumpyBatches(baselines.float_images(images), labels.astype(np.int32),
@@ -273,39 +275,36 @@ def estimator_training(images, labels, raw_files, work_dir, results):
             spec, way_input_fn, batch_size, thread_plan(), work_dir, FLAGS.train_steps,
             FLAGS.warmup_steps, hooks), '')
         for key, name, way_input_fn, hooks in ways], 'examples/s')
-    ceiling = ceiling_rows()
-    measure(results, precision_bench.SECTION, precision_bench.precision_rows(
-        input_fn, batch_size, work_dir, FLAGS.train_steps, FLAGS.warmup_steps,
-        FLAGS.intra_op_threads, FLAGS.inter_op_threads) + ceiling, 'examples/s',
-        {key: 'GFLOP/s' for key, *_ in ceiling})
+    precision_sections(input_fn, work_dir, results)
 
 
-def ceiling_rows():
+def precision_sections(input_fn, work_dir, results):
+    """6. and 7.: each model's precision rows among turns of the ceiling; 9. threads."""
+    model_inputs = [(precision_bench.MNIST, input_fn, FLAGS.batch_size),
+                    (precision_bench.FACES, precision_bench.random_pairs_input_fn(
+                        FLAGS.pair_batch_size), FLAGS.pair_batch_size)]
+    for model, model_input_fn, batch_size in model_inputs:
+        ceiling = ceiling_rows(model.ceiling_prefix)
+        measure(results, model.section, precision_bench.precision_rows(
+            model, model_input_fn, batch_size, work_dir, FLAGS.train_steps, FLAGS.warmup_steps,
+            FLAGS.intra_op_threads, FLAGS.inter_op_threads) + ceiling,
+            'examples/s' if model is precision_bench.MNIST else 'pairs/s',
+            {key: 'GFLOP/s' for key, *_ in ceiling})
+    measure(results, precision_bench.THREADS_SECTION, precision_bench.thread_rows(
+        input_fn, FLAGS.batch_size, work_dir, FLAGS.train_steps, FLAGS.warmup_steps,
+        num_cores()), 'examples/s')
+
+
+def ceiling_rows(prefix):
     """The matmul ceiling again, one run a turn among the precision rows, so that each
     round's training is read against that round's ceiling (the load changes)."""
     config = machine.session_config(FLAGS.intra_op_threads, FLAGS.inter_op_threads)
     device = '/gpu:0' if tf.config.list_physical_devices('GPU') else '/cpu:0'
     size = FLAGS.ceiling_size
-    return [(f'ceiling.{dtype}', f'dense matmul {size}x{size}, {dtype}: the ceiling',
+    return [(f'{prefix}.{dtype}', f'dense matmul {size}x{size}, {dtype}: the ceiling',
              lambda dtype=dtype: machine.matmul_gflops(tf.as_dtype(dtype), size, 1,
                                                        FLAGS.ceiling_seconds, config, device)[0],
              device) for dtype in ('float32', 'bfloat16')]
-
-
-def against_ceiling(results, flops_per_example):
-    """7. GFLOP/s of float32 training and of the best bfloat16/XLA row, each repeat's, and
-    their share of the same round's matmul ceiling in the dtype they compute in."""
-    best = max(precision_bench.FASTER_KEYS, key=lambda key: results.row(key)['value'])
-    section = '7 training against the ceiling'
-    for key in ('precision.float32', best):
-        row, dtype = results.row(key), precision_bench.compute_dtype(key)
-        gflops = [examples * flops_per_example / 1e9 for examples in row['repetitions']]
-        results.add(f'ceiling.{key}.gflops', section, f'{row["name"]}: GFLOP/s', gflops, 'GFLOP/s')
-        results.add(f'ceiling.{key}.fraction', section,
-                    f'{row["name"]}: of the {dtype} matmul ceiling', [
-                        100 * value / limit for value, limit in zip(
-                            gflops, results.row(f'ceiling.{dtype}')['repetitions'])], '%',
-                    "each round's against that round's ceiling")
 
 
 def face_pair_rows(work_dir, results):
@@ -364,12 +363,18 @@ def python_preprocessing(results):
 # ------------------------------------------------------------------ report
 
 
+def targets():
+    """TARGETS, and the thread settings' (which depend on the cores)."""
+    return TARGETS + [precision_bench.threads_target(num_cores())]
+
+
 def check_targets(results):
     checked = []
-    for what, numerator, denominator, target, at_least in TARGETS:
+    for what, numerator, denominator, target, at_least in targets():
         keys = numerator if isinstance(numerator, tuple) else (numerator,)
         best = max(keys, key=lambda key: results.row(key)['value'])  # the best of several
         checked.append({'target': what, 'numerator': best, 'denominator': denominator,
+                        'best_of': list(keys) if len(keys) > 1 else None,
                         **repeats.check(results.row(best)['repetitions'],
                                         results.row(denominator)['repetitions'],
                                         target, at_least)})
@@ -380,7 +385,7 @@ def format_value(value, unit):
     return f'{value:,.2f}' if unit in ('s', '%') else f'{value:,.0f}'
 
 
-def report(results, header, targets) -> str:
+def report(results, header, checked) -> str:
     lines = header + ['']
     width = max(len(row['name']) for row in results.rows)
     for section in sorted({row['section'] for row in results.rows}):
@@ -392,10 +397,11 @@ def report(results, header, targets) -> str:
             lines.append(f'  {row["name"]:<{width}}  {format_value(row["value"], row["unit"]):>14}'
                          f'{spread} {row["unit"]}{note}')
     lines += ['', 'targets (ratio: median of the paired rounds +- half their range)']
-    width = max(len(t['target']) for t in targets)
-    for t in targets:
+    width = max(len(t['target']) for t in checked)
+    for t in checked:
+        best = f'  (best: {results.row(t["numerator"])["name"]})' if t['best_of'] else ''
         lines.append(f'  {t["target"]:<{width}}  {t["ratio"]:7.2f}x +-{t["spread"]:5.2f}  '
-                     f'wanted {t["wanted"]:<8} {t["verdict"]}')
+                     f'wanted {t["wanted"]:<8} {t["verdict"]}{best}')
     return '\n'.join(lines)
 
 
@@ -409,13 +415,18 @@ def measure_machine():
 
 
 def count_flops():
-    """MNIST CNN training FLOPs per example: the profiler's, and the layer shapes' (which
-    tests/test_flops.py checks are the same for the convolutions and matmuls)."""
-    by_type = flops.graph_float_ops('mnist_cnn', FLAGS.batch_size)
-    return {'model': 'mnist_cnn', 'batch_size': FLAGS.batch_size,
-            'profiler_per_example': sum(by_type.values()) / FLAGS.batch_size,
-            'layer_shapes_per_example': flops.exact_training_flops('mnist_cnn', FLAGS.batch_size),
+    """Training FLOPs per example of each model with precision rows: the profiler's, and
+    the layer shapes' (which tests/test_flops.py checks are the same for the convolutions
+    and matmuls). A face_embedding example is a pair."""
+    counted = {}
+    for model, batch_size in ((precision_bench.MNIST, FLAGS.batch_size),
+                              (precision_bench.FACES, FLAGS.pair_batch_size)):
+        by_type = flops.graph_float_ops(model.name, batch_size)
+        counted[model.name] = {
+            'batch_size': batch_size, 'profiler_per_example': sum(by_type.values()) / batch_size,
+            'layer_shapes_per_example': flops.exact_training_flops(model.name, batch_size),
             'profiler_by_op_type': by_type}
+    return counted
 
 
 def run_sections(work_dir, results):
@@ -444,30 +455,33 @@ def main(argv):
         data = run_sections(work_dir, results)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
-    against_ceiling(results, counted['profiler_per_example'])
+    precision_bench.against_ceiling(results, {name: count['profiler_per_example']
+                                              for name, count in counted.items()})
     elapsed = time.time() - started
     settings = {name: getattr(FLAGS, name) for name in (
         'mnist_examples', 'face_people', 'batch_size', 'pair_batch_size', 'repetitions', 'seconds',
         'warmup_seconds', 'train_steps', 'warmup_steps', 'intra_op_threads', 'inter_op_threads',
         'ceiling_size', 'ceiling_runs', 'ceiling_seconds', 'quick')}
     header = machine.report_lines(described, ceiling) + [
-        f'training FLOPs per example, MNIST CNN: {counted["profiler_per_example"] / 1e6:,.2f} M '
-        f'(profiler, training step), {counted["layer_shapes_per_example"] / 1e6:,.2f} M '
-        '(layer shapes: convolutions and matmuls)',
+        f'training FLOPs per example, {name}: {count["profiler_per_example"] / 1e6:,.2f} M '
+        f'(profiler, training step at batch {count["batch_size"]}), '
+        f'{count["layer_shapes_per_example"] / 1e6:,.2f} M (layer shapes: convolutions and '
+        'matmuls)' for name, count in counted.items()] + [
         f'rows: graph mode (tf.compat.v1.Session), each section\'s rows interleaved for '
         f'{FLAGS.repetitions} rounds after warm-up{" (--quick)" if FLAGS.quick else ""}; '
         f'median +- half the range; {elapsed:.0f} s in all',
         f'MNIST: {data["mnist"]}; batch {FLAGS.batch_size}',
         f'faces: {data["faces"]}; batch {FLAGS.pair_batch_size} pairs, '
-        f'{FACE_GEOMETRY.image_size}x{FACE_GEOMETRY.image_size} grayscale',
+        f'{FACE_GEOMETRY.image_size}x{FACE_GEOMETRY.image_size} grayscale; face_embedding '
+        'trains on random 96x96 pairs held in memory',
     ]
-    targets = check_targets(results)
-    print(report(results, header, targets), flush=True)
+    checked = check_targets(results)
+    print(report(results, header, checked), flush=True)
     os.makedirs(os.path.dirname(os.path.abspath(FLAGS.output_json)), exist_ok=True)
     files.write_json_atomic(FLAGS.output_json, {
         'machine': {**described, 'ceiling': ceiling}, 'settings': settings,
         'wall_seconds': elapsed, 'data': data, 'flops': counted,
-        'rows': results.rows, 'targets': targets})
+        'rows': results.rows, 'targets': checked})
     print(f'\nwrote {FLAGS.output_json}')
 
 

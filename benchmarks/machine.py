@@ -56,9 +56,11 @@ def session_config(intra_op_threads: int, inter_op_threads: int) -> tf.compat.v1
 
 
 def giga_per_second(make_fetch: Callable[[], tf.Tensor], work: float, runs: int,
-                    seconds: float, config, device: str = '/cpu:0') -> List[float]:
-    """work x calls / second / 1e9 of each of `runs` timed runs (about `seconds` each) of
-    the op make_fetch builds, after one untimed run; its variables are made first."""
+                    seconds: float, config, device: str = '/cpu:0',
+                    clock: Callable[[], float] = time.perf_counter) -> List[float]:
+    """work x calls / second of `clock` / 1e9 of each of `runs` timed runs (about `seconds`
+    of wall time each) of the op make_fetch builds, after one untimed run; its variables
+    are made first. clock=time.process_time: per second of this process's CPU time."""
     with tf.Graph().as_default():
         with tf.device(device):
             fetch = make_fetch()
@@ -67,24 +69,25 @@ def giga_per_second(make_fetch: Callable[[], tf.Tensor], work: float, runs: int,
             session.run(fetch)
             rates = []
             for _ in range(runs):
-                start, done = time.perf_counter(), 0
+                start, clock_start, done = time.perf_counter(), clock(), 0
                 while done == 0 or time.perf_counter() - start < seconds:
                     session.run(fetch)
                     done += 1
-                rates.append(work * done / (time.perf_counter() - start) / 1e9)
+                rates.append(work * done / (clock() - clock_start) / 1e9)
     return rates
 
 
 def matmul_gflops(dtype: tf.DType, size: int, runs: int, seconds: float, config,
-                  device: str = '/cpu:0') -> List[float]:
-    """GFLOP/s of each run of a size x size matmul."""
+                  device: str = '/cpu:0', clock: Callable[[], float] = time.perf_counter
+                  ) -> List[float]:
+    """GFLOP/s (per second of `clock`) of each run of a size x size matmul."""
     def product():
         # Variables: the operands are made once, so each step is the matmul alone.
         a = tf.Variable(tf.cast(tf.random.uniform([size, size]), dtype))
         b = tf.Variable(tf.cast(tf.random.uniform([size, size]), dtype))
         # A scalar fetched: n^2 adds beside 2 n^3 (Grappler prunes an op nothing reads).
         return tf.reduce_sum(tf.cast(tf.matmul(a, b), tf.float32))
-    return giga_per_second(product, 2 * size ** 3, runs, seconds, config, device)
+    return giga_per_second(product, 2 * size ** 3, runs, seconds, config, device, clock)
 
 
 def memory_read_gbps(megabytes: int, runs: int, seconds: float, config) -> List[float]:

@@ -1,24 +1,52 @@
-"""Section 6 of `./run.sh bench`: Estimator training of the MNIST CNN at each precision, with
-and without XLA, fed by this service's input_fn, as --precision and --xla set them up.
+"""Sections 6 to 9 of `./run.sh bench`: Estimator training of the MNIST CNN and of
+face_embedding at each precision, with and without XLA, as --precision and --xla set them up;
+their GFLOP/s against the matmul ceiling; the MNIST CNN at each thread setting.
 
 Each row is a list of turns that benchmarks.input_bench interleaves with the other rows';
 a turn builds a fresh Estimator and session, warms up, and times --train_steps steps.
 """
+import dataclasses
 import tempfile
+from typing import Dict, List, Tuple
+
+import numpy as np
+import tensorflow as tf
 
 from models import registry
 from trainer.cluster import devices
 from trainer.observe import timing
 
-SECTION = '6 precision and XLA'
-# (row key, --precision, --xla, row name)
+# (row suffix, --precision, --xla, row name)
 SETTINGS = [
-    ('precision.float32', 'float32', False, 'MNIST CNN, float32'),
-    ('precision.bfloat16', 'mixed_bfloat16', False, 'MNIST CNN, --precision=mixed_bfloat16'),
-    ('precision.xla', 'float32', True, 'MNIST CNN, float32 --xla'),
-    ('precision.bfloat16_xla', 'mixed_bfloat16', True, 'MNIST CNN, mixed_bfloat16 --xla'),
+    ('float32', 'float32', False, 'float32'),
+    ('bfloat16', 'mixed_bfloat16', False, '--precision=mixed_bfloat16'),
+    ('xla', 'float32', True, 'float32 --xla'),
+    ('bfloat16_xla', 'mixed_bfloat16', True, 'mixed_bfloat16 --xla'),
 ]
-FASTER_KEYS = tuple(key for key, *_ in SETTINGS[1:])
+# The issue's targets: training GFLOP/s as a share of the matmul ceiling in its dtype.
+CEILING_TARGETS = {'float32': 0.8, 'bfloat16': 0.7}
+CEILING_SECTION = '8 training against the ceiling'
+THREADS_SECTION = '9 threads: MNIST CNN, --precision=auto'
+
+
+@dataclasses.dataclass(frozen=True)
+class Model:
+    name: str  # in the registry
+    title: str
+    prefix: str  # its rows: PREFIX.float32, PREFIX.bfloat16, ...
+    ceiling_prefix: str  # the ceiling's turns among them: CEILING_PREFIX.float32, ...
+    section: str
+
+    def key(self, suffix: str) -> str:
+        return f'{self.prefix}.{suffix}'
+
+
+MNIST = Model('mnist_cnn', 'MNIST CNN', 'precision', 'ceiling', '6 precision and XLA')
+FACES = Model('face_embedding', 'face_embedding', 'face_precision', 'face_ceiling',
+              '7 precision and XLA: face_embedding')
+MODELS = (MNIST, FACES)
+FASTER_KEYS = tuple(MNIST.key(suffix) for suffix, *_ in SETTINGS[1:])
+SECTION = MNIST.section
 
 
 def compute_dtype(key: str) -> str:
@@ -36,14 +64,84 @@ def training_turn(spec, input_fn, batch_size, plan, work_dir, steps, warmup_step
     return turn
 
 
-def precision_rows(input_fn, batch_size, work_dir, steps, warmup_steps, intra_op_threads=0,
-                   inter_op_threads=0):
+def precision_rows(model: Model, input_fn, batch_size, work_dir, steps, warmup_steps,
+                   intra_op_threads=0, inter_op_threads=0):
     """[(row key, row name, turn, note)] for benchmarks.input_bench.measure."""
-    spec = registry.get('mnist_cnn')
+    spec = registry.get(model.name)
     rows = []
-    for key, precision, xla, name in SETTINGS:
+    for suffix, precision, xla, name in SETTINGS:
         plan = devices.plan(precision=precision, xla=xla, intra_op_threads=intra_op_threads,
                             inter_op_threads=inter_op_threads)
-        rows.append((key, name, training_turn(spec, input_fn, batch_size, plan, work_dir, steps,
-                                              warmup_steps), ''))
+        rows.append((model.key(suffix), f'{model.title}, {name}', training_turn(
+            spec, input_fn, batch_size, plan, work_dir, steps, warmup_steps), ''))
     return rows
+
+
+def random_pairs_input_fn(batch_size: int):
+    """One batch of random face_embedding pairs, held in memory and repeated: the step's
+    speed alone (the face input pipeline has its own rows, section 3)."""
+    rng = np.random.RandomState(0)
+    shape = (batch_size, *registry.get(FACES.name).image_shape)
+    batch = ({'image_a': rng.rand(*shape).astype(np.float32),
+              'image_b': rng.rand(*shape).astype(np.float32)},
+             (rng.rand(batch_size) < 0.5).astype(np.float32))
+    return lambda: tf.data.Dataset.from_tensors(batch).repeat()
+
+
+def ceiling_targets() -> List[Tuple]:
+    """input_bench.TARGETS rows: the best row computing in each dtype against that dtype's
+    ceiling of the same rounds, for each model."""
+    targets = []
+    for model in MODELS:
+        for dtype, target in CEILING_TARGETS.items():
+            keys = tuple(f'ceiling.{model.key(suffix)}.gflops' for suffix, *_ in SETTINGS
+                         if compute_dtype(suffix) == dtype)
+            targets.append((f'{model.title}: best {dtype} training vs the {dtype} ceiling', keys,
+                            f'{model.ceiling_prefix}.{dtype}', target, True))
+    return targets
+
+
+def against_ceiling(results, flops_per_example: Dict[str, float]):
+    """8. Every precision row's GFLOP/s (examples/sec x FLOPs per example, each repeat) and
+    its share of the same round's matmul ceiling in the dtype it computes in."""
+    for model in MODELS:
+        for suffix, *_ in SETTINGS:
+            key = model.key(suffix)
+            row, dtype = results.row(key), compute_dtype(suffix)
+            gflops = [examples * flops_per_example[model.name] / 1e9
+                      for examples in row['repetitions']]
+            results.add(f'ceiling.{key}.gflops', CEILING_SECTION, f'{row["name"]}: GFLOP/s',
+                        gflops, 'GFLOP/s')
+            ceiling = results.row(f'{model.ceiling_prefix}.{dtype}')['repetitions']
+            results.add(f'ceiling.{key}.fraction', CEILING_SECTION,
+                        f'{row["name"]}: of the {dtype} matmul ceiling',
+                        [100 * value / limit for value, limit in zip(gflops, ceiling)], '%',
+                        "each round's against that round's ceiling")
+
+
+def thread_settings(cores: int) -> List[Tuple[int, int]]:
+    """(intra-op, inter-op): TensorFlow's choice (0, 0), then one and all cores per op, each
+    with one and two ops at a time."""
+    return [(0, 0)] + [(intra, inter) for intra in sorted({1, cores}) for inter in (1, 2)]
+
+
+def thread_key(intra: int, inter: int) -> str:
+    return 'threads.default' if (intra, inter) == (0, 0) else f'threads.intra{intra}_inter{inter}'
+
+
+def thread_rows(input_fn, batch_size, work_dir, steps, warmup_steps, cores: int):
+    """9. The MNIST CNN as the recipes train it (--precision=auto) at each thread setting."""
+    spec = registry.get(MNIST.name)
+    return [(thread_key(intra, inter),
+             f'MNIST CNN, {devices.describe_threads(intra, inter)}',
+             training_turn(spec, input_fn, batch_size,
+                           devices.plan(precision='auto', intra_op_threads=intra,
+                                        inter_op_threads=inter),
+                           work_dir, steps, warmup_steps), '')
+            for intra, inter in thread_settings(cores)]
+
+
+def threads_target(cores: int) -> Tuple:
+    keys = tuple(thread_key(intra, inter) for intra, inter in thread_settings(cores))
+    return ("threads: the fastest setting vs TensorFlow's choice", keys, 'threads.default', 1.0,
+            True)

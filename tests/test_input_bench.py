@@ -15,7 +15,8 @@ def test_bench_measures_every_row_and_takes_its_ratios_from_them(tmp_path):
                         f'--output_json={output}', '--mnist_examples=100', '--face_people=8',
                         '--seconds=0.05', '--warmup_seconds=0', '--repetitions=2',
                         '--train_steps=1', '--warmup_steps=1', '--ceiling_size=64',
-                        '--ceiling_runs=2', '--ceiling_seconds=0.01', '--intra_op_threads=2')
+                        '--ceiling_runs=2', '--ceiling_seconds=0.01', '--intra_op_threads=2',
+                        '--pair_batch_size=4', timeout=600)
     report = json.loads(output.read_text())
 
     assert report['data']['mnist'].startswith('synthetic')  # no data dir: made its own
@@ -39,17 +40,23 @@ def test_bench_measures_every_row_and_takes_its_ratios_from_them(tmp_path):
     memory = machine['ceiling']['cpu memory read']
     assert len(memory['runs']) == 2 and memory['gbps'] == max(memory['runs']) > 0
     counted = report['flops']
-    assert counted['layer_shapes_per_example'] == 82_049_024
-    assert 1 < counted['profiler_per_example'] / counted['layer_shapes_per_example'] < 1.01
-    gflops = rows['ceiling.precision.float32.gflops']['repetitions']
-    assert gflops == pytest.approx([examples * counted['profiler_per_example'] / 1e9 for examples
-                                    in rows['precision.float32']['repetitions']])
-    same_round_ceiling = rows['ceiling.float32']['repetitions']  # interleaved with training
-    assert rows['ceiling.precision.float32.fraction']['repetitions'] == pytest.approx(
-        [100 * value / limit for value, limit in zip(gflops, same_round_ceiling)])
+    assert counted['mnist_cnn']['layer_shapes_per_example'] == 82_049_024
+    for name, count in counted.items():
+        assert 1 < count['profiler_per_example'] / count['layer_shapes_per_example'] < 1.01, name
+    for prefix, model, ceiling in (('precision', 'mnist_cnn', 'ceiling'),
+                                   ('face_precision', 'face_embedding', 'face_ceiling')):
+        for suffix, dtype in (('float32', 'float32'), ('bfloat16_xla', 'bfloat16')):
+            gflops = rows[f'ceiling.{prefix}.{suffix}.gflops']['repetitions']
+            assert gflops == pytest.approx([
+                examples * counted[model]['profiler_per_example'] / 1e9
+                for examples in rows[f'{prefix}.{suffix}']['repetitions']])
+            same_round_ceiling = rows[f'{ceiling}.{dtype}']['repetitions']  # interleaved
+            assert rows[f'ceiling.{prefix}.{suffix}.fraction']['repetitions'] == pytest.approx(
+                [100 * value / limit for value, limit in zip(gflops, same_round_ceiling)])
+    assert {'threads.default', 'threads.intra1_inter1', 'threads.intra2_inter2'} <= set(rows)
 
-    assert [t['target'] for t in report['targets']] == [t[0] for t in input_bench.TARGETS]
-    for (what, numerator, denominator, _, _), checked in zip(input_bench.TARGETS,
+    assert [t['target'] for t in report['targets']] == [t[0] for t in input_bench.targets()]
+    for (what, numerator, denominator, _, _), checked in zip(input_bench.targets(),
                                                              report['targets']):
         keys = numerator if isinstance(numerator, tuple) else (numerator,)
         best = max(keys, key=lambda key: rows[key]['value'])
@@ -89,3 +96,17 @@ def test_at_most_targets_and_counts_measured_once():
         [1.3, 130 / 101])
     with pytest.raises(ValueError, match='same rounds'):
         repeats.paired_ratios([1, 2], [1, 2, 3])
+
+
+def test_drift_compares_each_target_of_two_runs(tmp_path):
+    from benchmarks import drift
+    first, second = tmp_path / 'a.json', tmp_path / 'b.json'
+    first.write_text(json.dumps({'targets': [{'target': 'x', 'ratio': 2.0},
+                                             {'target': 'y', 'ratio': 1.0}]}))
+    second.write_text(json.dumps({'targets': [{'target': 'x', 'ratio': 2.2},
+                                              {'target': 'y', 'ratio': 1.0}]}))
+    assert drift.drifts(drift.read_targets(str(first)), drift.read_targets(str(second))) == [
+        ('x', 2.0, 2.2, pytest.approx(0.1)), ('y', 1.0, 1.0, 0.0)]
+    (tmp_path / 'bad.json').write_text('{}')
+    with pytest.raises(drift.UserError, match='not a bench --output_json'):
+        drift.read_targets(str(tmp_path / 'bad.json'))

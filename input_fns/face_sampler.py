@@ -4,7 +4,8 @@ Person records (one per person, all their photos: input_fns/face_records.py) are
 from the shards in shuffled order, interleaved, shuffled in a buffer of PEOPLE_BUFFER
 people, and taken a window of WINDOW_PEOPLE people at a time. Each window yields as
 many pairs as it holds people, drawn with stateless randomness: same-person pairs from
-its people with two or more photos, different-person pairs from two of its people.
+its people with two or more photos, different-person pairs from two of its people
+(at least MIN_WINDOW_PAIRS pairs: a small data set's window gives more than it holds people).
 People are taken in a random order without replacement within a window, so a batch
 seldom holds one person twice (in-batch losses count the other rows as negatives).
 """
@@ -20,6 +21,7 @@ from input_fns.face_records import PERSON_SPEC
 AUTOTUNE = tf.data.AUTOTUNE
 PEOPLE_BUFFER = 2048  # person records in the shuffle buffer (LFW: about 2.4 photos, 30 KB each)
 WINDOW_PEOPLE = 1024  # people pairs are drawn among at once
+MIN_WINDOW_PAIRS = 256  # pairs a window gives at least: fewer, and drawing costs more than decoding
 
 
 def count_people(files: List[str]) -> Tuple[int, int]:
@@ -68,23 +70,24 @@ def _orders(seed, rows: int, people, first=None):
 
 
 def draw_window_pairs(photos: tf.RaggedTensor, same_fraction: float, seed, first_step):
-    """photos: [people, None], a window of distinct people's photos -> as many pairs as people,
-    (photo_a, photo_b, same (float32), step (int64: seeds the decode's crop jitter))."""
+    """photos: [people, None], a window of distinct people's photos -> max(people,
+    MIN_WINDOW_PAIRS) pairs (photo_a, photo_b, same (float32), step (int64: seeds the crop jitter))."""
     people = photos.nrows(out_type=tf.int32)
+    num_pairs = tf.maximum(people, MIN_WINDOW_PAIRS)
     counts = tf.cast(photos.row_lengths(), tf.int32)
     starts = tf.cast(photos.row_starts(), tf.int32)
     seeds = tf.random.experimental.stateless_split(seed, 3)
-    u = tf.unstack(tf.random.stateless_uniform(tf.stack([5, people]), seeds[0]))
+    u = tf.unstack(tf.random.stateless_uniform(tf.stack([5, num_pairs]), seeds[0]), num=5)
     eligible = counts >= 2
     num_eligible = tf.reduce_sum(tf.cast(eligible, tf.int32))
     same = (u[0] < same_fraction) & (num_eligible > 0)
     # The j-th same pair's person: the window's eligible people in random orders, one after another.
     per_order = tf.maximum(num_eligible, 1)
     same_order = tf.reshape(
-        _orders(seeds[1], people // per_order + 1, people, eligible)[:, :per_order], [-1])
+        _orders(seeds[1], num_pairs // per_order + 1, people, eligible)[:, :per_order], [-1])
     same_person = tf.gather(same_order, tf.cumsum(tf.cast(same, tf.int32), exclusive=True))
     # The j-th different pair: places 2j and 2j+1 of random orders of the window (never one person).
-    different_order = tf.reshape(_orders(seeds[2], 3, people), [-1])
+    different_order = tf.reshape(_orders(seeds[2], 2 * num_pairs // people + 1, people), [-1])
     rank = tf.cumsum(tf.cast(~same, tf.int32), exclusive=True)
     person_a = tf.gather(different_order, 2 * rank)
     person_b = tf.gather(different_order, 2 * rank + 1)
@@ -96,7 +99,7 @@ def draw_window_pairs(photos: tf.RaggedTensor, same_fraction: float, seed, first
                  tf.gather(starts, person_a) + _pick(u[3], tf.gather(counts, person_a)))
     b = tf.where(same, same_start + second,
                  tf.gather(starts, person_b) + _pick(u[4], tf.gather(counts, person_b)))
-    steps = first_step + tf.range(tf.cast(people, tf.int64))
+    steps = first_step + tf.range(tf.cast(num_pairs, tf.int64))
     return (tf.gather(photos.flat_values, a), tf.gather(photos.flat_values, b),
             tf.cast(same, tf.float32), steps)
 
@@ -122,6 +125,6 @@ def streamed_pairs(files: List[str], num_people: int, seed: int, same_fraction: 
         photos = tf.io.parse_example(serialized, spec)[photo_feature]
         return draw_window_pairs(photos, same_fraction,
                                  tf.stack([tf.constant(seed, tf.int64), window_index]),
-                                 window_index * window)
+                                 window_index * max(window, MIN_WINDOW_PAIRS))
 
     return tf.data.Dataset.zip((tf.data.Dataset.counter(), windows)).map(draw).unbatch()

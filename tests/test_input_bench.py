@@ -15,7 +15,8 @@ def test_bench_measures_every_row_and_takes_its_ratios_from_them(tmp_path):
                         f'--output_json={output}', '--mnist_examples=100', '--face_people=8',
                         '--seconds=0.05', '--warmup_seconds=0', '--repetitions=2',
                         '--train_steps=1', '--warmup_steps=1', '--ceiling_size=64',
-                        '--ceiling_runs=2', '--ceiling_seconds=0.01', '--intra_op_threads=2')
+                        '--ceiling_runs=2', '--ceiling_seconds=0.01', '--intra_op_threads=2',
+                        '--face_memory_scale=2', timeout=600)
     report = json.loads(output.read_text())
 
     assert report['data']['mnist'].startswith('synthetic')  # no data dir: made its own
@@ -24,10 +25,12 @@ def test_bench_measures_every_row_and_takes_its_ratios_from_them(tmp_path):
     for section in ('mnist.', 'train.', 'precision.', 'faces.', 'python.', 'convert.',
                     'ceiling.'):
         assert any(key.startswith(section) for key in rows), section
-    assert {'faces.sampler', 'faces.sampler_augment', 'faces.generator_augment'} <= set(rows)
+    assert {'faces.sampler', 'faces.sampler_augment', 'faces.generator_augment',
+            'faces.in_memory', 'faces.in_memory_augment', 'memory.faces.streaming_1x',
+            'memory.faces.streaming_scaled', 'memory.faces.in_memory_scaled'} <= set(rows)
     for key, row in rows.items():
         assert all(value > 0 for value in row['repetitions']), key
-        assert len(row['repetitions']) == (1 if key.startswith('convert.') else 2), key
+        assert len(row['repetitions']) == (1 if key.startswith(('convert.', 'memory.')) else 2), key
         assert row['value'] == pytest.approx(statistics.median(row['repetitions'])), key
 
     machine = report['machine']

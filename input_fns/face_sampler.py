@@ -2,10 +2,10 @@
 
 Person records (one per person, all their photos: input_fns/face_records.py) are read
 from the shards in shuffled order, interleaved, shuffled in a buffer of PEOPLE_BUFFER
-people, and taken a window of WINDOW_PEOPLE people at a time. Each window yields as
-many pairs as it holds people, drawn with stateless randomness: same-person pairs from
-its people with two or more photos, different-person pairs from two of its people
-(at least MIN_WINDOW_PAIRS pairs: a small data set's window gives more than it holds people).
+people, and taken a window of WINDOW_PEOPLE people at a time. Each window yields
+PAIRS_PER_PERSON pairs per person it holds (at least MIN_WINDOW_PAIRS), drawn with
+stateless randomness: same-person pairs from its people with two or more photos,
+different-person pairs from two of its people.
 People are taken in a random order without replacement within a window, so a batch
 seldom holds one person twice (in-batch losses count the other rows as negatives).
 """
@@ -21,7 +21,9 @@ from input_fns.face_records import PERSON_SPEC
 AUTOTUNE = tf.data.AUTOTUNE
 PEOPLE_BUFFER = 2048  # person records in the shuffle buffer (LFW: about 2.4 photos, 30 KB each)
 WINDOW_PEOPLE = 1024  # people pairs are drawn among at once
+PAIRS_PER_PERSON = 4  # pairs a window gives per person: reading people costs CPU that decoding needs
 MIN_WINDOW_PAIRS = 256  # pairs a window gives at least: fewer, and drawing costs more than decoding
+PAIR_BLOCK = 256  # pairs whose photos are gathered at once, so a window's pairs are never all copied
 
 
 def count_people(files: List[str]) -> Tuple[int, int]:
@@ -69,11 +71,11 @@ def _orders(seed, rows: int, people, first=None):
     return tf.argsort(keys, axis=1, stable=True)
 
 
-def draw_window_pairs(photos: tf.RaggedTensor, same_fraction: float, seed, first_step):
-    """photos: [people, None], a window of distinct people's photos -> max(people,
-    MIN_WINDOW_PAIRS) pairs (photo_a, photo_b, same (float32), step (int64: seeds the crop jitter))."""
+def window_pair_indices(photos: tf.RaggedTensor, same_fraction: float, seed, first_step):
+    """photos: [people, None], a window of distinct people's photos -> its pairs as indices into
+    photos.flat_values (a, b), same (float32) and step (int64: seeds the crop jitter)."""
     people = photos.nrows(out_type=tf.int32)
-    num_pairs = tf.maximum(people, MIN_WINDOW_PAIRS)
+    num_pairs = tf.maximum(PAIRS_PER_PERSON * people, MIN_WINDOW_PAIRS)
     counts = tf.cast(photos.row_lengths(), tf.int32)
     starts = tf.cast(photos.row_starts(), tf.int32)
     seeds = tf.random.experimental.stateless_split(seed, 3)
@@ -99,9 +101,13 @@ def draw_window_pairs(photos: tf.RaggedTensor, same_fraction: float, seed, first
                  tf.gather(starts, person_a) + _pick(u[3], tf.gather(counts, person_a)))
     b = tf.where(same, same_start + second,
                  tf.gather(starts, person_b) + _pick(u[4], tf.gather(counts, person_b)))
-    steps = first_step + tf.range(tf.cast(num_pairs, tf.int64))
-    return (tf.gather(photos.flat_values, a), tf.gather(photos.flat_values, b),
-            tf.cast(same, tf.float32), steps)
+    return a, b, tf.cast(same, tf.float32), first_step + tf.range(tf.cast(num_pairs, tf.int64))
+
+
+def draw_window_pairs(photos: tf.RaggedTensor, same_fraction: float, seed, first_step):
+    """A window's pairs as (photo_a, photo_b, same, step): window_pair_indices, gathered."""
+    a, b, same, steps = window_pair_indices(photos, same_fraction, seed, first_step)
+    return tf.gather(photos.flat_values, a), tf.gather(photos.flat_values, b), same, steps
 
 
 def streamed_pairs(files: List[str], num_people: int, seed: int, same_fraction: float,
@@ -121,10 +127,19 @@ def streamed_pairs(files: List[str], num_people: int, seed: int, same_fraction: 
     windows = people.batch(window, drop_remainder=True).repeat()
     spec = {photo_feature: PERSON_SPEC[photo_feature]}
 
+    pairs_per_window = max(PAIRS_PER_PERSON * window, MIN_WINDOW_PAIRS)
+
     def draw(window_index, serialized):
         photos = tf.io.parse_example(serialized, spec)[photo_feature]
-        return draw_window_pairs(photos, same_fraction,
-                                 tf.stack([tf.constant(seed, tf.int64), window_index]),
-                                 window_index * max(window, MIN_WINDOW_PAIRS))
+        seed_pair = tf.stack([tf.constant(seed, tf.int64), window_index])
+        return (photos.flat_values,) + window_pair_indices(
+            photos, same_fraction, seed_pair, window_index * pairs_per_window)
 
-    return tf.data.Dataset.zip((tf.data.Dataset.counter(), windows)).map(draw).unbatch()
+    def pairs_of(photos, a, b, same, steps):
+        blocks = tf.data.Dataset.from_tensor_slices((a, b, same, steps)).batch(PAIR_BLOCK)
+        return blocks.map(lambda a, b, same, steps: (
+            tf.gather(photos, a), tf.gather(photos, b), same, steps)).unbatch()
+
+    # The next window is read and drawn while this one's pairs decode: else decoding waits.
+    windows = tf.data.Dataset.zip((tf.data.Dataset.counter(), windows)).map(draw).prefetch(1)
+    return windows.flat_map(pairs_of)

@@ -61,7 +61,7 @@ def test_bench_measures_every_row_and_takes_its_ratios_from_them(tmp_path):
         assert checked['per_round'] == pytest.approx(paired), what  # this run's rounds, paired
         assert checked['ratio'] == pytest.approx(statistics.median(paired)), what
         assert checked['verdict'] in ('met', 'SHORT', 'not resolved')
-    assert "this service's in-graph sampler" in result.stdout and 'ceiling:' in result.stdout
+    assert "this service's streaming in-graph sampler" in result.stdout and 'ceiling:' in result.stdout
 
 
 

@@ -2,7 +2,8 @@
 
 All in graph mode, as the Estimator runs things: feed_dict from NumPy, queue
 runners with shuffle_batch, the FloatList + parse_single_example pipeline that
-parses one record at a time, and tf.py_function for plain-Python preprocessing.
+parses one record at a time, tf.py_function for plain-Python preprocessing, and the face
+pair sampler that held every training photo in memory (before person records).
 """
 from typing import Sequence
 
@@ -10,6 +11,8 @@ import numpy as np
 import tensorflow as tf
 
 from input_fns import image_records
+from input_fns.face_images import augment_pair_batch, decode_training_pair
+from input_fns.face_records import PERSON_SPEC
 from trainer.observe import timing
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -157,3 +160,63 @@ def py_function_dataset(fn, output_signature, batch_size: int) -> tf.data.Datase
     dataset = tf.data.Dataset.range(2 ** 62).map(py_map, num_parallel_calls=AUTOTUNE,
                                                   deterministic=False)
     return dataset.batch(batch_size).prefetch(AUTOTUNE)
+
+
+# ------------------------------------------------ face pairs: the sampler before streaming
+
+IN_MEMORY_SAMPLE_BLOCK = 256  # pairs drawn at once, as that sampler did
+
+
+def _in_memory_sampled_pairs(photos, index, seed: int, same_fraction: float):
+    """The training-pair sampler before person records (verbatim but for names): every photo in
+    one tensor, pairs drawn uniformly over all people with stateless randomness."""
+    order, starts, counts, eligible = (tf.constant(a, tf.int32) for a in index.tables())
+    num_people = tf.size(counts)
+
+    def pick(u, n):
+        return tf.minimum(tf.cast(u * tf.cast(n, tf.float32), tf.int32), n - 1)
+
+    def photo(person, number):
+        return tf.gather(order, tf.gather(starts, person) + number)
+
+    def draw(block):
+        steps = block * IN_MEMORY_SAMPLE_BLOCK + tf.range(IN_MEMORY_SAMPLE_BLOCK, dtype=tf.int64)
+        u = tf.unstack(tf.random.stateless_uniform(
+            [5, IN_MEMORY_SAMPLE_BLOCK], seed=tf.stack([tf.constant(seed, tf.int64), block])))
+        same = u[0] < same_fraction
+        person = tf.gather(eligible, pick(u[1], tf.size(eligible)))
+        count = tf.gather(counts, person)
+        first = pick(u[2], count)
+        second = (first + 1 + pick(u[3], count - 1)) % count
+        person_a = pick(u[1], num_people)
+        person_b = (person_a + 1 + pick(u[2], num_people - 1)) % num_people
+        a = tf.where(same, photo(person, first),
+                     photo(person_a, pick(u[3], tf.gather(counts, person_a))))
+        b = tf.where(same, photo(person, second),
+                     photo(person_b, pick(u[4], tf.gather(counts, person_b))))
+        return tf.gather(photos, a), tf.gather(photos, b), tf.cast(same, tf.float32), steps
+
+    return tf.data.Dataset.counter().map(draw).unbatch()
+
+
+def in_memory_pairs(files, index, seed: int = 0, same_fraction: float = 0.5,
+                    photo_feature: str = 'images'):
+    """(photo_a, photo_b, same, step) drawn from all photos of person shards held in one tensor,
+    in index's order (face_pairs.read_photo_index); photo_feature='filenames' for statistics."""
+    spec = {photo_feature: PERSON_SPEC[photo_feature]}
+    photos = tf.data.TFRecordDataset(files).batch(len(np.unique(index.identities))).map(
+        lambda s: tf.io.parse_example(s, spec)[photo_feature].flat_values)
+    return photos.flat_map(lambda table: _in_memory_sampled_pairs(table, index, seed,
+                                                                  same_fraction))
+
+
+def in_memory_pairs_dataset(files, index, geometry, batch_size: int, seed: int = 0,
+                            same_fraction: float = 0.5, augment_images: bool = True):
+    """The face input before streaming: in_memory_pairs, then decode, batch and augment exactly
+    as face_pairs.sampled_pairs_dataset does."""
+    pairs = in_memory_pairs(files, index, seed, same_fraction).map(
+        decode_training_pair(geometry, augment_images), num_parallel_calls=AUTOTUNE,
+        deterministic=False).batch(batch_size, drop_remainder=True)
+    if augment_images:
+        pairs = pairs.map(augment_pair_batch, num_parallel_calls=AUTOTUNE, deterministic=False)
+    return pairs.prefetch(AUTOTUNE)

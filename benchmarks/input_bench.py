@@ -8,8 +8,10 @@ as the Estimator runs it, the rows of each section interleaved (A B C, C B A, ..
      this service's input_fn, and in-memory tensors (the upper bound);
   2. Estimator training of the MNIST CNN: this service's input_fn, in-memory
      input, feed_dict feeding;
-  3. face pairs: the Python-generator way, the in-graph sampler, and the
-     decode-only ceiling (tf.io.decode_jpeg on all cores);
+  3. face pairs: the Python-generator way, the in-graph sampler that held every photo
+     in memory, this service's streaming sampler, and the decode-only ceiling
+     (tf.io.decode_jpeg on all cores); then each sampler's peak RSS on the face data
+     and on --face_memory_scale times its people;
   4. a CPU-heavy plain-Python function: tf.py_function vs worker processes;
   5. MNIST conversion: seconds and bytes, FloatList vs raw uint8 bytes;
   6. Estimator training of the MNIST CNN in float32, mixed_bfloat16, with XLA, and both,
@@ -26,7 +28,9 @@ data of the same shapes when not, and says which.
 import glob
 import os
 import shutil
+import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -45,6 +49,8 @@ from trainer.observe import timing
 from trainer.run import benchmark_input
 
 FLAGS = flags.FLAGS
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FACE_MEMORY_BATCHES = 40  # the 40 steps the issue measured training's peak RSS over
 IMAGE_SHAPE = (28, 28, 1)
 FACE_GEOMETRY = face_images.FaceGeometry(image_size=64, channels=1, crop_fraction=0.5)
 TARGETS = [  # (what, numerator row, denominator row, target, at least (True) or at most)
@@ -52,6 +58,12 @@ TARGETS = [  # (what, numerator row, denominator row, target, at least (True) or
     ('MNIST input_fn vs in-memory tensors', 'mnist.input_fn', 'mnist.in_memory', 0.8, True),
     ('Estimator: input_fn vs in-memory input', 'train.input_fn', 'train.in_memory', 0.97, True),
     ('face pairs: sampler vs generator', 'faces.sampler', 'faces.generator', 1.8, True),
+    # Streaming people through a buffer may cost at most a tenth of the in-memory sampler's speed.
+    ('face pairs: streaming vs in-memory sampler', 'faces.sampler', 'faces.in_memory', 0.9, True),
+    ('face pairs, --augment: streaming vs in-memory', 'faces.sampler_augment',
+     'faces.in_memory_augment', 0.9, True),
+    ('face sampler peak RSS: --face_memory_scale x vs 1x people', 'memory.faces.streaming_scaled',
+     'memory.faces.streaming_1x', 1.3, False),
     ('face pairs: sampler vs decode-only ceiling', 'faces.sampler', 'faces.decode_only', 0.7, True),
     # With --augment both ways do the same rotations, which narrows the gap: set from the last
     # quiet run's 1.74x and 0.59x (docs/bench.md), so that a regression shows.
@@ -75,6 +87,9 @@ def define_flags():
                          lower_bound=100)
     flags.DEFINE_integer('face_people', 1000, 'LFW people to use (about 2.4 photos each).',
                          lower_bound=4)
+    flags.DEFINE_integer('face_memory_scale', 10, 'The face memory rows: peak RSS on the face '
+                         'data and on this many times its people (copies under new names); '
+                         '0: no memory rows.', lower_bound=0)
     flags.DEFINE_integer('batch_size', 100, 'MNIST batch size.', lower_bound=1)
     flags.DEFINE_integer('pair_batch_size', 64, 'Face pairs and Python examples per batch.',
                          lower_bound=1)
@@ -317,10 +332,11 @@ def face_pair_rows(work_dir, results):
         num_pairs=0, pair_folds=1, strict=False, seed=0, num_shards=4, num_eval_shards=1)
     files = sorted(glob.glob(os.path.join(shard_dir, 'train-*')))
     index = face_pairs.read_photo_index(files)
+    num_people, _ = face_pairs.check_people(files)
     batch_size = FLAGS.pair_batch_size
-    jpegs = [record['image'] for record in tf.data.TFRecordDataset(files).map(
-        lambda s: tf.io.parse_single_example(s, {'image': face_records.PHOTO_SPEC['image']}))
-        .as_numpy_iterator()]
+    jpegs = list(tf.data.TFRecordDataset(files).map(
+        lambda s: tf.io.parse_single_example(s, face_records.PERSON_SPEC)['images']).unbatch()
+        .as_numpy_iterator())
 
     def decode_only():
         def decode(jpeg):  # one pixel of each photo: photos of any size batch together
@@ -336,13 +352,63 @@ def face_pair_rows(work_dir, results):
             (f'faces.generator{suffix}', f'Python generator of paths, map to read and decode{what}',
              dataset_turn(lambda augment=augment: face_pairs.generator_pairs_dataset(
                  index, FACE_GEOMETRY, batch_size, augment_images=augment), batch_size), ''),
-            (f'faces.sampler{suffix}', f"this service's in-graph sampler{what}",
+            (f'faces.in_memory{suffix}', f'in-graph sampler, every photo in memory (before){what}',
+             dataset_turn(lambda augment=augment: baselines.in_memory_pairs_dataset(
+                 files, index, FACE_GEOMETRY, batch_size, augment_images=augment), batch_size), ''),
+            (f'faces.sampler{suffix}', f"this service's streaming in-graph sampler{what}",
              dataset_turn(lambda augment=augment: face_pairs.sampled_pairs_dataset(
-                 files, index, FACE_GEOMETRY, batch_size, augment_images=augment), batch_size), '')]
+                 files, num_people, FACE_GEOMETRY, batch_size, augment_images=augment),
+                 batch_size), '')]
     rows.append(('faces.decode_only', 'decode-only ceiling: decode_jpeg on all cores',
                  dataset_turn(decode_only, batch_size), 'whole photos decoded per second / 2'))
     measure(results, '3 face pairs', rows, 'pairs/s')
+    if FLAGS.face_memory_scale:
+        face_memory_rows(root, files, work_dir, results)
     return source
+
+
+def copies_of_people(root, scale, work_dir):
+    """A folder of `scale` copies of root's people, each copy under new names (links to the
+    same photos): `scale` times the people for the memory rows."""
+    copied = os.path.join(work_dir, f'faces_{scale}x')
+    for name, photos in lfw_files.scan_people(root).items():
+        for copy in range(scale):
+            person = f'{name}_c{copy}'
+            os.makedirs(os.path.join(copied, person))
+            for photo in photos:
+                number = photo.rsplit('_', 1)[1]
+                os.symlink(os.path.realpath(os.path.join(root, name, photo)),
+                           os.path.join(copied, person, f'{person}_{number}'))
+    return copied
+
+
+def peak_rss_mb(sampler, files):
+    """Peak RSS of a fresh process reading FACE_MEMORY_BATCHES batches with one sampler."""
+    result = subprocess.run(
+        [sys.executable, '-m', 'benchmarks.face_sampler_stats', f'--train_files={files}',
+         f'--memory_batches={FACE_MEMORY_BATCHES}', f'--sampler={sampler}',
+         f'--batch_size={FLAGS.pair_batch_size}'], cwd=REPO, capture_output=True, text=True,
+        check=True)
+    return json.loads(result.stdout.strip().splitlines()[-1])['peak_rss_mb']
+
+
+def face_memory_rows(root, files, work_dir, results):
+    """3. Peak RSS of each sampler on the face data and on --face_memory_scale times its people."""
+    scale = FLAGS.face_memory_scale
+    scaled_dir = os.path.join(work_dir, f'face_shards_{scale}x')
+    progress(f'3 face pairs | memory: preparing {scale}x the people')
+    prepare_faces.prepare_faces(
+        source_dir=copies_of_people(root, scale, work_dir), output_dir=scaled_dir,
+        validation_fraction=0.0, train_people_file=None, num_pairs=0, pair_folds=1,
+        strict=False, seed=0, num_shards=4 * scale, num_eval_shards=1)
+    patterns = [('1x', '1x', ','.join(files)),
+                ('scaled', f'{scale}x', os.path.join(scaled_dir, 'train-*'))]
+    for sampler, what in (('streaming', "this service's streaming sampler"),
+                          ('in_memory', 'every photo in memory (before)')):
+        for key, size, pattern in patterns:
+            results.add(f'memory.faces.{sampler}_{key}', '3 face pairs',
+                        f'peak RSS, {what}, {size} people', [peak_rss_mb(sampler, pattern)], 'MB',
+                        f'{FACE_MEMORY_BATCHES} batches, fresh process')
 
 
 def python_preprocessing(results):
@@ -370,8 +436,11 @@ def targets():
 
 def check_targets(results):
     checked = []
+    measured = {row['key'] for row in results.rows}
     for what, numerator, denominator, target, at_least in targets():
         keys = numerator if isinstance(numerator, tuple) else (numerator,)
+        if denominator not in measured:  # rows left out (--face_memory_scale=0)
+            continue
         best = max(keys, key=lambda key: results.row(key)['value'])  # the best of several
         checked.append({'target': what, 'numerator': best, 'denominator': denominator,
                         'best_of': list(keys) if len(keys) > 1 else None,
@@ -461,7 +530,7 @@ def main(argv):
     settings = {name: getattr(FLAGS, name) for name in (
         'mnist_examples', 'face_people', 'batch_size', 'pair_batch_size', 'repetitions', 'seconds',
         'warmup_seconds', 'train_steps', 'warmup_steps', 'intra_op_threads', 'inter_op_threads',
-        'ceiling_size', 'ceiling_runs', 'ceiling_seconds', 'quick')}
+        'ceiling_size', 'ceiling_runs', 'ceiling_seconds', 'face_memory_scale', 'quick')}
     header = machine.report_lines(described, ceiling) + [
         f'training FLOPs per example, {name}: {count["profiler_per_example"] / 1e6:,.2f} M '
         f'(profiler, training step at batch {count["batch_size"]}), '

@@ -1,9 +1,8 @@
 """Face pairs as model input: training pairs drawn afresh every step, fixed pairs for evaluation.
 
-Training pairs are drawn inside tf.data (no Python in the hot path): a table of all
-training photos is read once, then a counter-seeded stateless sampler picks
-same-person pairs (from people with two or more photos) and different-person pairs,
-and decoding, cropping, resizing and augmentation run in parallel. Evaluation pairs
+Training pairs are drawn inside tf.data (no Python in the hot path) from person records
+streamed through a buffer (input_fns/face_sampler.py), so memory does not grow with the
+data set; decoding, cropping, resizing and augmentation run in parallel. Evaluation pairs
 are fixed, read from pair shards.
 """
 import dataclasses
@@ -16,10 +15,10 @@ import tensorflow as tf
 
 from common import tf_config
 from common.errors import UserError
-from input_fns import pipeline, shards
+from input_fns import face_records, face_sampler, pipeline, shards
 from input_fns.face_images import (FaceGeometry, augment_pair_batch, decode_face,
                                    decode_training_pair)
-from input_fns.face_records import PAIR_SPEC, PHOTO_SPEC
+from input_fns.face_records import PAIR_SPEC, PERSON_SPEC
 
 AUTOTUNE = tf.data.AUTOTUNE
 
@@ -41,12 +40,14 @@ class PhotoIndex:
 
 
 def read_photo_index(files: List[str]) -> PhotoIndex:
-    spec = {key: PHOTO_SPEC[key] for key in ('identity', 'filename')}
+    """Every photo's person and file name (the generator sampler's table: it grows with the data)."""
+    spec = {key: PERSON_SPEC[key] for key in ('identity', 'filenames')}
     identities, filenames = [], []
     for batch in tf.data.TFRecordDataset(files).batch(4096).map(
             lambda s: tf.io.parse_example(s, spec)):
-        identities.append(batch['identity'].numpy())
-        filenames.extend(f.decode() for f in batch['filename'].numpy())
+        names = batch['filenames']
+        identities.append(np.repeat(batch['identity'].numpy(), names.row_lengths().numpy()))
+        filenames.extend(f.decode() for f in names.flat_values.numpy())
     identities = np.concatenate(identities) if identities else np.zeros([0], np.int64)
     roots = {shards.read_manifest(os.path.dirname(f)).get('source_root') for f in files}
     index = PhotoIndex(identities, filenames, roots.pop() if len(roots) == 1 else None)
@@ -57,51 +58,24 @@ def read_photo_index(files: List[str]) -> PhotoIndex:
     return index
 
 
-SAMPLE_BLOCK = 256  # pairs drawn at once: drawn one at a time, drawing cost a third of decoding
+def check_people(files: List[str]):
+    """(people, people with 2+ photos) of training shards; one line when pairs cannot be drawn."""
+    people, with_two = face_sampler.count_people(files)
+    if people < 2 or not with_two:
+        raise UserError(f'{files[0]}...: {people} people, {with_two} with 2 or more photos; '
+                        'training pairs need at least 2 people and someone with 2 or more photos')
+    return people, with_two
 
 
-def _sampled_pairs(jpegs, index: PhotoIndex, seed: int, same_fraction: float):
-    """An endless dataset of (jpeg_a, jpeg_b, same, step), drawn with stateless randomness."""
-    order, starts, counts, eligible = (tf.constant(a, tf.int32) for a in index.tables())
-    num_people = tf.size(counts)
-
-    def pick(u, n):  # u in [0, 1) -> integer in [0, n), elementwise
-        return tf.minimum(tf.cast(u * tf.cast(n, tf.float32), tf.int32), n - 1)
-
-    def photo(person, number):
-        return tf.gather(order, tf.gather(starts, person) + number)
-
-    def draw(block):
-        steps = block * SAMPLE_BLOCK + tf.range(SAMPLE_BLOCK, dtype=tf.int64)
-        u = tf.unstack(tf.random.stateless_uniform(
-            [5, SAMPLE_BLOCK], seed=tf.stack([tf.constant(seed, tf.int64), block])))
-        same = u[0] < same_fraction
-        person = tf.gather(eligible, pick(u[1], tf.size(eligible)))
-        count = tf.gather(counts, person)
-        first = pick(u[2], count)
-        second = (first + 1 + pick(u[3], count - 1)) % count  # a different photo of the same person
-        person_a = pick(u[1], num_people)
-        person_b = (person_a + 1 + pick(u[2], num_people - 1)) % num_people  # another person
-        a = tf.where(same, photo(person, first),
-                     photo(person_a, pick(u[3], tf.gather(counts, person_a))))
-        b = tf.where(same, photo(person, second),
-                     photo(person_b, pick(u[4], tf.gather(counts, person_b))))
-        return tf.gather(jpegs, a), tf.gather(jpegs, b), tf.cast(same, tf.float32), steps
-
-    return tf.data.Dataset.counter().map(draw).unbatch()
-
-
-def sampled_pairs_dataset(files: List[str], index: PhotoIndex, geometry: FaceGeometry,
+def sampled_pairs_dataset(files: List[str], num_people: int, geometry: FaceGeometry,
                           batch_size: int, seed: int = 0, same_fraction: float = 0.5,
                           augment_images: bool = True, decode: bool = True,
                           prefetch: bool = True) -> tf.data.Dataset:
-    """Fresh random training pairs every step, all inside tf.data.
+    """Fresh random training pairs every step, all inside tf.data, streamed from person shards.
 
     decode=False (batches of JPEG bytes) and prefetch=False stop it early, to time stages.
     """
-    photos = tf.data.TFRecordDataset(files).batch(len(index.identities)).map(
-        lambda s: tf.io.parse_example(s, {'image': PHOTO_SPEC['image']})['image'])
-    pairs = photos.flat_map(lambda jpegs: _sampled_pairs(jpegs, index, seed, same_fraction))
+    pairs = face_sampler.streamed_pairs(files, num_people, seed, same_fraction)
     if decode:
         pairs = pairs.map(decode_training_pair(geometry, augment_images),
                           num_parallel_calls=AUTOTUNE, deterministic=False)
@@ -116,10 +90,10 @@ def sampled_pair_stages(file_pattern: str, geometry: FaceGeometry, batch_size: i
                         flag_name: str = 'file pattern'):
     """The graph sampler's pipeline cut short after each stage: [(stage, dataset function)]."""
     files = pipeline.list_record_files(file_pattern, flag_name)
-    index = read_photo_index(files)
+    num_people, _ = check_people(files)
 
     def up_to(**options):
-        return lambda: sampled_pairs_dataset(files, index, geometry, batch_size, seed,
+        return lambda: sampled_pairs_dataset(files, num_people, geometry, batch_size, seed,
                                              same_fraction, prefetch=False, **options)
 
     return [('sample pairs of JPEG bytes, batch', up_to(decode=False)),
@@ -145,25 +119,29 @@ def make_train_input_fn(file_pattern: str, geometry: FaceGeometry, batch_size: i
                         seed: int = 0, same_fraction: float = 0.5,
                         flag_name: str = 'file pattern', pairs_dataset: Callable = None,
                         augment: bool = False):
-    """Training pairs drawn at random from photo shards.
+    """Training pairs drawn at random from person shards.
 
-    Every worker of a cluster reads all photos (pairs need people from all shards)
-    and draws its own pairs with its own seed. pairs_dataset(files, index, geometry,
-    batch_size, seed, same_fraction, augment_images=) draws them; default: sampled_pairs_dataset.
-    augment: random crops, flips, brightness, contrast and rotations of each photo.
+    Every worker of a cluster reads all shards (pairs need people from all of them) and
+    draws its own pairs with its own seed. pairs_dataset(files, num_people, geometry,
+    batch_size, seed, same_fraction, augment_images=) draws them; default:
+    sampled_pairs_dataset. augment: random crops, flips, brightness, contrast and rotations.
     """
     files = pipeline.list_record_files(file_pattern, flag_name)
-    pipeline.check_record_files(files, PHOTO_SPEC)
-    index = read_photo_index(files)
+    pipeline.check_listed_in_manifests(files)
+    face_records.check_layout(files, 'people', flag_name)
+    pipeline.check_record_files(files, PERSON_SPEC)
+    num_people, _ = check_people(files)
     seed = seed * 1000 + tf_config.role().reader_index
     pairs_dataset = pairs_dataset or sampled_pairs_dataset
-    return lambda: pairs_dataset(files, index, geometry, batch_size, seed, same_fraction,
+    return lambda: pairs_dataset(files, num_people, geometry, batch_size, seed, same_fraction,
                                  augment_images=augment)
 
 
 def make_eval_input_fn(file_pattern: str, geometry: FaceGeometry, batch_size: int,
                        flag_name: str = 'file pattern'):
     files = pipeline.list_record_files(file_pattern, flag_name)
+    pipeline.check_listed_in_manifests(files)
+    face_records.check_layout(files, 'pairs', flag_name)
     pipeline.check_record_files(files, PAIR_SPEC)
     return lambda: fixed_pairs_dataset(files, geometry, batch_size)
 

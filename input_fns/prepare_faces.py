@@ -1,6 +1,6 @@
 """Face photo folders and LFW pair lists -> TFRecord shards (see input_fns.prepare).
 
-`faces`: one record per photo, people split into train and validation (from a
+`faces`: one record per person (all their photos), people split into train and validation (from a
 people file or a seeded fraction), plus fixed pair sets drawn from each split:
 `train_pairs` (for choosing a decision threshold) and `validation_pairs` (people
 never seen in training). `face_pairs`: an LFW pair list (pairsDevTrain.txt,
@@ -150,6 +150,39 @@ def write_pair_split(output_dir: str, split: str, pairs: List[Pair], reader: Pho
     return entry
 
 
+def write_people_split(output_dir: str, split: str, names: List[str],
+                       people: Dict[str, List[str]], identity: Dict[str, int],
+                       reader: PhotoReader, num_shards: int, seed: int, people_file: str) -> Dict:
+    """One record per person, holding all their photos that decode (layout 2), so training
+    can stream people through a buffer instead of holding every photo."""
+    photos_written = []
+
+    def make_record(i):
+        name = names[i]
+        readable = [(photo, reader.read(os.path.join(name, photo))) for photo in people[name]]
+        readable = [(photo, jpeg) for photo, jpeg in readable if jpeg is not None]
+        if not readable:
+            return None
+        photos_written.append(len(readable))
+        return face_records.encode_person([jpeg for _, jpeg in readable],
+                                          [f'{name}/{photo}' for photo, _ in readable],
+                                          identity[name], name)
+
+    entry = shards.write_split(
+        output_dir, split, len(names), make_record, num_shards, seed, dataset='faces',
+        features=face_records.PERSON_MANIFEST_FEATURES, sources=[reader.root],
+        extra={'kind': 'people', 'layout_version': face_records.PEOPLE_LAYOUT_VERSION,
+               'people_file': people_file or None})
+    # Counted as the records were made: what was written, bad photos left out.
+    entry.update(num_people=len(photos_written), num_photos=sum(photos_written),
+                 num_people_with_2_or_more=sum(count >= 2 for count in photos_written))
+    skipped = {p: r for p, r in reader.bad.items() if p.split('/')[0] in set(names)}
+    if skipped:
+        entry.update(skipped_files=skipped, num_skipped_photos=len(skipped))
+    shards.update_split(output_dir, split, entry)
+    return entry
+
+
 def prepare_faces(*, source_dir: str, output_dir: str, train_people_file: str,
                   validation_fraction: float, num_pairs: int, pair_folds: int, strict: bool,
                   num_shards: int, num_eval_shards: int, seed: int,
@@ -171,25 +204,9 @@ def prepare_faces(*, source_dir: str, output_dir: str, train_people_file: str,
                          ('validation', validation)):
         if not names:
             continue
-        photos = [(name, photo) for name in names for photo in people[name]]
-
-        def make_record(i, photos=photos):
-            name, photo = photos[i]
-            jpeg = reader.read(os.path.join(name, photo))
-            return None if jpeg is None else face_records.encode_photo(
-                jpeg, identity[name], name, f'{name}/{photo}')
-
-        entries[split] = shards.write_split(
-            output_dir, split, len(photos), make_record,
-            num_shards if split == 'train' else num_eval_shards, seed,
-            dataset='faces', features=face_records.PHOTO_MANIFEST_FEATURES, sources=[root],
-            extra={'kind': 'photos', 'num_people': len(names),
-                   'num_people_with_2_or_more': sum(len(people[n]) >= 2 for n in names),
-                   'people_file': train_people_file or None})
-        if reader.bad:
-            entries[split]['skipped_files'] = {p: r for p, r in reader.bad.items()
-                                               if p.split('/')[0] in set(names)}
-            shards.update_split(output_dir, split, entries[split])
+        entries[split] = write_people_split(output_dir, split, names, people, identity, reader,
+                                            num_shards if split == 'train' else num_eval_shards,
+                                            seed, train_people_file)
 
         same, different = draw_pairs(people, names, num_pairs, seed + 1)
         folds = pair_folds if split == 'validation' else 1

@@ -8,7 +8,7 @@ import tensorflow as tf
 from common.errors import UserError
 from conftest import make_digit_arrays
 from input_fns import face_images, face_pairs, image_augment, synthetic_faces
-from input_fns.face_records import PHOTO_SPEC
+from input_fns.face_records import PERSON_SPEC
 from models import registry
 from trainer.input_kinds import registry as input_kinds
 from trainer.input_kinds.base import InputOptions
@@ -108,8 +108,8 @@ def test_face_photos_augmented_in_training_only(tmp_path):
     geometry = face_images.FaceGeometry()
 
     photos = tf.data.TFRecordDataset(tf.io.gfile.glob(os.path.join(out, 'train-*'))).map(
-        lambda record: face_images.decode_face(
-            tf.io.parse_single_example(record, PHOTO_SPEC)['image'], geometry))
+        lambda record: tf.io.parse_single_example(record, PERSON_SPEC)['images']).unbatch().map(
+        lambda jpeg: face_images.decode_face(jpeg, geometry))
     originals = np.stack(list(photos.as_numpy_iterator()))
 
     def distance_to_nearest_original(augment):

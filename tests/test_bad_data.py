@@ -180,8 +180,8 @@ def test_prepare_faces_refuses_photos_training_cannot_decode(tmp_path):
                          f'--output_dir={tmp_path}/out', '--num_pairs=2')
     assert f'skipping {renamed_png}' in lenient.stderr
     manifest = json.load(open(tmp_path / 'out' / 'manifest.json'))
-    skipped = {split: entry['num_skipped'] for split, entry in manifest['splits'].items()
-               if entry.get('kind') != 'pairs'}
+    skipped = {split: entry.get('num_skipped_photos', 0)
+               for split, entry in manifest['splits'].items() if entry.get('kind') != 'pairs'}
     assert sum(skipped.values()) == 1
 
 

@@ -9,8 +9,8 @@ import tensorflow as tf
 
 from common.errors import UserError
 from conftest import cmyk_jpeg, run_module, run_prepare
-from input_fns import (face_images, face_pairs, face_records, lfw_files, prepare_faces,
-                       synthetic_faces)
+from input_fns import (face_images, face_pairs, face_records, face_sampler, lfw_files,
+                       prepare_faces, synthetic_faces)
 from models import face_diff, face_embedding, face_siamese
 from trainer.evaluation import pair_protocol
 from trainer.input_kinds import registry as input_kinds
@@ -30,8 +30,12 @@ def faces(tmp_path_factory):
 
 
 def read_photos(pattern):
+    """Every photo of person shards: {'image', 'name', 'filename'}."""
     records = tf.data.TFRecordDataset(sorted(glob.glob(pattern)))
-    return [tf.io.parse_single_example(r, face_records.PHOTO_SPEC) for r in records]
+    people = [tf.io.parse_single_example(r, face_records.PERSON_SPEC) for r in records]
+    return [{'image': image, 'name': person['name'], 'filename': filename}
+            for person in people
+            for image, filename in zip(person['images'], person['filenames'])]
 
 
 def test_photo_shards_round_trip_split_by_people(faces):
@@ -43,8 +47,9 @@ def test_photo_shards_round_trip_split_by_people(faces):
         for photo in photos:  # the JPEG bytes exactly as on disk
             path = os.path.join(root, photo['filename'].numpy().decode())
             assert photo['image'].numpy() == open(path, 'rb').read()
-        assert entries[split]['num_records'] == len(photos)
-        assert entries[split]['num_people'] == len(names[split])
+        assert entries[split]['num_photos'] == len(photos)
+        assert entries[split]['num_records'] == entries[split]['num_people'] == len(names[split])
+        assert entries[split]['layout_version'] == face_records.PEOPLE_LAYOUT_VERSION
     assert not names['train'] & names['validation']
     assert names['train'] | names['validation'] == set(written)
     assert len(names['validation']) == 12
@@ -110,7 +115,7 @@ def test_undecodable_photo_is_skipped_and_counted_or_fatal_when_strict(tmp_path)
     open(cmyk, 'wb').write(cmyk_jpeg(48))
     entries = run_prepare(prepare_faces.prepare_faces,
         source_dir=root, output_dir=str(tmp_path / 'out'), validation_fraction=0.0, num_pairs=3)
-    assert entries['train']['num_skipped'] == 3
+    assert entries['train']['num_skipped_photos'] == 3 and entries['train']['num_skipped'] == 0
     assert entries['train']['skipped_files'] == {
         f'Synthetic_Person_000{n}/Synthetic_Person_000{n}_0001.jpg': 'not a decodable JPEG'
         for n in (2, 3, 4)}
@@ -181,21 +186,54 @@ def test_pair_naming_a_missing_photo_is_reported(faces, tmp_path):
 
 
 @pytest.mark.parametrize('same_fraction', [0.5, 0.2])
-def test_sampler_ratio_and_same_pairs_share_identity(same_fraction):
-    # Photos stand in as their person's id, so a pair shows whose photos it drew.
-    identities = np.array([0, 0, 0, 1, 2, 2, 3, 4, 4, 4, 4, 5])
-    index = face_pairs.PhotoIndex(identities, [''] * len(identities), None)
-    photos = tf.constant([str(i).encode() for i in identities])
-    pairs = face_pairs._sampled_pairs(photos, index, seed=5, same_fraction=same_fraction)
-    drawn = list(pairs.take(3000).as_numpy_iterator())
-    same = np.array([label for _, _, label, _ in drawn])
+def test_window_pairs_ratio_and_same_pairs_share_identity(same_fraction):
+    # Photos stand in as their person's number, so a pair shows whose photos it drew.
+    counts = [3, 1, 2, 1, 4, 1, 2, 1]
+    photos = tf.RaggedTensor.from_row_lengths(
+        [str(person).encode() for person, count in enumerate(counts) for _ in range(count)],
+        counts)
+    # A window this small gives MIN_WINDOW_PAIRS pairs, its people taken again in new orders.
+    drawn = [face_sampler.draw_window_pairs(photos, same_fraction, tf.constant([5, w], tf.int64),
+                                            w * face_sampler.MIN_WINDOW_PAIRS) for w in range(12)]
+    a, b, same, steps = (np.concatenate([d[i].numpy() for d in drawn]) for i in range(4))
     assert abs(same.mean() - same_fraction) < 0.03
-    for a, b, label, _ in drawn:
-        assert (a == b) == bool(label)  # same-person pairs share an identity; others never do
-    same_people = {int(a) for a, _, label, _ in drawn if label}
-    assert same_people == {0, 2, 4}  # only people with two or more photos
-    pairs_of_photos = {(a, b) for a, b, label, _ in drawn}
-    assert len(pairs_of_photos) > 10  # drawn afresh, not a fixed list
+    assert ((a == b) == (same == 1)).all()  # same-person pairs share a person; others never do
+    assert {int(person) for person in a[same == 1]} == {0, 2, 4, 6}  # people with 2+ photos
+    assert len(set(zip(a, b))) > 10 and len(set(steps)) == len(steps)
+
+
+def test_window_pairs_take_people_without_replacement():
+    """In one window no person is in two same-person pairs while others wait their turn: the
+    first `people` same-person pairs are all different people."""
+    people = 512
+    photos = tf.RaggedTensor.from_row_lengths(
+        [f'{p}/{k}'.encode() for p in range(people) for k in range(2)], [2] * people)
+    a, _, same, _ = face_sampler.draw_window_pairs(photos, 0.5, tf.constant([1, 2], tf.int64), 0)
+    same_people = [name.split(b'/')[0] for name in a.numpy()[same.numpy() == 1]]
+    assert len(same_people) > people and len(set(same_people[:people])) == people
+
+
+def test_streamed_pairs_from_shards(faces):
+    _, _, out, entries = faces
+    files = sorted(glob.glob(os.path.join(out, 'train-*')))
+    people = entries['train']['num_people']
+    pairs = face_sampler.streamed_pairs(files, people, seed=3, same_fraction=0.5,
+                                        photo_feature='filenames')
+    drawn = list(pairs.take(1000).as_numpy_iterator())
+    for a, b, same, _ in drawn:
+        assert (a.split(b'/')[0] == b.split(b'/')[0]) == bool(same) and a != b
+    assert abs(np.mean([same for *_, same, _ in drawn]) - 0.5) < 0.06
+    assert len({name.split(b'/')[0] for a, b, *_ in drawn for name in (a, b)}) == people
+
+
+def test_people_counted_from_the_manifest_or_the_records(faces, tmp_path):
+    _, _, out, entries = faces
+    expected = (entries['train']['num_people'], entries['train']['num_people_with_2_or_more'])
+    files = sorted(glob.glob(os.path.join(out, 'train-*')))
+    assert face_sampler.count_people(files) == expected
+    for path in files:  # the same shards without a manifest
+        tf.io.gfile.copy(path, str(tmp_path / os.path.basename(path)))
+    assert face_sampler.count_people(sorted(glob.glob(str(tmp_path / 'train-*')))) == expected
 
 
 def test_training_input_fn_shapes_for_both_samplers(faces):

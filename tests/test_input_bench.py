@@ -16,7 +16,7 @@ def test_bench_measures_every_row_and_takes_its_ratios_from_them(tmp_path):
                         '--seconds=0.05', '--warmup_seconds=0', '--repetitions=2',
                         '--train_steps=1', '--warmup_steps=1', '--ceiling_size=64',
                         '--ceiling_runs=2', '--ceiling_seconds=0.01', '--intra_op_threads=2',
-                        '--pair_batch_size=4', timeout=600)
+                        '--pair_batch_size=4', '--face_memory_scale=2', timeout=600)
     report = json.loads(output.read_text())
 
     assert report['data']['mnist'].startswith('synthetic')  # no data dir: made its own
@@ -25,10 +25,12 @@ def test_bench_measures_every_row_and_takes_its_ratios_from_them(tmp_path):
     for section in ('mnist.', 'train.', 'precision.', 'faces.', 'python.', 'convert.',
                     'ceiling.'):
         assert any(key.startswith(section) for key in rows), section
-    assert {'faces.sampler', 'faces.sampler_augment', 'faces.generator_augment'} <= set(rows)
+    assert {'faces.sampler', 'faces.sampler_augment', 'faces.generator_augment',
+            'faces.in_memory', 'faces.in_memory_augment', 'memory.faces.streaming_1x',
+            'memory.faces.streaming_scaled', 'memory.faces.in_memory_scaled'} <= set(rows)
     for key, row in rows.items():
         assert all(value > 0 for value in row['repetitions']), key
-        assert len(row['repetitions']) == (1 if key.startswith('convert.') else 2), key
+        assert len(row['repetitions']) == (1 if key.startswith(('convert.', 'memory.')) else 2), key
         assert row['value'] == pytest.approx(statistics.median(row['repetitions'])), key
 
     machine = report['machine']
@@ -65,7 +67,7 @@ def test_bench_measures_every_row_and_takes_its_ratios_from_them(tmp_path):
         assert checked['per_round'] == pytest.approx(paired), what  # this run's rounds, paired
         assert checked['ratio'] == pytest.approx(statistics.median(paired)), what
         assert checked['verdict'] in ('met', 'SHORT', 'not resolved')
-    assert "this service's in-graph sampler" in result.stdout and 'ceiling:' in result.stdout
+    assert "this service's streaming in-graph sampler" in result.stdout and 'ceiling:' in result.stdout
 
 
 

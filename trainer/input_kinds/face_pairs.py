@@ -31,8 +31,8 @@ class FacePairs(base.InputKind):
     # --pair_sampler: drawn inside tf.data, or the naive Python generator kept for comparison.
     pair_samplers = {
         'graph': face_pairs.sampled_pairs_dataset,
-        'generator': lambda files, index, *args, **options: face_pairs.generator_pairs_dataset(
-            index, *args, **options),
+        'generator': lambda files, num_people, *args, **options: (
+            face_pairs.generator_pairs_dataset(face_pairs.read_photo_index(files), *args, **options)),
     }
 
     def train_input_fn(self, spec, file_pattern, flag_name, batch_size, seed, options):

@@ -17,7 +17,6 @@ import collections
 import json
 
 import numpy as np
-import tensorflow as tf
 from absl import flags
 
 from benchmarks import baselines

@@ -84,7 +84,7 @@ def test_each_worker_reads_its_own_files(tmp_path):
 
 def test_missing_pattern_names_it(tmp_path):
     pattern = str(tmp_path / 'nothing-*')
-    with pytest.raises(UserError, match=f'--train_files: no files match .*nothing-'):
+    with pytest.raises(UserError, match='--train_files: no files match .*nothing-'):
         image_records.make_input_fn(pattern, SHAPE, 8, True, flag_name='--train_files')
 
 

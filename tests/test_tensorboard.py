@@ -3,7 +3,6 @@
 Two tiny model_dirs in one logdir: an MNIST CNN evaluated twice, and a face-pair
 model evaluated once. TensorBoard is started and stopped by the fixture.
 """
-import io
 import os
 
 import numpy as np

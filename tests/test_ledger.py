@@ -8,6 +8,7 @@ from tensorflow_serving.config import model_server_config_pb2
 from common import files
 from common.errors import UserError
 from trainer.evaluation.eval_job import EvalJob
+from trainer.evaluation import export_policy
 from trainer.evaluation.export_policy import LedgerExports
 from trainer.evaluation.ledger import Ledger
 from trainer.evaluation.metric_goal import MetricGoal
@@ -114,6 +115,7 @@ def test_best_policy_exports_only_improvements_and_keeps_the_newest(tmp_path):
     assert sorted(os.listdir(export_dir)) == ['3', '5', 'best', 'models.config']
     assert (export_dir / 'best').read_text() == '5\n'
     assert model_config.pinned_version(str(export_dir)) == 5
+    assert export_policy.listed_exports(str(export_dir))['served'] == 5  # as status shows it
     # A new process (restart) with the same ledger exports nothing more.
     again, _, made_again = fake_exports(tmp_path, 'best', keep=2, saved_past_name=2)
     again.update(entries)

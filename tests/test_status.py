@@ -18,7 +18,7 @@ def snapshot(**overrides):
         eval_ledgers={'validation': [entry(100, loss=0.5, accuracy=0.8),
                                      entry(200, 'skipped'),
                                      entry(300, loss=0.3, accuracy=0.85)]},
-        exports={'exports/m': {'steps': [100, 300], 'pointers': {'best': 300}}})
+        exports={'exports/m': {'steps': [100, 300], 'pointers': {'best': 300}, 'served': 300}})
     values.update(overrides)
     return status.Snapshot(**values)
 
@@ -35,14 +35,14 @@ def test_finished_run_with_an_eval_job_and_exports():
     assert job['best'] == {'accuracy': {'step': 300, 'value': 0.85, 'mode': 'max'},
                            'loss': {'step': 300, 'value': 0.3, 'mode': 'min'}}
     assert report['exports'] == [{'export_dir': 'exports/m', 'steps': [100, 300],
-                                  'pointers': {'best': 300}}]
+                                  'pointers': {'best': 300}, 'served': 300}]
     json.dumps(report)  # --format=json prints exactly this
     text = status.render_text(report).splitlines()
     assert 'training    step 400/400 (100%), finished: reached train_steps' in text
     assert ('eval_validation  on data/validation-*: 2 evaluated, 1 skipped (200), '
             '1 waiting (400)') in text
     assert '    best    accuracy 0.85 (step 300), loss 0.3 (step 300)' in text
-    assert 'exports     exports/m: 100, 300; best -> 300' in text
+    assert 'exports     exports/m: 100, 300; best -> 300; models.config serves 300' in text
 
 
 def test_best_is_per_metric_direction():

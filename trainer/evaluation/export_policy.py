@@ -21,12 +21,14 @@ POLICIES = export.POINTERS  # each also names the pointer to the chosen export
 
 
 def listed_exports(export_dir: str) -> Dict:
-    """{'steps': the complete exports' steps, oldest first, 'pointers': {'best' or 'latest': step}}."""
+    """{'steps': the complete exports' steps, oldest first, 'pointers': {'best' or 'latest': step},
+    'served': the version models.config pins for TF Serving, or None}."""
     if not files.isdir(export_dir):
-        return {'steps': [], 'pointers': {}}
+        return {'steps': [], 'pointers': {}, 'served': None}
     pointers = {name: export.read_pointer(export_dir, name) for name in POLICIES}
     return {'steps': export.complete_versions(export_dir),
-            'pointers': {name: step for name, step in pointers.items() if step is not None}}
+            'pointers': {name: step for name, step in pointers.items() if step is not None},
+            'served': model_config.pinned_version(export_dir)}
 
 
 class LedgerExports:

@@ -168,8 +168,10 @@ def render_text(report: Dict) -> str:
         lines.append('eval jobs   none')
     for exports in report['exports']:
         pointers = ', '.join(f'{name} -> {step}' for name, step in sorted(exports['pointers'].items()))
+        served = exports.get('served')
         lines.append(f'exports     {exports["export_dir"]}: {_steps(exports["steps"])}'
-                     + (f'; {pointers}' if pointers else ''))
+                     + (f'; {pointers}' if pointers else '')
+                     + (f'; models.config serves {served}' if served is not None else ''))
     return '\n'.join(lines)
 
 

@@ -73,13 +73,16 @@ def test_best_export_and_pointer(side_by_side):
     assert (export_dir / 'models.config').read_text() == model_config.config_text(
         'mnist_cnn', str(export_dir), best['step'])
     exported = sorted(int(name) for name in os.listdir(export_dir) if name.isdigit())
-    # An export for each new best, never for one that did not beat the best before it.
-    running_best, expected = -1.0, []
+    # Never an export of a step that did not beat the best before it. A new best may go
+    # unexported when a better one was already in the ledger by the time the exports were
+    # updated (two jobs share this name and finish out of order), so a subset, with the best.
+    running_best, new_bests = -1.0, []
     for entry in entries:
         if entry['metrics']['accuracy'] > running_best:
             running_best = entry['metrics']['accuracy']
-            expected.append(entry['step'])
-    assert exported == expected
+            new_bests.append(entry['step'])
+    assert best['step'] in exported
+    assert set(exported) <= set(new_bests), (exported, new_bests)
 
 
 def test_eval_job_logs_its_checkpoint_and_how_many_wait(side_by_side):

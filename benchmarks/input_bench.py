@@ -14,8 +14,8 @@ as the Estimator runs it, the rows of each section interleaved (A B C, C B A, ..
      and on --face_memory_scale times its people;
   4. a CPU-heavy plain-Python function: tf.py_function vs worker processes;
   5. MNIST conversion: seconds and bytes, FloatList vs raw uint8 bytes;
-  6. Estimator training of the MNIST CNN in float32, mixed_bfloat16, with XLA, and both,
-     and 7. the same for face_embedding on pairs held in memory (benchmarks/precision_bench.py),
+  6. Estimator training of the MNIST CNN in float32, mixed_bfloat16, with XLA, and both
+     (float32 and mixed_bfloat16 again at --larger_batch_size), and 7. the same for face_embedding on pairs held in memory (benchmarks/precision_bench.py),
      each among turns of the matmul ceiling;
   8. training against the ceiling: GFLOP/s of every 6. and 7. row, from the training FLOPs
      per example (benchmarks/flops.py), as a fraction of the same round's ceiling;
@@ -76,7 +76,7 @@ TARGETS = [  # (what, numerator row, denominator row, target, at least (True) or
     ('shard bytes vs raw pixel bytes', 'convert.raw_bytes', 'convert.pixel_bytes', 1.1, False),
     ('training: best of bfloat16/XLA vs float32', precision_bench.FASTER_KEYS,
      'precision.float32', 1.5, True),
-] + precision_bench.ceiling_targets()
+]
 
 
 def define_flags():
@@ -95,12 +95,17 @@ def define_flags():
                          lower_bound=1)
     flags.DEFINE_integer('repetitions', 5, 'Interleaved rounds: timed repeats per row (the '
                          'median is reported, with its spread).', lower_bound=1)
-    flags.DEFINE_float('seconds', 2.0, 'Length of each timed repeat of a feeding row.',
+    flags.DEFINE_float('seconds', 3.0, 'Length of each timed repeat of a feeding row.',
                        lower_bound=0.01)
     flags.DEFINE_float('warmup_seconds', 1.0, 'Warm-up in each turn of a feeding row.',
                        lower_bound=0.0)
-    flags.DEFINE_integer('train_steps', 10, 'Training steps per timed repeat (Estimator rows).',
-                         lower_bound=1)
+    flags.DEFINE_integer('train_steps', 40, 'Training steps per timed repeat of an MNIST '
+                         'Estimator row (about 1 to 2 s on 2 cores).', lower_bound=1)
+    flags.DEFINE_integer('pair_train_steps', 10, 'Training steps per timed repeat of a '
+                         'face_embedding row (about 3 to 5 s on 2 cores).', lower_bound=1)
+    flags.DEFINE_integer('larger_batch_size', 200, 'The MNIST CNN in float32 and '
+                         'mixed_bfloat16 again at this batch size: what the batch buys '
+                         '(0: leave out).', lower_bound=0)
     flags.DEFINE_integer('warmup_steps', 5, 'Training steps before each timed repeat '
                          '(Estimator rows).', lower_bound=1)
     for name in ('intra_op_threads', 'inter_op_threads'):
@@ -118,7 +123,7 @@ def define_flags():
 
 # --quick: fewer rounds than the 5 a figure to report needs.
 QUICK = {'mnist_examples': 5000, 'face_people': 200, 'repetitions': 3, 'seconds': 0.3,
-         'warmup_seconds': 0.2, 'train_steps': 5, 'warmup_steps': 3, 'ceiling_size': 1024,
+         'warmup_seconds': 0.2, 'train_steps': 5, 'pair_train_steps': 3, 'warmup_steps': 3, 'ceiling_size': 1024,
          'ceiling_runs': 2, 'ceiling_seconds': 0.3}
 
 
@@ -290,19 +295,27 @@ def estimator_training(images, labels, raw_files, work_dir, results):
             spec, way_input_fn, batch_size, thread_plan(), work_dir, FLAGS.train_steps,
             FLAGS.warmup_steps, hooks), '')
         for key, name, way_input_fn, hooks in ways], 'examples/s')
-    precision_sections(input_fn, work_dir, results)
+    larger_batch = None
+    if FLAGS.larger_batch_size:
+        larger_batch = (image_records.make_input_fn(','.join(raw_files), IMAGE_SHAPE,
+                                                    FLAGS.larger_batch_size, True),
+                        FLAGS.larger_batch_size)
+    precision_sections(input_fn, larger_batch, work_dir, results)
 
 
-def precision_sections(input_fn, work_dir, results):
-    """6. and 7.: each model's precision rows among turns of the ceiling; 9. threads."""
-    model_inputs = [(precision_bench.MNIST, input_fn, FLAGS.batch_size),
+def precision_sections(input_fn, larger_batch, work_dir, results):
+    """6. and 7.: each model's precision rows among turns of the ceiling; 9. threads.
+    larger_batch: (MNIST input_fn, --larger_batch_size), or None."""
+    model_inputs = [(precision_bench.MNIST, input_fn, FLAGS.batch_size, FLAGS.train_steps,
+                     larger_batch),
                     (precision_bench.FACES, precision_bench.random_pairs_input_fn(
-                        FLAGS.pair_batch_size), FLAGS.pair_batch_size)]
-    for model, model_input_fn, batch_size in model_inputs:
+                        FLAGS.pair_batch_size), FLAGS.pair_batch_size, FLAGS.pair_train_steps,
+                     None)]
+    for model, model_input_fn, batch_size, steps, model_larger_batch in model_inputs:
         ceiling = ceiling_rows(model.ceiling_prefix)
         measure(results, model.section, precision_bench.precision_rows(
-            model, model_input_fn, batch_size, work_dir, FLAGS.train_steps, FLAGS.warmup_steps,
-            FLAGS.intra_op_threads, FLAGS.inter_op_threads) + ceiling,
+            model, model_input_fn, batch_size, work_dir, steps, FLAGS.warmup_steps,
+            FLAGS.intra_op_threads, FLAGS.inter_op_threads, model_larger_batch) + ceiling,
             'examples/s' if model is precision_bench.MNIST else 'pairs/s',
             {key: 'GFLOP/s' for key, *_ in ceiling})
     measure(results, precision_bench.THREADS_SECTION, precision_bench.thread_rows(
@@ -429,17 +442,20 @@ def python_preprocessing(results):
 # ------------------------------------------------------------------ report
 
 
-def targets():
-    """TARGETS, and the thread settings' (which depend on the cores)."""
-    return TARGETS + [precision_bench.threads_target(num_cores())]
+def targets(larger_batch_size: int):
+    """TARGETS, the ceiling's (which take the larger batch's rows too) and the thread
+    settings' (which depend on the cores)."""
+    return (TARGETS + precision_bench.ceiling_targets(larger_batch_size)
+            + [precision_bench.threads_target(num_cores())])
 
 
 def check_targets(results):
     checked = []
     measured = {row['key'] for row in results.rows}
-    for what, numerator, denominator, target, at_least in targets():
+    for what, numerator, denominator, target, at_least in targets(FLAGS.larger_batch_size):
         keys = numerator if isinstance(numerator, tuple) else (numerator,)
-        if denominator not in measured:  # rows left out (--face_memory_scale=0)
+        keys = [key for key in keys if key in measured]  # rows left out (--larger_batch_size=0)
+        if denominator not in measured or not keys:  # rows left out (--face_memory_scale=0)
             continue
         best = max(keys, key=lambda key: results.row(key)['value'])  # the best of several
         checked.append({'target': what, 'numerator': best, 'denominator': denominator,
@@ -488,13 +504,18 @@ def count_flops():
     the layer shapes' (which tests/test_flops.py checks are the same for the convolutions
     and matmuls). A face_embedding example is a pair."""
     counted = {}
-    for model, batch_size in ((precision_bench.MNIST, FLAGS.batch_size),
-                              (precision_bench.FACES, FLAGS.pair_batch_size)):
+    for model, batch_size, larger in (
+            (precision_bench.MNIST, FLAGS.batch_size, FLAGS.larger_batch_size),
+            (precision_bench.FACES, FLAGS.pair_batch_size, 0)):
         by_type = flops.graph_float_ops(model.name, batch_size)
+        per_example = sum(by_type.values()) / batch_size
+        by_batch = {batch_size: per_example}
+        if larger and larger != batch_size:  # the optimizer's FLOPs are per step, shared out
+            by_batch[larger] = sum(flops.graph_float_ops(model.name, larger).values()) / larger
         counted[model.name] = {
-            'batch_size': batch_size, 'profiler_per_example': sum(by_type.values()) / batch_size,
+            'batch_size': batch_size, 'profiler_per_example': per_example,
             'layer_shapes_per_example': flops.exact_training_flops(model.name, batch_size),
-            'profiler_by_op_type': by_type}
+            'profiler_by_op_type': by_type, 'profiler_per_example_by_batch': by_batch}
     return counted
 
 
@@ -524,16 +545,21 @@ def main(argv):
         data = run_sections(work_dir, results)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
-    precision_bench.against_ceiling(results, {name: count['profiler_per_example']
-                                              for name, count in counted.items()})
+    precision_bench.against_ceiling(
+        results, {name: count['profiler_per_example_by_batch'] for name, count in counted.items()},
+        {name: count['batch_size'] for name, count in counted.items()})
     elapsed = time.time() - started
     settings = {name: getattr(FLAGS, name) for name in (
         'mnist_examples', 'face_people', 'batch_size', 'pair_batch_size', 'repetitions', 'seconds',
-        'warmup_seconds', 'train_steps', 'warmup_steps', 'intra_op_threads', 'inter_op_threads',
-        'ceiling_size', 'ceiling_runs', 'ceiling_seconds', 'face_memory_scale', 'quick')}
+        'warmup_seconds', 'train_steps', 'pair_train_steps', 'larger_batch_size', 'warmup_steps',
+        'intra_op_threads', 'inter_op_threads', 'ceiling_size', 'ceiling_runs', 'ceiling_seconds',
+        'face_memory_scale', 'quick')}
     header = machine.report_lines(described, ceiling) + [
         f'training FLOPs per example, {name}: {count["profiler_per_example"] / 1e6:,.2f} M '
-        f'(profiler, training step at batch {count["batch_size"]}), '
+        f'(profiler, training step at batch {count["batch_size"]}'
+        + ''.join(f'; {value / 1e6:,.2f} M at batch {size}' for size, value in
+                  count['profiler_per_example_by_batch'].items() if size != count['batch_size'])
+        + '), '
         f'{count["layer_shapes_per_example"] / 1e6:,.2f} M (layer shapes: convolutions and '
         'matmuls)' for name, count in counted.items()] + [
         f'rows: graph mode (tf.compat.v1.Session), each section\'s rows interleaved for '

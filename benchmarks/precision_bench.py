@@ -6,6 +6,7 @@ Each row is a list of turns that benchmarks.input_bench interleaves with the oth
 a turn builds a fresh Estimator and session, warms up, and times --train_steps steps.
 """
 import dataclasses
+import re
 import tempfile
 from typing import Dict, List, Tuple
 
@@ -23,6 +24,9 @@ SETTINGS = [
     ('xla', 'float32', True, 'float32 --xla'),
     ('bfloat16_xla', 'mixed_bfloat16', True, 'mixed_bfloat16 --xla'),
 ]
+# Rows again at --larger_batch_size: Adam's update and the float32<->bfloat16 casts of the
+# 3.3M parameters cost the same at any batch size (about a seventh of a bfloat16 step at 100).
+LARGER_BATCH_SETTINGS = SETTINGS[:2]
 # The issue's targets: training GFLOP/s as a share of the matmul ceiling in its dtype.
 CEILING_TARGETS = {'float32': 0.8, 'bfloat16': 0.7}
 CEILING_SECTION = '8 training against the ceiling'
@@ -64,16 +68,36 @@ def training_turn(spec, input_fn, batch_size, plan, work_dir, steps, warmup_step
     return turn
 
 
+def batch_key(suffix: str, batch_size: int) -> str:
+    return f'{suffix}_batch{batch_size}'
+
+
+def row_batch_size(key: str, default: int) -> int:
+    """The batch a row trained at: its key's _batchN, else the model's batch."""
+    match = re.search(r'_batch(\d+)$', key)
+    return int(match.group(1)) if match else default
+
+
 def precision_rows(model: Model, input_fn, batch_size, work_dir, steps, warmup_steps,
-                   intra_op_threads=0, inter_op_threads=0):
-    """[(row key, row name, turn, note)] for benchmarks.input_bench.measure."""
+                   intra_op_threads=0, inter_op_threads=0, larger_batch=None):
+    """[(row key, row name, turn, note)] for benchmarks.input_bench.measure.
+
+    larger_batch: (input_fn, batch size) for LARGER_BATCH_SETTINGS' rows again at that batch.
+    """
     spec = registry.get(model.name)
+    variants = [(SETTINGS, input_fn, batch_size, lambda suffix: suffix, '')]
+    if larger_batch:
+        larger_input_fn, larger = larger_batch
+        variants.append((LARGER_BATCH_SETTINGS, larger_input_fn, larger,
+                         lambda suffix: batch_key(suffix, larger), f', batch {larger}'))
     rows = []
-    for suffix, precision, xla, name in SETTINGS:
-        plan = devices.plan(precision=precision, xla=xla, intra_op_threads=intra_op_threads,
-                            inter_op_threads=inter_op_threads)
-        rows.append((model.key(suffix), f'{model.title}, {name}', training_turn(
-            spec, input_fn, batch_size, plan, work_dir, steps, warmup_steps), ''))
+    for settings, rows_input_fn, rows_batch, key_of, batch_name in variants:
+        for suffix, precision, xla, name in settings:
+            plan = devices.plan(precision=precision, xla=xla, intra_op_threads=intra_op_threads,
+                                inter_op_threads=inter_op_threads)
+            rows.append((model.key(key_of(suffix)), f'{model.title}, {name}{batch_name}',
+                         training_turn(spec, rows_input_fn, rows_batch, plan, work_dir, steps,
+                                       warmup_steps), ''))
     return rows
 
 
@@ -88,28 +112,34 @@ def random_pairs_input_fn(batch_size: int):
     return lambda: tf.data.Dataset.from_tensors(batch).repeat()
 
 
-def ceiling_targets() -> List[Tuple]:
-    """input_bench.TARGETS rows: the best row computing in each dtype against that dtype's
-    ceiling of the same rounds, for each model."""
+def ceiling_targets(larger_batch_size: int) -> List[Tuple]:
+    """input_bench.TARGETS rows: the best row computing in each dtype (at either batch size)
+    against that dtype's ceiling of the same rounds, for each model."""
     targets = []
     for model in MODELS:
         for dtype, target in CEILING_TARGETS.items():
-            keys = tuple(f'ceiling.{model.key(suffix)}.gflops' for suffix, *_ in SETTINGS
+            suffixes = [suffix for suffix, *_ in SETTINGS]
+            if model is MNIST and larger_batch_size:  # the one model with larger-batch rows
+                suffixes += [batch_key(suffix, larger_batch_size)
+                             for suffix, *_ in LARGER_BATCH_SETTINGS]
+            keys = tuple(f'ceiling.{model.key(suffix)}.gflops' for suffix in suffixes
                          if compute_dtype(suffix) == dtype)
             targets.append((f'{model.title}: best {dtype} training vs the {dtype} ceiling', keys,
                             f'{model.ceiling_prefix}.{dtype}', target, True))
     return targets
 
 
-def against_ceiling(results, flops_per_example: Dict[str, float]):
-    """8. Every precision row's GFLOP/s (examples/sec x FLOPs per example, each repeat) and
-    its share of the same round's matmul ceiling in the dtype it computes in."""
+def against_ceiling(results, flops_per_example: Dict[str, Dict[int, float]],
+                    batch_sizes: Dict[str, int]):
+    """8. Every precision row's GFLOP/s (examples/sec x FLOPs per example at its batch size,
+    each repeat) and its share of the same round's matmul ceiling in the dtype it computes in.
+    flops_per_example: {model: {batch size: FLOPs}}; batch_sizes: {model: its rows' batch}."""
     for model in MODELS:
-        for suffix, *_ in SETTINGS:
-            key = model.key(suffix)
-            row, dtype = results.row(key), compute_dtype(suffix)
-            gflops = [examples * flops_per_example[model.name] / 1e9
-                      for examples in row['repetitions']]
+        for row in [row for row in results.rows if row['key'].startswith(model.prefix + '.')]:
+            key, dtype = row['key'], compute_dtype(row['key'])
+            per_example = flops_per_example[model.name][
+                row_batch_size(key, batch_sizes[model.name])]
+            gflops = [examples * per_example / 1e9 for examples in row['repetitions']]
             results.add(f'ceiling.{key}.gflops', CEILING_SECTION, f'{row["name"]}: GFLOP/s',
                         gflops, 'GFLOP/s')
             ceiling = results.row(f'{model.ceiling_prefix}.{dtype}')['repetitions']

@@ -14,7 +14,8 @@ def test_bench_measures_every_row_and_takes_its_ratios_from_them(tmp_path):
     result = run_module('benchmarks.input_bench', f'--data_dir={tmp_path}/no_data',
                         f'--output_json={output}', '--mnist_examples=100', '--face_people=8',
                         '--seconds=0.05', '--warmup_seconds=0', '--repetitions=2',
-                        '--train_steps=1', '--warmup_steps=1', '--ceiling_size=64',
+                        '--train_steps=1', '--pair_train_steps=1', '--warmup_steps=1',
+                        '--larger_batch_size=8', '--ceiling_size=64',
                         '--ceiling_runs=2', '--ceiling_seconds=0.01', '--intra_op_threads=2',
                         '--pair_batch_size=4', '--face_memory_scale=2', timeout=600)
     report = json.loads(output.read_text())
@@ -47,19 +48,25 @@ def test_bench_measures_every_row_and_takes_its_ratios_from_them(tmp_path):
         assert 1 < count['profiler_per_example'] / count['layer_shapes_per_example'] < 1.01, name
     for prefix, model, ceiling in (('precision', 'mnist_cnn', 'ceiling'),
                                    ('face_precision', 'face_embedding', 'face_ceiling')):
-        for suffix, dtype in (('float32', 'float32'), ('bfloat16_xla', 'bfloat16')):
+        by_batch = counted[model]['profiler_per_example_by_batch']  # JSON: '8', not 8
+        rows_at = [('float32', 'float32', counted[model]['batch_size']),
+                   ('bfloat16_xla', 'bfloat16', counted[model]['batch_size'])]
+        if model == 'mnist_cnn':  # again at --larger_batch_size, counted at that batch
+            assert set(by_batch) == {str(counted[model]['batch_size']), '8'}
+            rows_at.append(('bfloat16_batch8', 'bfloat16', 8))
+        for suffix, dtype, batch_size in rows_at:
             gflops = rows[f'ceiling.{prefix}.{suffix}.gflops']['repetitions']
             assert gflops == pytest.approx([
-                examples * counted[model]['profiler_per_example'] / 1e9
+                examples * by_batch[str(batch_size)] / 1e9
                 for examples in rows[f'{prefix}.{suffix}']['repetitions']])
             same_round_ceiling = rows[f'{ceiling}.{dtype}']['repetitions']  # interleaved
             assert rows[f'ceiling.{prefix}.{suffix}.fraction']['repetitions'] == pytest.approx(
                 [100 * value / limit for value, limit in zip(gflops, same_round_ceiling)])
     assert {'threads.default', 'threads.intra1_inter1', 'threads.intra2_inter2'} <= set(rows)
 
-    assert [t['target'] for t in report['targets']] == [t[0] for t in input_bench.targets()]
-    for (what, numerator, denominator, _, _), checked in zip(input_bench.targets(),
-                                                             report['targets']):
+    targets = input_bench.targets(larger_batch_size=8)
+    assert [t['target'] for t in report['targets']] == [t[0] for t in targets]
+    for (what, numerator, denominator, _, _), checked in zip(targets, report['targets']):
         keys = numerator if isinstance(numerator, tuple) else (numerator,)
         best = max(keys, key=lambda key: rows[key]['value'])
         paired = repeats.paired_ratios(rows[best]['repetitions'],

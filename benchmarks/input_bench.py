@@ -510,7 +510,7 @@ def count_flops():
         by_type = flops.graph_float_ops(model.name, batch_size)
         per_example = sum(by_type.values()) / batch_size
         by_batch = {batch_size: per_example}
-        if larger and larger != batch_size:  # the optimizer's FLOPs are per step, shared out
+        if larger and larger != batch_size:  # counted again at that batch, not assumed
             by_batch[larger] = sum(flops.graph_float_ops(model.name, larger).values()) / larger
         counted[model.name] = {
             'batch_size': batch_size, 'profiler_per_example': per_example,

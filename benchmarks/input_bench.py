@@ -15,8 +15,9 @@ as the Estimator runs it, the rows of each section interleaved (A B C, C B A, ..
   4. a CPU-heavy plain-Python function: tf.py_function vs worker processes;
   5. MNIST conversion: seconds and bytes, FloatList vs raw uint8 bytes;
   6. Estimator training of the MNIST CNN in float32, mixed_bfloat16, with XLA, and both
-     (float32 and mixed_bfloat16 again at --larger_batch_size), and 7. the same for face_embedding on pairs held in memory (benchmarks/precision_bench.py),
-     each among turns of the matmul ceiling;
+     (float32 and mixed_bfloat16 again at --larger_batch_size), and 7. the same for
+     face_embedding on pairs held in memory (benchmarks/precision_bench.py), each among
+     turns of the matmul ceiling;
   8. training against the ceiling: GFLOP/s of every 6. and 7. row, from the training FLOPs
      per example (benchmarks/flops.py), as a fraction of the same round's ceiling;
   9. the MNIST CNN at each intra-op and inter-op thread setting.
@@ -123,8 +124,8 @@ def define_flags():
 
 # --quick: fewer rounds than the 5 a figure to report needs.
 QUICK = {'mnist_examples': 5000, 'face_people': 200, 'repetitions': 3, 'seconds': 0.3,
-         'warmup_seconds': 0.2, 'train_steps': 5, 'pair_train_steps': 3, 'warmup_steps': 3, 'ceiling_size': 1024,
-         'ceiling_runs': 2, 'ceiling_seconds': 0.3}
+         'warmup_seconds': 0.2, 'train_steps': 5, 'pair_train_steps': 3, 'warmup_steps': 3,
+         'ceiling_size': 1024, 'ceiling_runs': 2, 'ceiling_seconds': 0.3}
 
 
 def apply_quick():

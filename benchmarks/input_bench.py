@@ -455,8 +455,7 @@ def check_targets(results):
     measured = {row['key'] for row in results.rows}
     for what, numerator, denominator, target, at_least in targets(FLAGS.larger_batch_size):
         keys = numerator if isinstance(numerator, tuple) else (numerator,)
-        keys = [key for key in keys if key in measured]  # rows left out (--larger_batch_size=0)
-        if denominator not in measured or not keys:  # rows left out (--face_memory_scale=0)
+        if denominator not in measured:  # rows left out (--face_memory_scale=0)
             continue
         best = max(keys, key=lambda key: results.row(key)['value'])  # the best of several
         checked.append({'target': what, 'numerator': best, 'denominator': denominator,

@@ -25,7 +25,8 @@ SETTINGS = [
     ('bfloat16_xla', 'mixed_bfloat16', True, 'mixed_bfloat16 --xla'),
 ]
 # Rows again at --larger_batch_size: Adam's update and the float32<->bfloat16 casts of the
-# 3.3M parameters cost the same at any batch size (about a sixth of a bfloat16 step's op time at batch 100).
+# 3.3M parameters cost the same at any batch size (about a sixth of a bfloat16 step's op
+# time at batch 100).
 LARGER_BATCH_SETTINGS = SETTINGS[:2]
 # The targets: training GFLOP/s as a share of the matmul ceiling in its dtype.
 CEILING_TARGETS = {'float32': 0.8, 'bfloat16': 0.7}

@@ -3,7 +3,8 @@
 First the machine: CPU, TensorFlow build, threads, and the ceiling, dense matmul GFLOP/s
 per precision (benchmarks/machine.py). Then, in one run, on the same data, in graph mode
 as the Estimator runs it, the rows of each section interleaved (A B C, C B A, ...,
---repetitions rounds, each turn warmed up; benchmarks/repeats.py):
+--repetitions rounds, --training_repetitions for 6, 7 and 9, each turn warmed up;
+benchmarks/repeats.py):
   1. MNIST feeding: feed_dict, queue runners, FloatList one record at a time,
      this service's input_fn, and in-memory tensors (the upper bound);
   2. Estimator training of the MNIST CNN: this service's input_fn, in-memory
@@ -21,8 +22,8 @@ as the Estimator runs it, the rows of each section interleaved (A B C, C B A, ..
   8. training against the ceiling: GFLOP/s of every 6. and 7. row, from the training FLOPs
      per example (benchmarks/flops.py), as a fraction of the same round's ceiling;
   9. the MNIST CNN at each intra-op and inter-op thread setting.
-Prints a table and the targets (met, SHORT, or not resolved when the repeats' spread is
-larger than the margin), and writes everything, every repeat, to --output_json. Uses
+Prints a table and the targets (met, SHORT, or not resolved when the 95% interval of the
+median ratio holds the target), and writes everything, every repeat, to --output_json. Uses
 --data_dir/mnist and --data_dir/lfw-devtrain/lfw when they are there, synthetic
 data of the same shapes when not, and says which.
 """
@@ -94,9 +95,14 @@ def define_flags():
     flags.DEFINE_integer('batch_size', 100, 'MNIST batch size.', lower_bound=1)
     flags.DEFINE_integer('pair_batch_size', 64, 'Face pairs and Python examples per batch.',
                          lower_bound=1)
-    flags.DEFINE_integer('repetitions', 5, 'Interleaved rounds: timed repeats per row (the '
-                         'median is reported, with its spread).', lower_bound=1)
-    flags.DEFINE_float('seconds', 3.0, 'Length of each timed repeat of a feeding row.',
+    flags.DEFINE_integer('repetitions', 9, 'Interleaved rounds of the feeding, Estimator, '
+                         'face pair and Python rows: timed repeats per row (the median is '
+                         'reported, with its 95% interval; 9 is the fewest with an interval '
+                         'narrower than the whole range).', lower_bound=1)
+    flags.DEFINE_integer('training_repetitions', 5, 'Interleaved rounds of the precision, '
+                         'face_embedding and thread rows (longer turns, less noise).',
+                         lower_bound=1)
+    flags.DEFINE_float('seconds', 2.0, 'Length of each timed repeat of a feeding row.',
                        lower_bound=0.01)
     flags.DEFINE_float('warmup_seconds', 1.0, 'Warm-up in each turn of a feeding row.',
                        lower_bound=0.0)
@@ -122,8 +128,9 @@ def define_flags():
         f'--{name}={value}' for name, value in QUICK.items()) + ' (flags given win).')
 
 
-# --quick: fewer rounds than the 5 a figure to report needs.
-QUICK = {'mnist_examples': 5000, 'face_people': 200, 'repetitions': 3, 'seconds': 0.3,
+# --quick: fewer rounds than a figure to report needs.
+QUICK = {'mnist_examples': 5000, 'face_people': 200, 'repetitions': 3,
+         'training_repetitions': 3, 'seconds': 0.3,
          'warmup_seconds': 0.2, 'train_steps': 5, 'pair_train_steps': 3, 'warmup_steps': 3,
          'ceiling_size': 1024, 'ceiling_runs': 2, 'ceiling_seconds': 0.3}
 
@@ -150,7 +157,7 @@ class Results:
         """values: every repeat (one value for what is counted, not timed)."""
         value = statistics.median(values)
         self.rows.append({'key': key, 'section': section, 'name': name, 'value': value,
-                          'spread': repeats.half_range(values) / value if value else 0.0,
+                          'spread': repeats.half_interval(values) / value if value else 0.0,
                           'unit': unit, 'repetitions': list(values), 'note': note})
         progress(f'{section} | {name}: {value:,.1f} {unit}')
 
@@ -158,14 +165,15 @@ class Results:
         return next(row for row in self.rows if row['key'] == key)
 
 
-def measure(results, section, rows, unit, units=None):
-    """rows: [(key, name, turn, note)]; their turns interleaved for --repetitions rounds.
-    units: {key: unit} for rows in another unit than `unit`."""
-    def on_turn(key, round_index, value):
-        progress(f'{section} | round {round_index + 1}/{FLAGS.repetitions} {key}: {value:,.1f}')
+def measure(results, section, rows, unit, units=None, rounds=None):
+    """rows: [(key, name, turn, note)]; their turns interleaved for `rounds` rounds
+    (--repetitions). units: {key: unit} for rows in another unit than `unit`."""
+    rounds = rounds or FLAGS.repetitions
 
-    values = repeats.interleave({key: turn for key, _, turn, _ in rows}, FLAGS.repetitions,
-                                on_turn)
+    def on_turn(key, round_index, value):
+        progress(f'{section} | round {round_index + 1}/{rounds} {key}: {value:,.1f}')
+
+    values = repeats.interleave({key: turn for key, _, turn, _ in rows}, rounds, on_turn)
     for key, name, _, note in rows:
         results.add(key, section, name, values[key], (units or {}).get(key, unit), note)
 
@@ -318,10 +326,10 @@ def precision_sections(input_fn, larger_batch, work_dir, results):
             model, model_input_fn, batch_size, work_dir, steps, FLAGS.warmup_steps,
             FLAGS.intra_op_threads, FLAGS.inter_op_threads, model_larger_batch) + ceiling,
             'examples/s' if model is precision_bench.MNIST else 'pairs/s',
-            {key: 'GFLOP/s' for key, *_ in ceiling})
+            {key: 'GFLOP/s' for key, *_ in ceiling}, FLAGS.training_repetitions)
     measure(results, precision_bench.THREADS_SECTION, precision_bench.thread_rows(
         input_fn, FLAGS.batch_size, work_dir, FLAGS.train_steps, FLAGS.warmup_steps,
-        num_cores()), 'examples/s')
+        num_cores()), 'examples/s', rounds=FLAGS.training_repetitions)
 
 
 def ceiling_rows(prefix):
@@ -481,11 +489,12 @@ def report(results, header, checked) -> str:
                       else ' ' * 8)
             lines.append(f'  {row["name"]:<{width}}  {format_value(row["value"], row["unit"]):>14}'
                          f'{spread} {row["unit"]}{note}')
-    lines += ['', 'targets (ratio: median of the paired rounds +- half their range)']
+    lines += ['', 'targets (ratio: median of the paired rounds [its 95% interval])']
     width = max(len(t['target']) for t in checked)
     for t in checked:
         best = f'  (best: {results.row(t["numerator"])["name"]})' if t['best_of'] else ''
-        lines.append(f'  {t["target"]:<{width}}  {t["ratio"]:7.2f}x +-{t["spread"]:5.2f}  '
+        low, high = t['interval']
+        lines.append(f'  {t["target"]:<{width}}  {t["ratio"]:7.2f}x [{low:5.2f}, {high:5.2f}]  '
                      f'wanted {t["wanted"]:<8} {t["verdict"]}{best}')
     return '\n'.join(lines)
 
@@ -550,10 +559,10 @@ def main(argv):
         {name: count['batch_size'] for name, count in counted.items()})
     elapsed = time.time() - started
     settings = {name: getattr(FLAGS, name) for name in (
-        'mnist_examples', 'face_people', 'batch_size', 'pair_batch_size', 'repetitions', 'seconds',
-        'warmup_seconds', 'train_steps', 'pair_train_steps', 'larger_batch_size', 'warmup_steps',
-        'intra_op_threads', 'inter_op_threads', 'ceiling_size', 'ceiling_runs', 'ceiling_seconds',
-        'face_memory_scale', 'quick')}
+        'mnist_examples', 'face_people', 'batch_size', 'pair_batch_size', 'repetitions',
+        'training_repetitions', 'seconds', 'warmup_seconds', 'train_steps', 'pair_train_steps',
+        'larger_batch_size', 'warmup_steps', 'intra_op_threads', 'inter_op_threads',
+        'ceiling_size', 'ceiling_runs', 'ceiling_seconds', 'face_memory_scale', 'quick')}
     header = machine.report_lines(described, ceiling) + [
         f'training FLOPs per example, {name}: {count["profiler_per_example"] / 1e6:,.2f} M '
         f'(profiler, training step at batch {count["batch_size"]}'
@@ -563,8 +572,9 @@ def main(argv):
         f'{count["layer_shapes_per_example"] / 1e6:,.2f} M (layer shapes: convolutions and '
         'matmuls)' for name, count in counted.items()] + [
         f'rows: graph mode (tf.compat.v1.Session), each section\'s rows interleaved for '
-        f'{FLAGS.repetitions} rounds after warm-up{" (--quick)" if FLAGS.quick else ""}; '
-        f'median +- half the range; {elapsed:.0f} s in all',
+        f'{FLAGS.repetitions} rounds after warm-up (6, 7 and 9: {FLAGS.training_repetitions})'
+        f'{" (--quick)" if FLAGS.quick else ""}; median +- half its 95% interval; '
+        f'{elapsed:.0f} s in all',
         f'MNIST: {data["mnist"]}; batch {FLAGS.batch_size}',
         f'faces: {data["faces"]}; batch {FLAGS.pair_batch_size} pairs, '
         f'{FACE_GEOMETRY.image_size}x{FACE_GEOMETRY.image_size} grayscale; face_embedding '

@@ -2,12 +2,15 @@
 
 Rows that are compared run in rounds, A B C, then C B A, ...: each row's i-th repeat is
 taken beside the others' i-th, so load that changes during a run reaches them alike. A
-ratio is the median of the per-round ratios, with its spread: half the range of those
-per-round ratios. A target whose margin (ratio minus target) is smaller than that spread
-is "not resolved": the run cannot say whether it is met.
+ratio is the median of the per-round ratios, with a 95% confidence interval for that
+median drawn from their order statistics (no assumption about the noise's shape; as Go's
+benchstat reports): with 9 rounds it drops the lowest and the highest, with fewer than 9
+it is their whole range. A target is met when the whole interval is on its side, SHORT
+when none of it is, and otherwise "not resolved": the run cannot say which.
 """
+import math
 import statistics
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 MET, SHORT, NOT_RESOLVED = 'met', 'SHORT', 'not resolved'
 
@@ -27,8 +30,25 @@ def interleave(turns: Dict[str, Callable[[], float]], rounds: int,
     return values
 
 
-def half_range(values: Sequence[float]) -> float:
-    return (max(values) - min(values)) / 2
+def median_interval(values: Sequence[float], confidence: float = 0.95) -> Tuple[float, float]:
+    """(low, high): the k-th lowest and k-th highest value, for the largest k at which the
+    median of what the values sample lies between them with at least `confidence`
+    (1 - 2 P[Binomial(n, 1/2) < k]); k = 1, the whole range, when no narrower interval
+    reaches it."""
+    ordered, n = sorted(values), len(values)
+
+    def coverage(k):
+        return 1 - 2 * sum(math.comb(n, i) for i in range(k)) / 2 ** n
+
+    k = 1
+    while k < (n + 1) // 2 and coverage(k + 1) >= confidence:
+        k += 1
+    return ordered[k - 1], ordered[n - k]
+
+
+def half_interval(values: Sequence[float]) -> float:
+    low, high = median_interval(values)
+    return (high - low) / 2
 
 
 def paired_ratios(numerators: Sequence[float], denominators: Sequence[float]) -> List[float]:
@@ -44,18 +64,22 @@ def paired_ratios(numerators: Sequence[float], denominators: Sequence[float]) ->
     return [n / d for n, d in zip(numerators, denominators)]
 
 
-def verdict(ratio: float, spread: float, target: float, at_least: bool) -> str:
-    margin = ratio - target if at_least else target - ratio
-    if spread > abs(margin):
-        return NOT_RESOLVED
-    return MET if margin >= 0 else SHORT
+def verdict(low: float, high: float, target: float, at_least: bool) -> str:
+    """From the ratio's confidence interval (low, high)."""
+    if (low >= target) if at_least else (high <= target):
+        return MET
+    if (high < target) if at_least else (low > target):
+        return SHORT
+    return NOT_RESOLVED
 
 
 def check(numerators: Sequence[float], denominators: Sequence[float], target: float,
           at_least: bool) -> dict:
-    """A target's ratio from paired repeats: median, spread, every round's ratio, verdict."""
+    """A target's ratio from paired repeats: median, its interval and half its width
+    (spread), every round's ratio, verdict."""
     ratios = paired_ratios(numerators, denominators)
-    ratio, spread = statistics.median(ratios), half_range(ratios)
-    return {'ratio': ratio, 'spread': spread, 'per_round': ratios,
+    low, high = median_interval(ratios)
+    return {'ratio': statistics.median(ratios), 'interval': [low, high],
+            'spread': (high - low) / 2, 'per_round': ratios,
             'wanted': f'{">=" if at_least else "<="} {target}x',
-            'verdict': verdict(ratio, spread, target, at_least)}
+            'verdict': verdict(low, high, target, at_least)}

@@ -41,7 +41,8 @@ import numpy as np
 import tensorflow as tf
 from absl import flags, logging
 
-from benchmarks import baselines, flops, machine, precision_bench, python_work, repeats
+from benchmarks import (baselines, flops, gpu_use, machine, precision_bench, python_work,
+                        repeats)
 from common import cli, files
 from input_fns import (digit_sources, face_images, face_pairs, face_records, image_records,
                        lfw_files, parallel_python, prepare, prepare_faces, shards, synthetic_faces)
@@ -55,30 +56,41 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FACE_MEMORY_BATCHES = 40  # the 40 steps the issue measured training's peak RSS over
 IMAGE_SHAPE = (28, 28, 1)
 FACE_GEOMETRY = face_images.FaceGeometry(image_size=64, channels=1, crop_fraction=0.5)
-TARGETS = [  # (what, numerator row, denominator row, target, at least (True) or at most)
-    ('MNIST input_fn vs one record at a time', 'mnist.input_fn', 'mnist.floatlist', 5.0, True),
-    ('MNIST input_fn vs in-memory tensors', 'mnist.input_fn', 'mnist.in_memory', 0.8, True),
-    ('Estimator: input_fn vs in-memory input', 'train.input_fn', 'train.in_memory', 0.97, True),
-    ('face pairs: sampler vs generator', 'faces.sampler', 'faces.generator', 1.8, True),
-    # Streaming people through a buffer may cost at most a tenth of the in-memory sampler's speed.
-    ('face pairs: streaming vs in-memory sampler', 'faces.sampler', 'faces.in_memory', 0.9, True),
-    ('face pairs, --augment: streaming vs in-memory', 'faces.sampler_augment',
-     'faces.in_memory_augment', 0.9, True),
-    ('face sampler peak RSS: --face_memory_scale x vs 1x people', 'memory.faces.streaming_scaled',
-     'memory.faces.streaming_1x', 1.3, False),
-    ('face pairs: sampler vs decode-only ceiling', 'faces.sampler', 'faces.decode_only', 0.7, True),
-    # With --augment both ways do the same rotations, which narrows the gap: set from the last
-    # quiet run's 1.74x and 0.59x (docs/bench.md), so that a regression shows.
-    ('face pairs, --augment: sampler vs generator', 'faces.sampler_augment',
-     'faces.generator_augment', 1.7, True),
-    ('face pairs, --augment: sampler vs decode-only', 'faces.sampler_augment', 'faces.decode_only',
-     0.55, True),
-    ('Python preprocessing: workers vs py_function', 'python.workers', 'python.py_function', 1.8,
-     True),
-    ('shard bytes vs raw pixel bytes', 'convert.raw_bytes', 'convert.pixel_bytes', 1.1, False),
-    ('training: best of bfloat16/XLA vs float32', precision_bench.FASTER_KEYS,
-     'precision.float32', 1.5, True),
-]
+# Training with the input_fn vs in-memory input: the issue's bar on a CPU, where the input
+# pipeline shares the cores with the step, and on a GPU.
+ESTIMATOR_INPUT_TARGET = {'cpu': 0.97, 'gpu': 0.95}
+
+
+def fixed_targets(gpu: bool):
+    """[(what, numerator row(s), denominator row, target, at least (True) or at most)]."""
+    return [
+        ('MNIST input_fn vs one record at a time', 'mnist.input_fn', 'mnist.floatlist', 5.0, True),
+        ('MNIST input_fn vs in-memory tensors', 'mnist.input_fn', 'mnist.in_memory', 0.8, True),
+        ('Estimator: input_fn vs in-memory input', 'train.input_fn', 'train.in_memory',
+         ESTIMATOR_INPUT_TARGET['gpu' if gpu else 'cpu'], True),
+        ('face pairs: sampler vs generator', 'faces.sampler', 'faces.generator', 1.8, True),
+        # Streaming people through a buffer may cost at most a tenth of the in-memory
+        # sampler's speed.
+        ('face pairs: streaming vs in-memory sampler', 'faces.sampler', 'faces.in_memory',
+         0.9, True),
+        ('face pairs, --augment: streaming vs in-memory', 'faces.sampler_augment',
+         'faces.in_memory_augment', 0.9, True),
+        ('face sampler peak RSS: --face_memory_scale x vs 1x people',
+         'memory.faces.streaming_scaled', 'memory.faces.streaming_1x', 1.3, False),
+        ('face pairs: sampler vs decode-only ceiling', 'faces.sampler', 'faces.decode_only',
+         0.7, True),
+        # With --augment both ways do the same rotations, which narrows the gap: set from the
+        # last quiet run's 1.74x and 0.59x (docs/bench.md), so that a regression shows.
+        ('face pairs, --augment: sampler vs generator', 'faces.sampler_augment',
+         'faces.generator_augment', 1.7, True),
+        ('face pairs, --augment: sampler vs decode-only', 'faces.sampler_augment',
+         'faces.decode_only', 0.55, True),
+        ('Python preprocessing: workers vs py_function', 'python.workers', 'python.py_function',
+         1.8, True),
+        ('shard bytes vs raw pixel bytes', 'convert.raw_bytes', 'convert.pixel_bytes', 1.1, False),
+        ('training: best of bfloat16/XLA vs float32', precision_bench.faster_keys(gpu),
+         'precision.float32', 1.5, True),
+    ]
 
 
 def define_flags():
@@ -299,11 +311,13 @@ def estimator_training(images, labels, raw_files, work_dir, results):
              benchmark_input.in_memory_input_fn(input_fn), []),
             ('train.feed_dict', 'feed_dict feeding (a hook feeds NumPy batches)',
              baselines.feed_dict_input_fn(IMAGE_SHAPE), [baselines.FeedDictHook(batches)])]
-    measure(results, '2 Estimator training', [
-        (key, f'MNIST CNN, {name}', precision_bench.training_turn(
-            spec, way_input_fn, batch_size, thread_plan(), work_dir, FLAGS.train_steps,
-            FLAGS.warmup_steps, hooks), '')
-        for key, name, way_input_fn, hooks in ways], 'examples/s')
+    watched, section = gpu_watch(), '2 Estimator training'
+    rows = [(key, f'MNIST CNN, {name}', precision_bench.training_turn(
+        spec, way_input_fn, batch_size, thread_plan(), work_dir, FLAGS.train_steps,
+        FLAGS.warmup_steps, hooks, None if watched is None else watched.setdefault(key, [])), '')
+        for key, name, way_input_fn, hooks in ways]
+    measure(results, section, rows, 'examples/s')
+    add_utilization(results, section, rows, watched)
     larger_batch = None
     if FLAGS.larger_batch_size:
         larger_batch = (image_records.make_input_fn(','.join(raw_files), IMAGE_SHAPE,
@@ -321,12 +335,15 @@ def precision_sections(input_fn, larger_batch, work_dir, results):
                         FLAGS.pair_batch_size), FLAGS.pair_batch_size, FLAGS.pair_train_steps,
                      None)]
     for model, model_input_fn, batch_size, steps, model_larger_batch in model_inputs:
-        ceiling = ceiling_rows(model.ceiling_prefix)
-        measure(results, model.section, precision_bench.precision_rows(
+        ceiling, watched = ceiling_rows(model.ceiling_prefix), gpu_watch()
+        rows = precision_bench.precision_rows(
             model, model_input_fn, batch_size, work_dir, steps, FLAGS.warmup_steps,
-            FLAGS.intra_op_threads, FLAGS.inter_op_threads, model_larger_batch) + ceiling,
-            'examples/s' if model is precision_bench.MNIST else 'pairs/s',
-            {key: 'GFLOP/s' for key, *_ in ceiling}, FLAGS.training_repetitions)
+            FLAGS.intra_op_threads, FLAGS.inter_op_threads, model_larger_batch,
+            machine.has_gpu(), watched)
+        measure(results, model.section, rows + ceiling,
+                'examples/s' if model is precision_bench.MNIST else 'pairs/s',
+                {key: 'GFLOP/s' for key, *_ in ceiling}, FLAGS.training_repetitions)
+        add_utilization(results, model.section, rows, watched)
     measure(results, precision_bench.THREADS_SECTION, precision_bench.thread_rows(
         input_fn, FLAGS.batch_size, work_dir, FLAGS.train_steps, FLAGS.warmup_steps,
         num_cores()), 'examples/s', rounds=FLAGS.training_repetitions)
@@ -336,12 +353,27 @@ def ceiling_rows(prefix):
     """The matmul ceiling again, one run a turn among the precision rows, so that each
     round's training is read against that round's ceiling (the load changes)."""
     config = machine.session_config(FLAGS.intra_op_threads, FLAGS.inter_op_threads)
-    device = '/gpu:0' if tf.config.list_physical_devices('GPU') else '/cpu:0'
+    device, dtypes = (('/gpu:0', machine.GPU_DTYPES) if machine.has_gpu()
+                      else ('/cpu:0', ('float32', 'bfloat16')))
     size = FLAGS.ceiling_size
     return [(f'{prefix}.{dtype}', f'dense matmul {size}x{size}, {dtype}: the ceiling',
              lambda dtype=dtype: machine.matmul_gflops(tf.as_dtype(dtype), size, 1,
                                                        FLAGS.ceiling_seconds, config, device)[0],
-             device) for dtype in ('float32', 'bfloat16')]
+             device) for dtype in dtypes]
+
+
+def gpu_watch():
+    """On a GPU with nvidia-smi, {} for the training rows to fill with each turn's GPU
+    utilization ({row key: [percent a turn]}); None elsewhere."""
+    return {} if machine.has_gpu() and gpu_use.available() else None
+
+
+def add_utilization(results, section, rows, watched):
+    """The GPU utilization rows of a section's training rows (rows: [(key, name, ...)])."""
+    for key, name, *_ in rows:
+        if (watched or {}).get(key):
+            results.add(f'gpu_util.{key}', section, f'{name}: GPU utilization', watched[key],
+                        '%', 'nvidia-smi over the timed steps')
 
 
 def face_pair_rows(work_dir, results):
@@ -451,17 +483,18 @@ def python_preprocessing(results):
 # ------------------------------------------------------------------ report
 
 
-def targets(larger_batch_size: int):
-    """TARGETS, the ceiling's (which take the larger batch's rows too) and the thread
+def targets(larger_batch_size: int, gpu: bool = False):
+    """fixed_targets, the ceiling's (which take the larger batch's rows too) and the thread
     settings' (which depend on the cores)."""
-    return (TARGETS + precision_bench.ceiling_targets(larger_batch_size)
+    return (fixed_targets(gpu) + precision_bench.ceiling_targets(larger_batch_size)
             + [precision_bench.threads_target(num_cores())])
 
 
 def check_targets(results):
     checked = []
     measured = {row['key'] for row in results.rows}
-    for what, numerator, denominator, target, at_least in targets(FLAGS.larger_batch_size):
+    for what, numerator, denominator, target, at_least in targets(FLAGS.larger_batch_size,
+                                                                  machine.has_gpu()):
         keys = numerator if isinstance(numerator, tuple) else (numerator,)
         if denominator not in measured:  # rows left out (--face_memory_scale=0)
             continue

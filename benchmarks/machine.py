@@ -96,6 +96,13 @@ def memory_read_gbps(megabytes: int, runs: int, seconds: float, config) -> List[
                            megabytes * 2 ** 20, runs, seconds, config)
 
 
+GPU_DTYPES = ('float32', 'bfloat16', 'float16')
+
+
+def has_gpu() -> bool:
+    return bool(tf.config.list_physical_devices('GPU'))
+
+
 def ceiling(size: int, runs: int, seconds: float, intra_op_threads: int,
             inter_op_threads: int) -> Dict[str, Dict]:
     """{'cpu float32': {'gflops': best, 'runs': [...]}, 'cpu bfloat16': ..., and on a GPU
@@ -103,8 +110,8 @@ def ceiling(size: int, runs: int, seconds: float, intra_op_threads: int,
     config = session_config(intra_op_threads, inter_op_threads)
     measured = {}
     kinds = [('cpu', '/cpu:0', tf.float32), ('cpu', '/cpu:0', tf.bfloat16)]
-    if tf.config.list_physical_devices('GPU'):
-        kinds += [('gpu', '/gpu:0', dtype) for dtype in (tf.float32, tf.bfloat16, tf.float16)]
+    if has_gpu():
+        kinds += [('gpu', '/gpu:0', tf.as_dtype(dtype)) for dtype in GPU_DTYPES]
     for where, device, dtype in kinds:
         rates = matmul_gflops(dtype, size, runs, seconds, config, device)
         measured[f'{where} {dtype.name}'] = {'gflops': max(rates), 'runs': rates,

@@ -8,11 +8,12 @@ a turn builds a fresh Estimator and session, warms up, and times --train_steps s
 import dataclasses
 import re
 import tempfile
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
 
+from benchmarks import gpu_use
 from models import registry
 from trainer.cluster import devices
 from trainer.observe import timing
@@ -24,6 +25,8 @@ SETTINGS = [
     ('xla', 'float32', True, 'float32 --xla'),
     ('bfloat16_xla', 'mixed_bfloat16', True, 'mixed_bfloat16 --xla'),
 ]
+# float16 mixed precision is for GPUs (the trainer refuses it on a CPU).
+GPU_SETTINGS = [('float16', 'mixed_float16', False, '--precision=mixed_float16')]
 # Rows again at --larger_batch_size: Adam's update and the float32<->bfloat16 casts of the
 # 3.3M parameters cost the same at any batch size (about a sixth of a bfloat16 step's op
 # time at batch 100).
@@ -50,21 +53,37 @@ MNIST = Model('mnist_cnn', 'MNIST CNN', 'precision', 'ceiling', '6 precision and
 FACES = Model('face_embedding', 'face_embedding', 'face_precision', 'face_ceiling',
               '7 precision and XLA: face_embedding')
 MODELS = (MNIST, FACES)
-FASTER_KEYS = tuple(MNIST.key(suffix) for suffix, *_ in SETTINGS[1:])
 SECTION = MNIST.section
+
+
+def settings(gpu: bool) -> List[Tuple]:
+    return SETTINGS + (GPU_SETTINGS if gpu else [])
+
+
+def faster_keys(gpu: bool) -> Tuple[str, ...]:
+    """The MNIST rows that the 'best of bfloat16/XLA (float16 on a GPU) vs float32' target
+    takes the best of."""
+    return tuple(MNIST.key(suffix) for suffix, *_ in settings(gpu)[1:])
 
 
 def compute_dtype(key: str) -> str:
     """The dtype a precision row's convolutions and matmuls run in."""
-    return 'bfloat16' if 'bfloat16' in key else 'float32'
+    return next((dtype for dtype in ('bfloat16', 'float16') if dtype in key), 'float32')
 
 
-def training_turn(spec, input_fn, batch_size, plan, work_dir, steps, warmup_steps, hooks=()):
-    """One repeat: examples/sec of `steps` training steps of a fresh Estimator after warm-up."""
+def training_turn(spec, input_fn, batch_size, plan, work_dir, steps, warmup_steps, hooks=(),
+                  utilization: Optional[list] = None):
+    """One repeat: examples/sec of `steps` training steps of a fresh Estimator after warm-up.
+    utilization: on a GPU, a list that gets each turn's mean GPU utilization over its timed
+    steps (benchmarks.gpu_use)."""
     def turn():
         estimator = timing.timing_estimator(spec.model_fn, spec.default_params,
                                             tempfile.mkdtemp(dir=work_dir), plan)
-        rate = timing.training_rate(estimator, input_fn, steps, 1, warmup_steps, hooks)
+        watch = [gpu_use.UtilizationHook(warmup_steps)] if utilization is not None else []
+        rate = timing.training_rate(estimator, input_fn, steps, 1, warmup_steps,
+                                    [*hooks, *watch])
+        if watch and watch[0].mean() is not None:
+            utilization.append(watch[0].mean())
         return rate.per_sec * batch_size
     return turn
 
@@ -80,25 +99,30 @@ def row_batch_size(key: str, default: int) -> int:
 
 
 def precision_rows(model: Model, input_fn, batch_size, work_dir, steps, warmup_steps,
-                   intra_op_threads=0, inter_op_threads=0, larger_batch=None):
+                   intra_op_threads=0, inter_op_threads=0, larger_batch=None, gpu=False,
+                   utilization: Optional[Dict[str, list]] = None):
     """[(row key, row name, turn, note)] for benchmarks.input_bench.measure.
 
     larger_batch: (input_fn, batch size) for LARGER_BATCH_SETTINGS' rows again at that batch.
+    gpu: float16 rows too. utilization: {row key: each turn's GPU utilization}, filled as
+    turns run (benchmarks.gpu_use), or None.
     """
     spec = registry.get(model.name)
-    variants = [(SETTINGS, input_fn, batch_size, lambda suffix: suffix, '')]
+    variants = [(settings(gpu), input_fn, batch_size, lambda suffix: suffix, '')]
     if larger_batch:
         larger_input_fn, larger = larger_batch
         variants.append((LARGER_BATCH_SETTINGS, larger_input_fn, larger,
                          lambda suffix: batch_key(suffix, larger), f', batch {larger}'))
     rows = []
-    for settings, rows_input_fn, rows_batch, key_of, batch_name in variants:
-        for suffix, precision, xla, name in settings:
+    for variant_settings, rows_input_fn, rows_batch, key_of, batch_name in variants:
+        for suffix, precision, xla, name in variant_settings:
             plan = devices.plan(precision=precision, xla=xla, intra_op_threads=intra_op_threads,
                                 inter_op_threads=inter_op_threads)
-            rows.append((model.key(key_of(suffix)), f'{model.title}, {name}{batch_name}',
+            key = model.key(key_of(suffix))
+            watched = None if utilization is None else utilization.setdefault(key, [])
+            rows.append((key, f'{model.title}, {name}{batch_name}',
                          training_turn(spec, rows_input_fn, rows_batch, plan, work_dir, steps,
-                                       warmup_steps), ''))
+                                       warmup_steps, utilization=watched), ''))
     return rows
 
 
@@ -115,7 +139,8 @@ def random_pairs_input_fn(batch_size: int):
 
 def ceiling_targets(larger_batch_size: int) -> List[Tuple]:
     """input_bench.TARGETS rows: the best row computing in each dtype (at either batch size)
-    against that dtype's ceiling of the same rounds, for each model."""
+    against that dtype's ceiling of the same rounds, for each model. (float16, on a GPU, has
+    its fractions in section 8 and no target: the issue set none.)"""
     targets = []
     for model in MODELS:
         for dtype, target in CEILING_TARGETS.items():

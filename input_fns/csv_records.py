@@ -66,12 +66,16 @@ def check_csv_files(files, num_features: int) -> None:
     """Fails early, naming the file, on shards whose first line the parser would reject."""
     pipeline.check_listed_in_manifests(files)
     for path in files:
+        not_text = UserError(f'{path}: not a CSV text file (binary data on line 1); this model '
+                             'reads CSV shards (one line an example: the features, then the label)')
+        with tf.io.gfile.GFile(path, 'rb') as f:
+            if b'\0' in f.read(4096):  # TFRecord framing has NULs and can be valid UTF-8
+                raise not_text
         try:
             with tf.io.gfile.GFile(path, 'r') as f:
                 line = f.readline().strip()
         except UnicodeDecodeError:
-            raise UserError(f'{path}: not a CSV text file (binary data on line 1); this model '
-                            'reads CSV shards (one line an example: the features, then the label)')
+            raise not_text
         if not line:
             continue
         fields = line.split(',')

@@ -102,8 +102,27 @@ def test_wrong_image_size_names_the_file(tmp_path):
     path = str(tmp_path / 'small.tfrecord')
     with tf.io.TFRecordWriter(path) as writer:
         writer.write(image_records.encode_example(np.zeros((8, 8), np.uint8), 3))
-    with pytest.raises(UserError, match=f'{path}: images are 8x8 .* expects 28x28x1'):
+    with pytest.raises(UserError, match=f'{path}: images are 64 bytes, .* expects 28x28x1'):
         image_records.make_input_fn(path, SHAPE, 8, True)
+
+
+def test_records_written_with_height_and_width_still_read(tmp_path):
+    path = str(tmp_path / 'before.tfrecord')
+
+    def int64(value):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
+
+    with tf.io.TFRecordWriter(path) as writer:
+        for label in range(8):  # the layout before the shape moved to the manifest
+            writer.write(tf.train.Example(features=tf.train.Features(feature={
+                'image': tf.train.Feature(bytes_list=tf.train.BytesList(
+                    value=[np.full(784, label, np.uint8).tobytes()])),
+                'label': int64(label), 'height': int64(28), 'width': int64(28)}))
+                .SerializeToString())
+    features, labels = next(iter(image_records.make_input_fn(path, SHAPE, 8, False)()))
+    assert sorted(labels.numpy()) == list(range(8))
+    assert [round(float(image[0, 0, 0]) * 255) for image in features['image']] == list(
+        labels.numpy())
 
 
 def test_shard_not_in_manifest_is_refused(digit_shards, tmp_path):

@@ -3,8 +3,7 @@
 First the machine: CPU, TensorFlow build, threads, and the ceiling, dense matmul GFLOP/s
 per precision (benchmarks/machine.py). Then, in one run, on the same data, in graph mode
 as the Estimator runs it, the rows of each section interleaved (A B C, C B A, ...,
---repetitions rounds, --training_repetitions for 6, 7 and 9, each turn warmed up;
-benchmarks/repeats.py):
+--repetitions rounds, each turn warmed up; benchmarks/repeats.py):
   1. MNIST feeding: feed_dict, queue runners, FloatList one record at a time,
      this service's input_fn, and in-memory tensors (the upper bound);
   2. Estimator training of the MNIST CNN: this service's input_fn, in-memory
@@ -107,13 +106,9 @@ def define_flags():
     flags.DEFINE_integer('batch_size', 100, 'MNIST batch size.', lower_bound=1)
     flags.DEFINE_integer('pair_batch_size', 64, 'Face pairs and Python examples per batch.',
                          lower_bound=1)
-    flags.DEFINE_integer('repetitions', 9, 'Interleaved rounds of the feeding, Estimator, '
-                         'face pair and Python rows: timed repeats per row (the median is '
-                         'reported, with its 95% interval; 9 is the fewest with an interval '
-                         'narrower than the whole range).', lower_bound=1)
-    flags.DEFINE_integer('training_repetitions', 5, 'Interleaved rounds of the precision, '
-                         'face_embedding and thread rows (longer turns, less noise).',
-                         lower_bound=1)
+    flags.DEFINE_integer('repetitions', 9, 'Interleaved rounds: timed repeats per row (the '
+                         'median is reported, with its 95% interval; 9 is the fewest rounds '
+                         'whose interval is narrower than their whole range).', lower_bound=1)
     flags.DEFINE_float('seconds', 2.0, 'Length of each timed repeat of a feeding row.',
                        lower_bound=0.01)
     flags.DEFINE_float('warmup_seconds', 1.0, 'Warm-up in each turn of a feeding row.',
@@ -141,8 +136,7 @@ def define_flags():
 
 
 # --quick: fewer rounds than a figure to report needs.
-QUICK = {'mnist_examples': 5000, 'face_people': 200, 'repetitions': 3,
-         'training_repetitions': 3, 'seconds': 0.3,
+QUICK = {'mnist_examples': 5000, 'face_people': 200, 'repetitions': 3, 'seconds': 0.3,
          'warmup_seconds': 0.2, 'train_steps': 5, 'pair_train_steps': 3, 'warmup_steps': 3,
          'ceiling_size': 1024, 'ceiling_runs': 2, 'ceiling_seconds': 0.3}
 
@@ -177,15 +171,14 @@ class Results:
         return next(row for row in self.rows if row['key'] == key)
 
 
-def measure(results, section, rows, unit, units=None, rounds=None):
-    """rows: [(key, name, turn, note)]; their turns interleaved for `rounds` rounds
-    (--repetitions). units: {key: unit} for rows in another unit than `unit`."""
-    rounds = rounds or FLAGS.repetitions
-
+def measure(results, section, rows, unit, units=None):
+    """rows: [(key, name, turn, note)]; their turns interleaved for --repetitions rounds.
+    units: {key: unit} for rows in another unit than `unit`."""
     def on_turn(key, round_index, value):
-        progress(f'{section} | round {round_index + 1}/{rounds} {key}: {value:,.1f}')
+        progress(f'{section} | round {round_index + 1}/{FLAGS.repetitions} {key}: {value:,.1f}')
 
-    values = repeats.interleave({key: turn for key, _, turn, _ in rows}, rounds, on_turn)
+    values = repeats.interleave({key: turn for key, _, turn, _ in rows}, FLAGS.repetitions,
+                                on_turn)
     for key, name, _, note in rows:
         results.add(key, section, name, values[key], (units or {}).get(key, unit), note)
 
@@ -342,11 +335,11 @@ def precision_sections(input_fn, larger_batch, work_dir, results):
             machine.has_gpu(), watched)
         measure(results, model.section, rows + ceiling,
                 'examples/s' if model is precision_bench.MNIST else 'pairs/s',
-                {key: 'GFLOP/s' for key, *_ in ceiling}, FLAGS.training_repetitions)
+                {key: 'GFLOP/s' for key, *_ in ceiling})
         add_utilization(results, model.section, rows, watched)
     measure(results, precision_bench.THREADS_SECTION, precision_bench.thread_rows(
         input_fn, FLAGS.batch_size, work_dir, FLAGS.train_steps, FLAGS.warmup_steps,
-        num_cores()), 'examples/s', rounds=FLAGS.training_repetitions)
+        num_cores()), 'examples/s')
 
 
 def ceiling_rows(prefix):
@@ -413,9 +406,11 @@ def face_pair_rows(work_dir, results):
              dataset_turn(lambda augment=augment: face_pairs.sampled_pairs_dataset(
                  files, num_people, FACE_GEOMETRY, batch_size, augment_images=augment),
                  batch_size), '')]
-    rows.append(('faces.decode_only', 'decode-only ceiling: decode_jpeg on all cores',
-                 dataset_turn(decode_only, batch_size), 'whole photos decoded per second / 2'))
-    measure(results, '3 face pairs', rows, 'pairs/s')
+    decode = ('faces.decode_only', 'decode-only ceiling: decode_jpeg on all cores',
+              dataset_turn(decode_only, batch_size), 'whole photos decoded per second / 2')
+    # Each sampler next to the rows its targets read it against (the load drifts within a
+    # round): generator, in-memory, sampler, decode-only, then the --augment three reversed.
+    measure(results, '3 face pairs', rows[:3] + [decode] + rows[3:][::-1], 'pairs/s')
     if FLAGS.face_memory_scale:
         face_memory_rows(root, files, work_dir, results)
     return source
@@ -593,7 +588,7 @@ def main(argv):
     elapsed = time.time() - started
     settings = {name: getattr(FLAGS, name) for name in (
         'mnist_examples', 'face_people', 'batch_size', 'pair_batch_size', 'repetitions',
-        'training_repetitions', 'seconds', 'warmup_seconds', 'train_steps', 'pair_train_steps',
+        'seconds', 'warmup_seconds', 'train_steps', 'pair_train_steps',
         'larger_batch_size', 'warmup_steps', 'intra_op_threads', 'inter_op_threads',
         'ceiling_size', 'ceiling_runs', 'ceiling_seconds', 'face_memory_scale', 'quick')}
     header = machine.report_lines(described, ceiling) + [
@@ -605,9 +600,8 @@ def main(argv):
         f'{count["layer_shapes_per_example"] / 1e6:,.2f} M (layer shapes: convolutions and '
         'matmuls)' for name, count in counted.items()] + [
         f'rows: graph mode (tf.compat.v1.Session), each section\'s rows interleaved for '
-        f'{FLAGS.repetitions} rounds after warm-up (6, 7 and 9: {FLAGS.training_repetitions})'
-        f'{" (--quick)" if FLAGS.quick else ""}; median +- half its 95% interval; '
-        f'{elapsed:.0f} s in all',
+        f'{FLAGS.repetitions} rounds after warm-up{" (--quick)" if FLAGS.quick else ""}; '
+        f'median +- half its 95% interval; {elapsed:.0f} s in all',
         f'MNIST: {data["mnist"]}; batch {FLAGS.batch_size}',
         f'faces: {data["faces"]}; batch {FLAGS.pair_batch_size} pairs, '
         f'{FACE_GEOMETRY.image_size}x{FACE_GEOMETRY.image_size} grayscale; face_embedding '

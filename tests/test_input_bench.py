@@ -13,8 +13,7 @@ def test_bench_measures_every_row_and_takes_its_ratios_from_them(tmp_path):
     output = tmp_path / 'bench.json'
     result = run_module('benchmarks.input_bench', f'--data_dir={tmp_path}/no_data',
                         f'--output_json={output}', '--mnist_examples=100', '--face_people=8',
-                        '--seconds=0.05', '--warmup_seconds=0', '--repetitions=3',
-                        '--training_repetitions=2',
+                        '--seconds=0.05', '--warmup_seconds=0', '--repetitions=2',
                         '--train_steps=1', '--pair_train_steps=1', '--warmup_steps=1',
                         '--larger_batch_size=8', '--ceiling_size=64',
                         '--ceiling_runs=2', '--ceiling_seconds=0.01', '--intra_op_threads=2',
@@ -30,12 +29,9 @@ def test_bench_measures_every_row_and_takes_its_ratios_from_them(tmp_path):
     assert {'faces.sampler', 'faces.sampler_augment', 'faces.generator_augment',
             'faces.in_memory', 'faces.in_memory_augment', 'memory.faces.streaming_1x',
             'memory.faces.streaming_scaled', 'memory.faces.in_memory_scaled'} <= set(rows)
-    training_sections = ('precision.', 'face_precision.', 'ceiling', 'face_ceiling', 'threads.')
     for key, row in rows.items():
         assert all(value > 0 for value in row['repetitions']), key
-        rounds = (1 if key.startswith(('convert.', 'memory.')) else
-                  2 if key.startswith(training_sections) else 3)  # --training_repetitions
-        assert len(row['repetitions']) == rounds, key
+        assert len(row['repetitions']) == (1 if key.startswith(('convert.', 'memory.')) else 2), key
         assert row['value'] == pytest.approx(statistics.median(row['repetitions'])), key
 
     machine = report['machine']

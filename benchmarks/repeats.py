@@ -3,9 +3,10 @@
 Rows that are compared run in rounds, A B C, then C B A, ...: each row's i-th repeat is
 taken beside the others' i-th, so load that changes during a run reaches them alike. A
 ratio is the median of the per-round ratios, with a 95% confidence interval for that
-median drawn from their order statistics (no assumption about the noise's shape; as Go's
-benchstat reports): with 9 rounds it drops the lowest and the highest, with fewer than 9
-it is their whole range. A target is met when the whole interval is on its side, SHORT
+median drawn from their order statistics (no assumption about the noise's shape; Go's
+benchstat does the same): with 9 rounds it drops the lowest and the highest, with 6 to 8
+it is their whole range, and with fewer the whole range is all there is (it then holds
+the median with less than 95%: 94% at 5 rounds, 75% at 3). A target is met when the whole interval is on its side, SHORT
 when none of it is, and otherwise "not resolved": the run cannot say which.
 """
 import math
@@ -34,7 +35,8 @@ def median_interval(values: Sequence[float], confidence: float = 0.95) -> Tuple[
     """(low, high): the k-th lowest and k-th highest value, for the largest k at which the
     median of what the values sample lies between them with at least `confidence`
     (1 - 2 P[Binomial(n, 1/2) < k]); k = 1, the whole range, when no narrower interval
-    reaches it."""
+    reaches it (below 6 values not even the whole range does; benchstat then says
+    infinite, here the range stands)."""
     ordered, n = sorted(values), len(values)
 
     def coverage(k):

@@ -6,8 +6,9 @@ ratio is the median of the per-round ratios, with a 95% confidence interval for 
 median drawn from their order statistics (no assumption about the noise's shape; Go's
 benchstat does the same): with 9 rounds it drops the lowest and the highest, with 6 to 8
 it is their whole range, and with fewer the whole range is all there is (it then holds
-the median with less than 95%: 94% at 5 rounds, 75% at 3). A target is met when the whole interval is on its side, SHORT
-when none of it is, and otherwise "not resolved": the run cannot say which.
+the median with less than 95%: 94% at 5 rounds, 75% at 3). A target is met when the whole
+interval is on its side, SHORT when none of it is, and otherwise "not resolved": the run
+cannot say which.
 """
 import math
 import statistics

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from common.errors import UserError
-from trainer.run import run_files
+from trainer.model_dir import run_files
 
 
 def test_record_flags_writes_the_flagfile_and_refuses_another_model(tmp_path):

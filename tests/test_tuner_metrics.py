@@ -13,7 +13,8 @@ import tensorflow as tf
 from tensorboard.backend.event_processing import event_accumulator, plugin_event_accumulator
 
 from conftest import run_with_env
-from trainer.evaluation import ledger, ledger_reports, pair_protocol, reported_metrics
+from trainer.evaluation import ledger_reports, pair_protocol, reported_metrics
+from trainer.model_dir import ledger
 from trainer.observe import tuner_metrics
 
 # Katib's StdOut collector's default filter (pkg/metricscollector/v1beta1/common/const.go).

@@ -35,8 +35,8 @@ from input_fns import prepare
 from tests.conftest import REPO, make_digit_arrays
 from tests.containers.tfjob_operator import TFJobRun, docker
 from tests.s3_server import running_server
-from trainer.evaluation.ledger import Ledger
-from trainer.run import checkpoints
+from trainer.model_dir import checkpoints
+from trainer.model_dir.ledger import Ledger
 
 FLAGS = flags.FLAGS
 

@@ -19,10 +19,9 @@ from absl import logging
 
 from common import termination
 from common.errors import UserError
-from trainer.evaluation import claims as step_claims
-from trainer.evaluation import ledger, training_run
+from trainer.evaluation import claims as step_claims, training_run
 from trainer.evaluation.export_policy import LedgerExports
-from trainer.run import checkpoints, run_files
+from trainer.model_dir import checkpoints, ledger, run_files
 
 POLL_SECS = 1.0
 

@@ -6,7 +6,7 @@ from absl import logging
 
 from common import files, paths
 from common.errors import UserError
-from trainer.run import checkpoints, run_files
+from trainer.model_dir import checkpoints, run_files
 
 POLL_SECS = 1.0
 # How long an eval job waits for a model_dir that does not exist yet.

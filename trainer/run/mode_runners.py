@@ -10,10 +10,9 @@ import tensorflow as tf
 from models import registry
 from trainer.cluster import multi_worker
 from trainer.evaluation import eval_job, ledger_reports
-from trainer.run import benchmark_input as input_benchmark
-from trainer.run import checkpoints, experiment, job_end
-from trainer.serving import export as export_files
-from trainer.serving import predict as serving_predict
+from trainer.model_dir import checkpoints
+from trainer.run import benchmark_input as input_benchmark, experiment, job_end
+from trainer.serving import export as export_files, predict as serving_predict
 
 
 def _on_experiment(run_on: Callable[[experiment.Experiment], None]):

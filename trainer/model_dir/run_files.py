@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from common import files, paths
 from common.errors import UserError
-from trainer.run import checkpoints
+from trainer.model_dir import checkpoints
 
 # The flags of the last training run, in --flagfile format: rerun with --flagfile=MODEL_DIR/flags.txt.
 FLAGS_FILE = 'flags.txt'

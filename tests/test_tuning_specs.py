@@ -26,7 +26,7 @@ TRAINER = ["--train_files=gs://bucket/mnist/train-*", '--eval_files=gs://bucket/
 
 
 def deploy(command, *flags, trainer=TRAINER, check=True):
-    return run_module('trainer.cluster.deploy', command, *flags, '--', *trainer, check=check)
+    return run_module('trainer.deploy', command, *flags, '--', *trainer, check=check)
 
 
 def strict_schema():

@@ -1,10 +1,10 @@
 """Hyperparameter tuning jobs: a Katib Experiment, and a Vertex AI HyperparameterTuningJob.
 
-  python -m trainer.cluster.deploy katib --name=NAME --image=IMAGE --workers=1 --ps=1 \
+  python -m trainer.deploy katib --name=NAME --image=IMAGE --workers=1 --ps=1 \
       --evaluator --objective=accuracy:maximize --param=dropout_rate:double:0.1:0.6 \
       --param=learning_rate:double:1e-4:1e-2:log --max_trials=12 --parallel_trials=3 \
       -- --model_dir=gs://BUCKET/tuning --train_files=... --eval_files=...
-  python -m trainer.cluster.deploy vertex --hptune --name=NAME --image=IMAGE ... \
+  python -m trainer.deploy vertex --hptune --name=NAME --image=IMAGE ... \
       --base_output_dir=gs://BUCKET/tuning -- --train_files=... --eval_files=...
 
 Each trial is the job `deploy tfjob` or `deploy vertex` prints for the same replica flags,
@@ -22,7 +22,7 @@ import yaml
 from absl import flags
 
 from common.errors import UserError
-from trainer.cluster import deploy, job_args
+from trainer.deploy import job_args, job_specs
 from trainer.config import search_space
 
 FLAGS = flags.FLAGS
@@ -78,7 +78,7 @@ def check_trial_replicas() -> None:
     """A trial's metrics come from its evaluator; its chief, given --wait_for_eval_secs like
     any chief of a job with an evaluator, waits for the final evaluation, then reports the
     ledger (a trial ends with its chief, and Katib reads the chief's output)."""
-    if not deploy.evaluator_count():
+    if not job_specs.evaluator_count():
         raise UserError('--evaluator is required: a trial\'s metrics come from its evaluator '
                         '(on a cluster the chief trains and does not evaluate)')
     if not FLAGS.wait_for_eval_secs:
@@ -108,7 +108,7 @@ def katib_experiment(trainer_flags: List[str]) -> Dict:
     args = [arg for arg in args if not arg.startswith('--model_dir=')] + [
         f'--model_dir={model_dir}/${{trialParameters.{TRIAL_NAME}}}'] + [
         f'--{param.name}=${{trialParameters.{param.name}}}' for param in params]
-    tfjob = deploy.tfjob_from_flags(args)[0]  # a NetworkPolicy, if asked for, is not a trial's
+    tfjob = job_specs.tfjob_from_flags(args)[0]  # a NetworkPolicy, if asked for, is not a trial's
     # Katib runs the primary container's (the chief's) command and args as one `sh -c` line,
     # then `1>FILE 2>&1` for its StdOut collector: the command is given, so Katib need not ask
     # the registry for the image's entry point, and each argument is quoted for the shell
@@ -172,7 +172,7 @@ def vertex_tuning_job(trainer_flags: List[str]) -> Dict:
     check_trial_replicas()
     args = job_args.trainer_args(trainer_flags, needs_model_dir=False) + [
         f'--hypertune_metric={objective.metric}']
-    custom_job = deploy.vertex_job_from_flags(args)
+    custom_job = job_specs.vertex_job_from_flags(args)
     return {
         'displayName': FLAGS.name,
         'studySpec': {
@@ -188,7 +188,7 @@ def vertex_tuning_job(trainer_flags: List[str]) -> Dict:
 
 def build(command: str, trainer_flags: List[str]) -> str:
     """deploy's `katib` and `vertex --hptune`."""
-    deploy.check_common('tfjob' if command == 'katib' else 'vertex', FLAGS.name, FLAGS.image)
+    job_specs.check_common('tfjob' if command == 'katib' else 'vertex', FLAGS.name, FLAGS.image)
     if command == 'katib':
         return yaml.safe_dump(katib_experiment(trainer_flags), sort_keys=False)
     return json.dumps(vertex_tuning_job(trainer_flags), indent=2) + '\n'

@@ -21,33 +21,29 @@ Nothing is sent anywhere: apply the output with `kubectl apply -f -`, or POST th
 CustomJob to Vertex AI's customJobs.create (its jobSpec is what
 `gcloud ai custom-jobs create --config=FILE` takes).
 """
-from absl import flags
-
 from common import cli
 from common.errors import UserError
-from trainer.deploy import job_specs, tuning_specs
+from trainer.deploy import job_specs, options, tuning_specs
 
-FLAGS = flags.FLAGS
+COMMANDS = ('tfjob', 'vertex', 'katib')
 
 
 def main(argv):
     command, trainer_flags = (argv[1], argv[2:]) if len(argv) > 1 else (None, [])
-    if command not in ('tfjob', 'vertex', 'katib'):
+    if command not in COMMANDS:
         raise UserError('give a command: tfjob (Kubeflow), katib (a Katib Experiment) or vertex '
                         '(Vertex AI; --hptune: a tuning job), then the flags, then -- and the '
                         'trainer flags')
-    if command == 'katib' or (command == 'vertex' and FLAGS.hptune):
-        if FLAGS.sync:
-            raise UserError('--sync is for one tfjob or vertex job; tuning trials train with '
-                            'parameter servers: drop --sync')
-        print(tuning_specs.build(command, trainer_flags), end='')
-        return cli.EXIT_OK
-    print(job_specs.build(command, trainer_flags), end='' if command == 'tfjob' else '\n')
+    deploy_options = options.DeployOptions.from_flags(command)
+    if deploy_options.tuning:
+        print(tuning_specs.build(deploy_options, trainer_flags), end='')
+    else:
+        print(job_specs.build(deploy_options, trainer_flags),
+              end='' if command == 'tfjob' else '\n')
     return cli.EXIT_OK
 
 
 if __name__ == '__main__':
-    job_specs.define_flags()
-    tuning_specs.define_flags()
-    cli.run(main, own_modules=[job_specs.__name__, tuning_specs.__name__], user_errors=(UserError,),
+    options.define_flags()
+    cli.run(main, own_modules=[options.__name__], user_errors=(UserError,),
             unknown_flag_hint='trainer flags go after --')

@@ -2,7 +2,6 @@
 import time
 from typing import Dict, Optional
 
-import numpy as np
 import tensorflow as tf
 
 from common import files, paths
@@ -82,7 +81,3 @@ def train_finished(model_dir: str):
     except (ValueError, KeyError, TypeError) as e:
         raise UserError(f'{path}: unreadable ({e}); delete it')
 
-
-def json_value(value):
-    """NumPy scalars from Estimator results as plain JSON numbers."""
-    return value.item() if isinstance(value, np.generic) else value

@@ -115,7 +115,7 @@ def predict_files(saved_model_dir: str, image_paths: List[str],
         raise UserError(f'--signature={signature}: it takes {takes}, not image files; give one '
                         f'of {", ".join(_image_signatures(signatures))}')
     outputs = {key: value.numpy() for key, value in outputs.items()}
-    return [{**name, **{key: _json_value(value[i].tolist()) for key, value in sorted(outputs.items())}}
+    return [{**name, **{key: files.json_value(value[i]) for key, value in sorted(outputs.items())}}
             for i, name in enumerate(names)]
 
 
@@ -139,15 +139,6 @@ def _image_signatures(signatures) -> List[str]:
                       {'image_bytes'}, {'image_bytes_a', 'image_bytes_b'}, {'inputs'})
                   and all(spec.dtype == tf.string
                           for spec in function.structured_input_signature[1].values()))
-
-
-def _json_value(value):
-    """Strings (classify's class names) come out of TensorFlow as bytes."""
-    if isinstance(value, bytes):
-        return value.decode('utf-8')
-    if isinstance(value, list):
-        return [_json_value(item) for item in value]
-    return value
 
 
 def _serve(serve, image_paths, **batches):

@@ -17,7 +17,7 @@ class EvalTimeout(RuntimeError):
     """No checkpoint ever came: a runtime failure (exit 1), not bad input."""
 
 
-def wait_for_training_run(model_dir: str, timeout_secs: float) -> None:
+def wait_for_flags_or_checkpoint(model_dir: str, timeout_secs: float) -> None:
     """Waits until a trainer has written model_dir's flags.txt, or any checkpoint.
 
     An eval job started beside its trainer must read the model's flags.txt (which model,

@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 from tensorboard.plugins.hparams import metadata as hparams_metadata
 
-from conftest import REPO, assert_one_line_error, default_sigint, run_module
+from helpers import REPO, assert_one_line_error, default_sigint, run_module
 from trainer.config.modes import MODES
 from trainer.run.mode_runners import RUNNERS
 

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from conftest import run_module
+from helpers import run_module
 from trainer.model_dir import checkpoints
 from trainer.model_dir.ledger import Ledger
 

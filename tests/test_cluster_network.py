@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from conftest import start_module, wait_for_log
+from helpers import start_module, wait_for_log
 from test_cluster import ROLES, cluster_args
 from trainer.cluster import local_cluster
 from trainer.model_dir import checkpoints

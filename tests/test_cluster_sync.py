@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from conftest import run_module
+from helpers import run_module
 from test_cluster import cluster_args
 from trainer.model_dir import checkpoints
 from trainer.model_dir.ledger import Ledger

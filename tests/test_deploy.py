@@ -16,13 +16,12 @@ import yaml
 from absl import flags
 
 from common import tf_config
-from conftest import REPO, run_module
+from helpers import REPO, run_module
 from input_fns import image_records, pipeline
-from tests.containers.tfjob_operator import TFJobRun
 from models import registry
+from tests.containers.tfjob_operator import TFJobRun
 from trainer.cluster import local_cluster, vertex_env
-from trainer.deploy import vertex_job
-from trainer.deploy import tfjob as tfjob_spec
+from trainer.deploy import tfjob as tfjob_spec, vertex_job
 
 TRAINER_FLAGS = ['--model_dir=gs://bucket/runs/mnist', "--train_files=gs://bucket/mnist/train-*",
                  "--eval_files=gs://bucket/mnist/validation-*", '--train_steps=12000']

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 
 DOC_FILES = ['README.md', 'BUILD.md'] + sorted(
     os.path.relpath(path, REPO) for path in glob.glob(os.path.join(REPO, 'docs', '*.md')))

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from conftest import run_module, run_together
+from helpers import run_module, run_together
 from trainer.model_dir import checkpoints
 from trainer.model_dir.ledger import Ledger
 from trainer.model_dir.metric_goal import MetricGoal

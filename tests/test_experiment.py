@@ -6,7 +6,7 @@ import re
 import pytest
 
 from common.errors import UserError
-from conftest import trainer_flags
+from helpers import trainer_flags
 from models import registry
 from trainer.config import flags, settings as settings_module
 from trainer.input_kinds.base import InputOptions

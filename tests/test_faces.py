@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from common.errors import UserError
-from conftest import cmyk_jpeg, run_module, run_prepare
+from helpers import cmyk_jpeg, run_module, run_prepare
 from input_fns import (face_images, face_pairs, face_records, face_sampler, lfw_files,
                        prepare_faces, synthetic_faces)
 from models import face_diff, face_embedding, face_siamese

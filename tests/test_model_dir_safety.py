@@ -12,7 +12,7 @@ import subprocess
 import pytest
 import tensorflow as tf
 
-from conftest import (assert_one_line_error, copy_model_dir, run_module, start_module,
+from helpers import (assert_one_line_error, copy_model_dir, run_module, start_module,
                       wait_for_log)
 from trainer.model_dir import checkpoints
 from trainer.model_dir.ledger import Ledger

@@ -14,7 +14,7 @@ from google.protobuf import text_format
 from tensorflow_serving.apis import prediction_log_pb2
 from tensorflow_serving.config import model_server_config_pb2
 
-from conftest import REPO, assert_one_line_error, run_module, run_prepare
+from helpers import REPO, assert_one_line_error, run_module, run_prepare
 from input_fns import lfw_files, prepare_faces, synthetic_faces
 from trainer.input_kinds.image_classification import image_example
 from trainer.model_dir.ledger import Ledger

@@ -12,7 +12,7 @@ import pytest
 
 from common import files
 from common.errors import UserError
-from conftest import wait_for_log
+from helpers import wait_for_log
 from pid_namespace import start_as_pid1, unavailable_reason
 from trainer.model_dir import checkpoints, train_lock
 

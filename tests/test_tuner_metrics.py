@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 from tensorboard.backend.event_processing import event_accumulator, plugin_event_accumulator
 
-from conftest import run_with_env
+from helpers import run_with_env
 from trainer.config import reported_metrics
 from trainer.evaluation import ledger_reports
 from trainer.input_kinds import pair_protocol

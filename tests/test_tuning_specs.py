@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 import yaml
 
-from conftest import REPO, assert_one_line_error, run_module
+from helpers import REPO, assert_one_line_error, run_module
 
 KATIB_SCHEMA = os.path.join(REPO, 'tests', 'data', 'katib-v1beta1-swagger.json')
 REPLICAS = ['--name=mnist-tune', '--image=gcr.io/project/trainer:1', '--workers=1', '--ps=1',

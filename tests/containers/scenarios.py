@@ -32,7 +32,7 @@ from absl import flags
 
 from common import cli, files
 from input_fns import prepare
-from tests.conftest import REPO, make_digit_arrays
+from tests.helpers import REPO, make_digit_arrays
 from tests.containers.tfjob_operator import TFJobRun, docker
 from tests.s3_server import running_server
 from trainer.model_dir import checkpoints

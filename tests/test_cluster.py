@@ -16,7 +16,7 @@ ROLES = ('chief', 'worker0', 'worker1', 'ps0', 'evaluator')
 def cluster_args(model_dir, shards, steps, *extra):
     return [f'--model_dir={model_dir}', f'--train_files={shards.train_pattern}',
             f'--eval_files={shards.validation_pattern}', f'--train_steps={steps}', '--batch_size=16',
-            '--log_every_n_steps=10', '--eval_name=val', *extra]
+            '--log_every_n_steps=10', '--eval_name=val', '--workers=2', *extra]
 
 
 def test_cluster_trains_to_its_step_count_evaluates_and_exports(digit_shards, tmp_path):

@@ -9,7 +9,7 @@ import pytest
 
 from helpers import start_module, wait_for_log
 from test_cluster import ROLES, cluster_args
-from trainer.cluster import local_cluster
+from trainer.cluster import private_network
 from trainer.model_dir import checkpoints
 
 pytestmark = pytest.mark.slow  # a whole loopback cluster in a private network: ./run.sh test-slow
@@ -25,7 +25,7 @@ def test_task_ports_are_closed_from_outside_and_ctrl_c_stops_every_task(digit_sh
              for addresses in json.loads(started.group(2)).values() for address in addresses]
     wait_for_log(log, r'^\[chief\] .*step [\d,]+/[\d,]+ \(\d+%\), loss', launcher)  # every server is listening now
 
-    if local_cluster.private_network_possible():
+    if private_network.possible():
         assert 'private network namespace' in open(log).read()
         for pid in pids:  # in one namespace, not this test's
             assert os.readlink(f'/proc/{pid}/ns/net') != os.readlink('/proc/self/ns/net')

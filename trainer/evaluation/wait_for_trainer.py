@@ -63,6 +63,6 @@ def is_final(step: int, model_dir: str, train_steps: Optional[int]) -> bool:
     early stopping ends short of it. A record from an earlier, shorter run does not count.
     """
     finished = run_files.train_finished(model_dir)
-    return bool(finished and step >= finished['step'] and
-                (finished['early_stopped'] or train_steps is None
-                 or finished['train_steps'] >= train_steps))
+    return bool(finished and step >= finished.step and
+                (finished.early_stopped or train_steps is None
+                 or finished.train_steps >= train_steps))

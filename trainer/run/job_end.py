@@ -65,7 +65,7 @@ def serve_until_training_ends(config: tf.estimator.RunConfig, model_dir: str) ->
             finished = run_files.train_finished(model_dir)
             if finished is not None and finished != earlier:
                 logging.info('training finished at step %d; parameter server done',
-                             finished['step'])
+                             finished.step)
                 return
             latest = tf.train.latest_checkpoint(model_dir)  # before a signal in the sleep
             time.sleep(checkpoints.POLL_SECS)

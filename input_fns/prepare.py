@@ -75,7 +75,7 @@ def define_flags():
     flags.DEFINE_bool('skip_bad_images', False, 'images: skip and count files that do not decode '
                       '(listed in manifest.json) instead of stopping at the first.')
     flags.DEFINE_integer('decode_workers', 0, 'images: worker processes decoding the images; 0: '
-                         'one per CPU core.', lower_bound=0)
+                         'one per CPU core; 1: none, decoded in the prepare process.', lower_bound=0)
     flags.DEFINE_integer('seed', 0, 'Seed for the hold-out split and the record order.')
     flags.mark_flag_as_required('output_dir')
 

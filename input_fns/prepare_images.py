@@ -70,18 +70,22 @@ class ImageTree:
             os.path.splitext(path)[1].lower() or '(none)' for path in self.not_images).items()))
 
 
-_fitters = {}  # a worker's compiled decode-and-fit, by (image_shape, resize)
+_fitters = {}  # a process's compiled decode-and-fit, by (image_shape, resize)
+
+
+def decode_in_worker(item):
+    """decode_and_fit in a worker process, on one thread: the workers are the parallelism."""
+    if not _fitters:
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+    return decode_and_fit(item)
 
 
 def decode_and_fit(item):
-    """Worker: (path, image_shape, resize) -> (uint8 pixels image_shape, DECODED), or zeros and
-    UNDECODABLE (the parent finds out why). One thread each: the workers are the parallelism;
-    one tf.function each: 4x the images/s of eager ops."""
+    """(path, image_shape, resize) -> (uint8 pixels image_shape, DECODED), or zeros and
+    UNDECODABLE (the parent finds out why). One tf.function: 4x the images/s of eager ops."""
     path, image_shape, resize = item
     if (image_shape, resize) not in _fitters:
-        if not _fitters:
-            tf.config.threading.set_intra_op_parallelism_threads(1)
-            tf.config.threading.set_inter_op_parallelism_threads(1)
         _fitters[image_shape, resize] = tf.function(
             lambda encoded: fit_encoded(encoded, image_shape, resize),
             input_signature=[tf.TensorSpec([], tf.string)])
@@ -107,29 +111,40 @@ def why_bad(path: str, image_shape, resize: str) -> str:
     return 'could not be decoded in a worker process'
 
 
+def decoded_chunks(items, num_workers: int):
+    """decode_and_fit's outputs, stacked by chunks of CHUNK_SIZE items, in order: in num_workers
+    worker processes, or here for 1 (a worker pool costs seconds to start)."""
+    if num_workers == 1:
+        for start in range(0, len(items), CHUNK_SIZE):
+            outputs = [decode_and_fit(item) for item in items[start:start + CHUNK_SIZE]]
+            yield [np.stack(column) for column in zip(*outputs)]
+        return
+    pool = python_workers.WorkerPool(decode_in_worker, [(np.uint8, items[0][1]), (np.int8, ())],
+                                     num_workers)
+    try:
+        yield from pool.map_chunks(items, CHUNK_SIZE, ordered=True)
+    finally:
+        pool.close()
+
+
 def decode_all(tree: ImageTree, image_shape, resize: str, num_workers: int):
-    """(uint8 [N, *image_shape], decoded [N] bool), decoding in worker processes, logging progress."""
+    """(uint8 [N, *image_shape], decoded [N] bool), logging progress."""
     count = len(tree.images)
     pixels = np.zeros([count, *image_shape], np.uint8)
     decoded = np.zeros([count], bool)
     items = [(paths.join(tree.root, relative), tuple(image_shape), resize)
              for relative in tree.images]
-    pool = python_workers.WorkerPool(decode_and_fit, [(np.uint8, tuple(image_shape)), (np.int8, ())],
-                                     num_workers)
     rate, done, last_log = progress.RecentRate(), 0, time.time()
     rate.add(0)
-    try:
-        for chunk_pixels, chunk_status in pool.map_chunks(items, CHUNK_SIZE, ordered=True):
-            pixels[done:done + len(chunk_status)] = chunk_pixels
-            decoded[done:done + len(chunk_status)] = chunk_status == DECODED
-            done += len(chunk_status)
-            if time.time() - last_log > 5:
-                last_log = time.time()
-                rate.add(done, last_log)
-                logging.info('decoded %s, %s', progress.fraction_text(done, count, 'images'),
-                             progress.eta_text(done, count, rate.per_sec()) or '')
-    finally:
-        pool.close()
+    for chunk_pixels, chunk_status in decoded_chunks(items, num_workers):
+        pixels[done:done + len(chunk_status)] = chunk_pixels
+        decoded[done:done + len(chunk_status)] = chunk_status == DECODED
+        done += len(chunk_status)
+        if time.time() - last_log > 5:
+            last_log = time.time()
+            rate.add(done, last_log)
+            logging.info('decoded %s, %s', progress.fraction_text(done, count, 'images'),
+                         progress.eta_text(done, count, rate.per_sec()) or '')
     return pixels, decoded
 
 
@@ -154,7 +169,8 @@ def prepare_images(*, source_dir: str, output_dir: str, image_size: str, channel
         raise UserError(f'{paths.join(tree.root, path)}: {reason}{more}; remove or replace it, or '
                         'pass --skip_bad_images to skip and count such files')
     print(f'decoded {len(tree.images):,} images in {seconds:.1f}s '
-          f'({len(tree.images) / max(seconds, 1e-9):,.0f} images/s, {num_workers} worker processes)',
+          f'({len(tree.images) / max(seconds, 1e-9):,.0f} images/s, '
+          f'{f"{num_workers} worker processes" if num_workers > 1 else "in this process"})',
           flush=True)
     labels = np.array(tree.labels, np.int64)
     for label, name in enumerate(tree.classes):

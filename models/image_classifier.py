@@ -101,8 +101,9 @@ def model_fn(features, labels, mode, params):
                                                       name='accuracy'),
             **class_accuracies(labels, classes, class_names),
             'most_confident_mistakes': eval_pictures.most_confident_mistakes(
-                images, labels, classes, probabilities),
-            'confusion_matrix': eval_pictures.confusion_matrix(labels, classes, len(class_names)),
+                images, labels, classes, probabilities, class_names=class_names),
+            'confusion_matrix': eval_pictures.confusion_matrix(labels, classes, len(class_names),
+                                                               class_names),
         })
 
     batch_accuracy = tf.reduce_mean(

@@ -14,7 +14,9 @@ import tensorflow as tf
 from conftest import assert_one_line_error, run_module, run_prepare
 from image_tree import class_image, encode, write_image_tree
 from input_fns import prepare_images
-from test_serving import replayed_warmup, run_rest_body
+from serving_loader_checks import as_array, check_against_python, replayed_warmup
+from test_serving import run_rest_body
+from trainer.input_kinds.image_classification import image_example
 
 CLASSES = ['cat', 'dog', 'fox']
 SMALL_NETWORK = '--model_params=base_filters=8,residual_stages=2'
@@ -96,6 +98,25 @@ def test_warmup_requests_run_through_every_signature(trained):
     assert sorted(outputs) == ['classify', 'predict_pixels', 'serving_default']
     assert outputs['classify']['scores'].shape == (1, 3)
     assert outputs['serving_default']['class_name'].shape == (1,)
+
+
+def test_export_through_tf_serving_loader(trained, serving_loader, tmp_path):
+    """In C++ as TF Serving loads it: the warm-up answers are Python's, and a Classify request
+    of photos of other sizes gives the class names and serving_default's probabilities."""
+    version = best_export(trained)
+    photos = [photo_bytes(0, 90, 30), photo_bytes(2, 30, 40, 'jpg')]
+    examples = str(tmp_path / 'examples.tfrecord')
+    with tf.io.TFRecordWriter(examples) as writer:
+        for photo in photos:
+            writer.write(image_example(photo))
+    lines = check_against_python(serving_loader, version, examples)
+    [classified] = [line for line in lines if 'classify' in line]
+    served = tf.saved_model.load(version).signatures['serving_default'](
+        image_bytes=tf.constant(photos))
+    np.testing.assert_allclose(as_array(classified['outputs']['scores']),
+                               served['probabilities'].numpy(), rtol=1e-5, atol=1e-6)
+    assert as_array(classified['outputs']['classes']).tolist() == [
+        [name.encode() for name in CLASSES]] * 2
 
 
 def test_predict_prints_each_files_class_name_and_score(trained, tmp_path):

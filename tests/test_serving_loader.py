@@ -1,7 +1,7 @@
 """TF Serving's C++ loader (tools/serving_loader.cc, issue 38) on what the other tests do not
-export (mnist_cnn: test_serving.py; face_embedding: test_serving.py; csv_mlp: test_csv.py): the
-other face pair models, an export needing an op the model server lacks (refused by the op's
-name), and `./run.sh serving-loader` on a base path."""
+export (mnist_cnn, face_embedding: test_serving.py; csv_mlp: test_csv.py; image_classifier:
+test_image_classifier.py): the other face pair models, an export needing an op the model server
+lacks (refused by the op's name), and `./run.sh serving-loader` on a base path."""
 import json
 import os
 

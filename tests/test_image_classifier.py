@@ -50,8 +50,8 @@ def test_eval_job_ledgers_per_class_accuracy_and_exports_the_best(trained):
         glob.glob(f'{trained.model_dir}/eval_validation/results/step-*.json'))]
     assert [entry['step'] for entry in entries] == [0, 10, 20]
     metrics = entries[-1]['metrics']
-    assert {f'class_accuracy/{name}' for name in CLASSES} <= set(metrics)
-    assert 0 <= metrics['class_accuracy/dog'] <= 1
+    assert {f'accuracy_of_class/{name}' for name in CLASSES} <= set(metrics)
+    assert 0 <= metrics['accuracy_of_class/dog'] <= 1
     assert os.path.isfile(os.path.join(best_export(trained), 'export_complete.json'))
     assert json.loads((trained.model_dir / 'schema.json').read_text())['classes'] == CLASSES
 
@@ -62,7 +62,7 @@ def test_tensorboard_gets_per_class_accuracy_and_the_pictures_with_class_names(t
         for event in tf.compat.v1.train.summary_iterator(path):
             for value in event.summary.value:
                 tags.setdefault(value.tag, value)  # the first holds the description
-    assert {f'class_accuracy/{name}' for name in CLASSES} <= set(tags)
+    assert {f'accuracy_of_class/{name}' for name in CLASSES} <= set(tags)
     for picture in ('confusion_matrix/0', 'most_confident_mistakes/0'):
         assert tags[picture].metadata.plugin_data.plugin_name == 'images'
         assert 'Classes: 0 cat, 1 dog, 2 fox.' in tags[picture].metadata.summary_description

@@ -141,17 +141,24 @@ def copy_tree(source: str, destination: str) -> List[str]:
 
     Returns the relative paths copied. Not atomic: callers write a marker when it is done.
     """
-    copied = []
-    source = source.rstrip('/')
-    for folder, _, names in tf.io.gfile.walk(_ready(source)):
-        relative_folder = folder.rstrip('/')[len(source):].lstrip('/')
-        makedirs(join(destination, relative_folder) if relative_folder else destination)
-        for name in names:
-            relative = posixpath.join(relative_folder, name) if relative_folder else name
-            tf.io.gfile.copy(join(source, relative), join(_ready(destination), relative),
-                             overwrite=True)
-            copied.append(relative)
-    return sorted(copied)
+    makedirs(destination)
+    copied = walk_files(source)
+    for relative in copied:
+        makedirs(os.path.dirname(join(destination, relative)))
+        tf.io.gfile.copy(join(source, relative), join(_ready(destination), relative),
+                         overwrite=True)
+    return copied
+
+
+def walk_files(folder: str) -> List[str]:
+    """The relative paths ('a/b.py') of every file under folder, sorted."""
+    found = []
+    folder = folder.rstrip('/')
+    for parent, _, names in tf.io.gfile.walk(_ready(folder)):
+        relative_folder = parent.rstrip('/')[len(folder):].lstrip('/')
+        found += [posixpath.join(relative_folder, name) if relative_folder else name
+                  for name in names]
+    return sorted(found)
 
 
 def move_tree(source: str, destination: str) -> None:

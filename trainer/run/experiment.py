@@ -22,7 +22,7 @@ from trainer.evaluation import claims, eval_job, ledger, ledger_reports
 from trainer.evaluation.export_policy import LedgerExports
 from trainer.input_kinds import registry as input_kinds
 from trainer.observe import hparams, tuner_metrics
-from trainer.run import checkpoints, hooks, job_end, run_files, train_lock
+from trainer.run import checkpoints, hooks, job_end, model_fn_checks, run_files, train_lock
 from trainer.serving import export
 
 
@@ -37,8 +37,8 @@ def build_estimator(settings: Settings, spec, plan: devices.Plan) -> tf.estimato
         log_step_count_steps=None,  # ProgressHook logs instead
         # Given here, not by replace(): the constructor alone sets up the distribute coordinator.
         train_distribute=plan.strategy() if plan.sync_workers else None)
-    model_fn = checkpoints.with_checkpoint_check(
-        precision.with_policy(spec.model_fn, plan.precision), spec.name)
+    model_fn = checkpoints.with_checkpoint_check(precision.with_policy(
+        model_fn_checks.checked(spec.model_fn, spec.name), plan.precision), spec.name)
     return tf.estimator.Estimator(model_fn, config=plan.run_config(config),
                                   params=model_fn_params(settings, spec))
 

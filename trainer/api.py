@@ -1,0 +1,52 @@
+"""The stable surface for your own models and input kinds: import from here only.
+
+A --usr_dir folder's modules (docs/your-model.md) register models and input kinds with the
+names below; everything else in the service may move between releases, these stay. The
+built-in models are their first users: they use exactly these (tests/test_usr_dir.py checks).
+
+Models:
+  ModelSpec(name, model_fn, default_params, input_kind, image_shape=(), num_features=0)
+  register_model(spec)           makes spec.name a --model choice, each param a flag
+  TRAINING_PARAMS                the params train_op reads, with their usual values
+  train_op(loss, params, batch_accuracy=None, update_ops=())
+                                 optimizer and learning-rate schedule from params, loss
+                                 scaling under --precision=mixed_float16
+  float32(tensor)                logits and losses stay float32 under mixed precision
+  estimator_loss(per_example_losses, mode)
+                                 the loss an EstimatorSpec takes (evaluation weighs every
+                                 example once, whatever --batch_size)
+  scalar_summary(tag, value)     a training summary under exactly that tag
+  classification_estimator_spec(logits, labels, mode, params, images=None, ...)
+                                 the N-class head: loss, accuracy, evaluation pictures,
+                                 serving_default and classify signatures
+  binary_estimator_spec(logits, labels, mode, params, ...)
+                                 the one-logit head: loss, accuracy, AUC, PR curve
+  most_confident_mistakes, confusion_matrix, pr_curve
+                                 evaluation pictures, as eval_metric_ops
+Input kinds (what feeds a model: input_fns, serving receiver, signature names):
+  InputKind                      the base class; InputOptions, what input flags it gets
+  TFRecordKind                   TFRecord files of your own format: give parse_batch,
+                                 serving_receiver_fn and warmup_inputs
+  register_input_kind(kind)      makes kind.name a ModelSpec.input_kind
+  list_record_files(pattern, flag_name)
+  decode_batch, synthetic_png    serving encoded images; a stand-in image for warm-up
+"""
+from input_fns.pipeline import list_record_files
+from models.binary_head import binary_estimator_spec
+from models.classification_head import classification_estimator_spec
+from models.eval_pictures import confusion_matrix, most_confident_mistakes, pr_curve
+from models.precision import float32
+from models.registry import ModelSpec
+from models.registry import register as register_model
+from models.training import TRAINING_PARAMS, estimator_loss, scalar_summary, train_op
+from trainer.input_kinds.base import (InputKind, InputOptions, TFRecordKind, decode_batch,
+                                      synthetic_png)
+from trainer.input_kinds.registry import register as register_input_kind
+
+__all__ = [
+    'ModelSpec', 'register_model', 'TRAINING_PARAMS', 'train_op', 'float32', 'estimator_loss',
+    'scalar_summary', 'classification_estimator_spec', 'binary_estimator_spec',
+    'most_confident_mistakes', 'confusion_matrix', 'pr_curve',
+    'InputKind', 'InputOptions', 'TFRecordKind', 'register_input_kind', 'list_record_files',
+    'decode_batch', 'synthetic_png',
+]

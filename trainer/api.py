@@ -21,7 +21,8 @@ Models:
                                  serving_default and classify signatures
   binary_estimator_spec(logits, labels, mode, params, ...)
                                  the one-logit head: loss, accuracy, AUC, PR curve
-  most_confident_mistakes, confusion_matrix, pr_curve
+  embedding_pair_spec(...)       the one-logit head of a pair model that embeds each input
+  most_confident_mistakes, confusion_matrix, pr_curve, face_pairs_fn
                                  evaluation pictures, as eval_metric_ops
 Input kinds (what feeds a model: input_fns, serving receiver, signature names):
   InputKind                      the base class; InputOptions, what input flags it gets
@@ -32,9 +33,10 @@ Input kinds (what feeds a model: input_fns, serving receiver, signature names):
   decode_batch, synthetic_png    serving encoded images; a stand-in image for warm-up
 """
 from input_fns.pipeline import list_record_files
-from models.binary_head import binary_estimator_spec
+from models.binary_head import binary_estimator_spec, embedding_pair_spec
 from models.classification_head import classification_estimator_spec
-from models.eval_pictures import confusion_matrix, most_confident_mistakes, pr_curve
+from models.eval_pictures import (confusion_matrix, face_pairs_fn, most_confident_mistakes,
+                                  pr_curve)
 from models.precision import float32
 from models.registry import ModelSpec
 from models.registry import register as register_model
@@ -46,7 +48,8 @@ from trainer.input_kinds.registry import register as register_input_kind
 __all__ = [
     'ModelSpec', 'register_model', 'TRAINING_PARAMS', 'train_op', 'float32', 'estimator_loss',
     'scalar_summary', 'classification_estimator_spec', 'binary_estimator_spec',
-    'most_confident_mistakes', 'confusion_matrix', 'pr_curve',
+    'embedding_pair_spec', 'most_confident_mistakes', 'confusion_matrix', 'pr_curve',
+    'face_pairs_fn',
     'InputKind', 'InputOptions', 'TFRecordKind', 'register_input_kind', 'list_record_files',
     'decode_batch', 'synthetic_png',
 ]

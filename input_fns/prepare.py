@@ -8,6 +8,8 @@
   python -m input_fns.prepare face_pairs --source_dir=LFW_ROOT --pairs_file=pairs.txt \
       --output_dir=OUT
   python -m input_fns.prepare csv --output_dir=OUT --num_shards=20   # generated example data
+  python -m input_fns.prepare images --source_dir=ROOT --output_dir=OUT [--image_size=64x64] \
+      [--channels=3] [--resize=pad|crop|stretch] [--validation_fraction=0.2]   # ROOT/<class>/*.png
 
 Shards are named SPLIT-00000-of-00010.tfrecord; records are shuffled with --seed
 before writing, so reading the shards in shuffled order is enough.
@@ -22,15 +24,17 @@ from absl import flags
 
 from common import bucket_probe, cli, files
 from common.errors import UserError
-from input_fns import csv_records, digit_sources, image_records, prepare_faces, shards
+from input_fns import (csv_records, digit_sources, image_records, prepare_faces, prepare_images,
+                       shards)
 
-DATASETS = ('mnist', 'digits', 'faces', 'face_pairs', 'csv')
+DATASETS = ('mnist', 'digits', 'faces', 'face_pairs', 'csv', 'images')
 
 
 def define_flags():
     flags.DEFINE_string('source_dir', None, 'mnist: folder with IDX files (gzipped or not) or '
                         'mnist.npz, or the path of an .npz file. faces, face_pairs: the photo '
-                        'folder ROOT/<Name>/<Name>_0001.jpg (or the folder holding lfw/).')
+                        'folder ROOT/<Name>/<Name>_0001.jpg (or the folder holding lfw/). '
+                        'images: ROOT/<class>/<image>, one sub-folder per class.')
     flags.DEFINE_string('output_dir', None, 'Folder for the shards and manifest.json.')
     flags.DEFINE_integer('num_shards', 10, 'Shards for the training split.', lower_bound=1)
     flags.DEFINE_integer('num_eval_shards', 2, 'Shards for each held-out split (validation, test).',
@@ -38,7 +42,8 @@ def define_flags():
     flags.DEFINE_integer('validation_size', 0, 'mnist: hold out this many training images as a '
                          '"validation" split.', lower_bound=0)
     flags.DEFINE_float('validation_fraction', 0.2, 'digits: fraction of images, faces: fraction '
-                       'of people, held out as the "validation" split.', lower_bound=0.0,
+                       'of people, held out as the "validation" split; images: each file\'s '
+                       'chance, by a hash of its path below --source_dir.', lower_bound=0.0,
                        upper_bound=0.9)
     flags.DEFINE_float('calibration_fraction', 0.0, 'faces: fraction of the training people kept '
                        'out of training, written as `calibration` photos and `calibration_pairs`: '
@@ -62,6 +67,15 @@ def define_flags():
     flags.DEFINE_integer('num_features', csv_records.EXAMPLE_NUM_FEATURES,
                          'csv: floats per generated row (the csv_mlp model takes 1024).',
                          lower_bound=1)
+    flags.DEFINE_string('image_size', '64x64', 'images: HEIGHTxWIDTH the images are fitted to.')
+    flags.DEFINE_enum('channels', '3', ['1', '3'], 'images: 1 (greyscale) or 3 (RGB).')
+    flags.DEFINE_enum('resize', 'pad', list(image_records.RESIZE_MODES), 'images: how an image '
+                      'of another shape is fitted: pad (scaled to fit, centred, black around), '
+                      'crop (scaled to cover, centre kept) or stretch. Serving fits the same way.')
+    flags.DEFINE_bool('skip_bad_images', False, 'images: skip and count files that do not decode '
+                      '(listed in manifest.json) instead of stopping at the first.')
+    flags.DEFINE_integer('decode_workers', 0, 'images: worker processes decoding the images; 0: '
+                         'one per CPU core; 1: none, decoded in the prepare process.', lower_bound=0)
     flags.DEFINE_integer('seed', 0, 'Seed for the hold-out split and the record order.')
     flags.mark_flag_as_required('output_dir')
 
@@ -152,7 +166,8 @@ def main(argv):
                         f'({e.message.strip().splitlines()[0]}); give a folder path')
     prepare_fn = {'mnist': prepare_mnist, 'digits': prepare_digits,
                   'faces': prepare_faces.prepare_faces,
-                  'face_pairs': prepare_faces.prepare_face_pairs, 'csv': prepare_csv}[argv[1]]
+                  'face_pairs': prepare_faces.prepare_face_pairs, 'csv': prepare_csv,
+                  'images': prepare_images.prepare_images}[argv[1]]
     try:
         entries = call_with_flags(prepare_fn, flags.FLAGS)
     except (OSError, tf.errors.OpError) as e:  # e.g. a full disk; the split is left unlisted

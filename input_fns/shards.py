@@ -14,6 +14,7 @@ import tensorflow as tf
 from absl import logging
 
 from common import files, paths, process_lock, progress
+from common.errors import UserError
 from common.files import write_json_atomic
 
 MANIFEST_NAME = 'manifest.json'
@@ -53,6 +54,27 @@ def set_source_root(output_dir: str, root: str) -> None:
     manifest = read_manifest(output_dir)
     manifest['source_root'] = os.path.abspath(root) if paths.is_local(root) else root
     write_json_atomic(paths.join(output_dir, MANIFEST_NAME), manifest)
+
+
+def set_schema(output_dir: str, schema: Dict) -> None:
+    """Records what the data is (manifest.json's 'schema': its 'kind', features, classes...), for
+    the models built from it (models.registry.ModelSpec.schema_kind)."""
+    manifest = read_manifest(output_dir)
+    manifest['schema'] = schema
+    write_json_atomic(paths.join(output_dir, MANIFEST_NAME), manifest)
+
+
+def read_schema(file_pattern: str, flag_name: str) -> Dict:
+    """The schema in the manifest.json beside the files of file_pattern (a flag's value)."""
+    path = paths.join(os.path.dirname(file_pattern) or '.', MANIFEST_NAME)
+    what_to_do = ('prepare the data with `prepare csv`, `prepare examples` or `prepare images`, '
+                  f'and give {flag_name} its shards')
+    if not files.exists(path):
+        raise UserError(f'{flag_name}={file_pattern}: no {path}; {what_to_do}')
+    schema = files.read_json(path).get('schema')
+    if not isinstance(schema, dict) or not schema.get('kind'):
+        raise UserError(f'{path}: no data schema in it ({flag_name}={file_pattern}); {what_to_do}')
+    return schema
 
 
 def remove_killed_writers_files(output_dir: str) -> None:

@@ -51,7 +51,15 @@ def image_metric(name, draw, inputs, description):
                             collections=[])
 
 
-def most_confident_mistakes(images, labels, classes, probabilities, count=MISTAKES_TO_SHOW):
+def class_legend(class_names) -> str:
+    """' Classes: 0 cat, 1 dog.': what the pictures' class numbers name ('' without names)."""
+    if not class_names:
+        return ''
+    return ' Classes: ' + ', '.join(f'{i} {name}' for i, name in enumerate(class_names)) + '.'
+
+
+def most_confident_mistakes(images, labels, classes, probabilities, count=MISTAKES_TO_SHOW,
+                            class_names=None):
     """eval_metric_ops entry: a grid of the mistakes the model was surest of."""
     labels = tf.cast(tf.reshape(labels, [-1]), tf.int64)
     confidence = tf.reduce_max(probabilities, axis=1)
@@ -67,10 +75,11 @@ def most_confident_mistakes(images, labels, classes, probabilities, count=MISTAK
     return image_metric('most_confident_mistakes', draw,
                         [kept['score'], kept['image'], kept['label'], kept['class']],
                         f'The {count} mistakes of highest confidence: T true class > P predicted '
-                        'class, and the probability the model gave its prediction.'), update
+                        'class, and the probability the model gave its prediction.'
+                        + class_legend(class_names)), update
 
 
-def confusion_matrix(labels, classes, num_classes):
+def confusion_matrix(labels, classes, num_classes, class_names=None):
     """eval_metric_ops entry: the confusion matrix as a heat map (rows true, columns predicted)."""
     with tf.compat.v1.variable_scope(None, default_name='confusion_matrix'):
         counts = _local_variable('counts', [num_classes, num_classes], tf.int64, 0)
@@ -78,7 +87,8 @@ def confusion_matrix(labels, classes, num_classes):
             tf.reshape(labels, [-1]), classes, num_classes, dtype=tf.int64))
         return image_metric('confusion_matrix', drawing.confusion_image, [counts.read_value()],
                             'Rows: true class (T); columns: predicted class (P); each cell holds '
-                            'its count and is shaded by its share of the row.'), update
+                            'its count and is shaded by its share of the row.'
+                            + class_legend(class_names)), update
 
 
 def hardest_pairs(images_a, images_b, labels, logits, count=PAIRS_TO_SHOW):

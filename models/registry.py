@@ -4,12 +4,12 @@ Adding a model means adding one module that calls `register(ModelSpec(...))`
 and listing it in MODEL_MODULES.
 """
 import dataclasses
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from common.registry import Registry
 
 MODEL_MODULES = ('models.mnist_cnn', 'models.face_diff', 'models.face_siamese',
-                 'models.face_embedding', 'models.csv_mlp')
+                 'models.face_embedding', 'models.csv_mlp', 'models.image_classifier')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,6 +22,11 @@ class ModelSpec:
     input_kind: str
     image_shape: Tuple[int, ...] = ()  # images: [height, width, channels] the model takes
     num_features: int = 0  # csv_features: floats per example
+    # A model built from its data's schema (manifest.json's 'schema', input_fns/shards.py) names
+    # the schema 'kind' it takes ('table', 'images'); the trainer then fills `schema` at run time
+    # (trainer/run/data_schema.py) and hands it to the model_fn as params['schema'].
+    schema_kind: Optional[str] = None
+    schema: Optional[Dict] = None
 
 
 _MODELS: Registry[ModelSpec] = Registry('model', MODEL_MODULES)

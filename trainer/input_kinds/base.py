@@ -19,6 +19,7 @@ class InputOptions:
     same_fraction: float = 0.5  # face pairs, training: share of same-person pairs
     face_crop_fraction: float = 0.5  # face pairs: side of the central crop / the shorter side
     augment: bool = False  # training only: random shifts, rotations, scaling (faces: crops, flips...)
+    augment_flip: bool = False  # image classification, training only: random left-right mirroring
 
 
 @dataclasses.dataclass(frozen=True)

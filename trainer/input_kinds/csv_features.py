@@ -16,9 +16,10 @@ class CsvFeatures(base.RecordFileKind):
         return spec.num_features
 
     def train_input_fn(self, spec, file_pattern, flag_name, batch_size, seed, options):
-        if options.augment:
-            raise UserError(f'--augment: {spec.name} reads CSV rows, which have no augmentation; '
-                            'leave --augment off')
+        for name in ('augment', 'augment_flip'):
+            if getattr(options, name):
+                raise UserError(f'--{name}: {spec.name} reads CSV rows, which have no '
+                                f'augmentation; leave --{name} off')
         return super().train_input_fn(spec, file_pattern, flag_name, batch_size, seed, options)
 
     def serving_receiver_fn(self, spec, options):

@@ -22,7 +22,8 @@ from trainer.evaluation import claims, eval_job, ledger, ledger_reports
 from trainer.evaluation.export_policy import LedgerExports
 from trainer.input_kinds import registry as input_kinds
 from trainer.observe import hparams, tuner_metrics
-from trainer.run import checkpoints, hooks, job_end, model_fn_checks, run_files, train_lock
+from trainer.run import (checkpoints, data_schema, hooks, job_end, model_fn_checks, run_files,
+                         train_lock)
 from trainer.serving import export
 
 
@@ -39,8 +40,10 @@ def build_estimator(settings: Settings, spec, plan: devices.Plan) -> tf.estimato
         train_distribute=plan.strategy() if plan.sync_workers else None)
     model_fn = checkpoints.with_checkpoint_check(precision.with_policy(
         model_fn_checks.checked(spec.model_fn, spec.name), plan.precision), spec.name)
-    return tf.estimator.Estimator(model_fn, config=plan.run_config(config),
-                                  params=model_fn_params(settings, spec))
+    params = model_fn_params(settings, spec)
+    if spec.schema is not None:  # a model built from its data: not a scalar hyperparameter
+        params['schema'] = spec.schema
+    return tf.estimator.Estimator(model_fn, config=plan.run_config(config), params=params)
 
 
 class Experiment:
@@ -206,6 +209,8 @@ class Experiment:
         self.check_checkpoint_fits()
         with train_lock.TrainLock(s.model_dir, s.lease_timeout_secs):
             checkpoints.prepare_to_resume(s.model_dir)
+            if self.spec.schema is not None:  # before flags.txt, which eval jobs wait for
+                run_files.record_schema(s.model_dir, self.spec.schema)
             run_files.record_flags(s.model_dir, self.spec.name, s.flagfile_text)
             run_files.clear_train_finished(s.model_dir)
             with termination.finish_first('saving the checkpoint of the step reached'):
@@ -221,5 +226,6 @@ class Experiment:
 
 
 def build(settings: Settings, spec) -> Experiment:
+    spec = data_schema.with_schema(settings, spec)
     plan = devices.from_settings(settings)
     return Experiment(settings, spec, build_estimator(settings, spec, plan), plan)

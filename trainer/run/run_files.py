@@ -14,6 +14,9 @@ FLAGS_FILE = 'flags.txt'
 # Written by the chief when training ends, so eval jobs know which checkpoint is the final one
 # (on a cluster the last is past --train_steps; after early stopping, short of it).
 TRAIN_FINISHED_FILE = 'train_finished.json'
+# The data schema a model built from its data was trained on (models.registry.ModelSpec.schema_kind):
+# evaluation and export build the same model without the training files' manifest.
+SCHEMA_FILE = 'schema.json'
 
 
 def check_model(model_dir: str, model_name: str, what_to_do: str) -> None:
@@ -38,6 +41,25 @@ def recorded_flags(model_dir: str) -> Optional[str]:
     """The text of model_dir/flags.txt, or None before the first training run."""
     path = paths.join(model_dir, FLAGS_FILE)
     return files.read_text(path) if files.exists(path) else None
+
+
+def record_schema(model_dir: str, schema: Dict) -> None:
+    files.makedirs(model_dir)
+    files.write_json_atomic(paths.join(model_dir, SCHEMA_FILE), schema)
+
+
+def recorded_schema(model_dir: str) -> Optional[Dict]:
+    """model_dir/schema.json, or None before the first training run of such a model."""
+    path = paths.join(model_dir, SCHEMA_FILE)
+    if not files.exists(path):
+        return None
+    try:
+        schema = files.read_json(path)
+    except ValueError:
+        schema = None
+    if not isinstance(schema, dict) or not schema.get('kind'):
+        raise UserError(f'{path}: not a data schema; delete it and train again, or restore it')
+    return schema
 
 
 def read_flagfile(text: str) -> Dict[str, str]:

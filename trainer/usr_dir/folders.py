@@ -35,7 +35,7 @@ def cache_root() -> str:
 def _contents(folder: str):
     """{relative path: bytes} of the files under folder, caches left out."""
     return {relative: files.read_bytes(paths.join(folder, relative))
-            for relative in files.walk_files(folder)
+            for relative in files.list_tree(folder)
             if not any(part in SKIPPED_PARTS for part in relative.split('/'))
             and not relative.endswith(SKIPPED_SUFFIXES)}
 

@@ -5,7 +5,8 @@ names below; everything else in the service may move between releases, these sta
 built-in models are their first users: they use exactly these (tests/test_usr_dir.py checks).
 
 Models:
-  ModelSpec(name, model_fn, default_params, input_kind, image_shape=(), num_features=0)
+  ModelSpec(name, model_fn, default_params, input_kind, image_shape=(), num_features=0,
+            schema_kind=None)  schema_kind: built from a prepared data set's schema
   register_model(spec)           makes spec.name a --model choice, each param a flag
   TRAINING_PARAMS                the params train_op reads, with their usual values
   train_op(loss, params, batch_accuracy=None, update_ops=())

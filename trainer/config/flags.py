@@ -210,9 +210,8 @@ def register_checks(flag_values):
     check = functools.partial(flags.register_validator, flag_values=flag_values)
     check_together = functools.partial(flags.register_multi_flags_validator,
                                        flag_values=flag_values)
-    check('model', lambda name: name in registry.names(),
-          message='--model must be one of: ' + ', '.join(registry.names()) + '; a model of '
-          'your own: add --usr_dir=FOLDER of the modules that register it (docs/your-model.md)')
+    check('model', lambda name: name in registry.names(), message='--model must be one of: '
+          + ', '.join(registry.names()) + '; yours: add --usr_dir=FOLDER (docs/your-model.md)')
     check('optimizer', lambda name: name is None or name in training.OPTIMIZERS,
           message=f'--optimizer must be {OPTIMIZER_NAMES}')
     check('learning_rate', lambda rate: rate is None or rate > 0,
@@ -245,8 +244,7 @@ def _required_for_mode(values):
 
 
 def flagfile_text(flag_values) -> str:
-    """The trainer's flags as --flagfile lines, sorted (what MODEL_DIR/flags.txt holds); the
-    --usr_dir folders as imported (absolute paths), each with its files' hash."""
+    """The trainer's flags as --flagfile lines, sorted (MODEL_DIR/flags.txt), then --usr_dir's."""
     lines = [flag.serialize() for flag in flag_values.get_flags_for_module(__name__)
              if flag.name != 'usr_dir']
     return ''.join(f'{line}\n' for line in sorted(lines) if line) + usr_dir.flagfile_lines()

@@ -1,6 +1,6 @@
 """Pictures of a whole evaluation, as eval_metric_ops that Estimator writes to TensorBoard.
 
-Each is a streaming metric: its update op gathers state over every batch (the K
+Each picture is a streaming metric: its update op gathers state over every batch (the K
 examples with the highest score, or a confusion matrix) in local variables, and
 its value is a serialized image Summary drawn once at the end (models/drawing.py,
 through tf.numpy_function). Estimator writes a metric whose value is a Summary
@@ -56,6 +56,15 @@ def class_legend(class_names) -> str:
     if not class_names:
         return ''
     return ' Classes: ' + ', '.join(f'{i} {name}' for i, name in enumerate(class_names)) + '.'
+
+
+def accuracy_of_each_class(labels, classes, class_names):
+    """eval_metric_ops: the accuracy on each class's examples (its recall), as scalars
+    'accuracy_of_class/NAME' (TensorBoard draws them together; the ledger keeps them)."""
+    labels = tf.cast(tf.reshape(labels, [-1]), tf.int64)
+    return {f'accuracy_of_class/{name}': tf.compat.v1.metrics.accuracy(
+        labels, classes, weights=tf.cast(tf.equal(labels, index), tf.float32),
+        name=f'accuracy_of_class_{index}') for index, name in enumerate(class_names)}
 
 
 def most_confident_mistakes(images, labels, classes, probabilities, count=MISTAKES_TO_SHOW,

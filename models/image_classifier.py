@@ -61,14 +61,6 @@ def build_network(num_classes: int, params) -> tf.keras.Sequential:
     return tf.keras.Sequential(stack, name='image_classifier')
 
 
-def class_accuracies(labels, classes, class_names):
-    """eval_metric_ops: the accuracy on each class's examples (its recall), 'class_accuracy/NAME'."""
-    labels = tf.cast(tf.reshape(labels, [-1]), tf.int64)
-    return {f'class_accuracy/{name}': tf.compat.v1.metrics.accuracy(
-        labels, classes, weights=tf.cast(tf.equal(labels, index), tf.float32),
-        name=f'class_accuracy_{index}') for index, name in enumerate(class_names)}
-
-
 def model_fn(features, labels, mode, params):
     """Estimator model_fn; params['schema'] is `prepare images`' (the trainer passes it)."""
     params = {**DEFAULT_PARAMS, **(params or {})}
@@ -99,7 +91,7 @@ def model_fn(features, labels, mode, params):
         return tf.estimator.EstimatorSpec(mode, loss=loss, eval_metric_ops={
             'accuracy': tf.compat.v1.metrics.accuracy(labels=labels, predictions=classes,
                                                       name='accuracy'),
-            **class_accuracies(labels, classes, class_names),
+            **eval_pictures.accuracy_of_each_class(labels, classes, class_names),
             'most_confident_mistakes': eval_pictures.most_confident_mistakes(
                 images, labels, classes, probabilities, class_names=class_names),
             'confusion_matrix': eval_pictures.confusion_matrix(labels, classes, len(class_names),

@@ -14,7 +14,9 @@ import tensorflow as tf
 from conftest import assert_one_line_error, run_module, run_prepare
 from image_tree import class_image, encode, write_image_tree
 from input_fns import prepare_images
-from test_serving import replayed_warmup, run_rest_body
+from serving_loader_checks import as_array, check_against_python, replayed_warmup
+from test_serving import run_rest_body
+from trainer.input_kinds.image_classification import image_example
 
 CLASSES = ['cat', 'dog', 'fox']
 SMALL_NETWORK = '--model_params=base_filters=8,residual_stages=2'
@@ -48,8 +50,8 @@ def test_eval_job_ledgers_per_class_accuracy_and_exports_the_best(trained):
         glob.glob(f'{trained.model_dir}/eval_validation/results/step-*.json'))]
     assert [entry['step'] for entry in entries] == [0, 10, 20]
     metrics = entries[-1]['metrics']
-    assert {f'class_accuracy/{name}' for name in CLASSES} <= set(metrics)
-    assert 0 <= metrics['class_accuracy/dog'] <= 1
+    assert {f'accuracy_of_class/{name}' for name in CLASSES} <= set(metrics)
+    assert 0 <= metrics['accuracy_of_class/dog'] <= 1
     assert os.path.isfile(os.path.join(best_export(trained), 'export_complete.json'))
     assert json.loads((trained.model_dir / 'schema.json').read_text())['classes'] == CLASSES
 
@@ -60,7 +62,7 @@ def test_tensorboard_gets_per_class_accuracy_and_the_pictures_with_class_names(t
         for event in tf.compat.v1.train.summary_iterator(path):
             for value in event.summary.value:
                 tags.setdefault(value.tag, value)  # the first holds the description
-    assert {f'class_accuracy/{name}' for name in CLASSES} <= set(tags)
+    assert {f'accuracy_of_class/{name}' for name in CLASSES} <= set(tags)
     for picture in ('confusion_matrix/0', 'most_confident_mistakes/0'):
         assert tags[picture].metadata.plugin_data.plugin_name == 'images'
         assert 'Classes: 0 cat, 1 dog, 2 fox.' in tags[picture].metadata.summary_description
@@ -96,6 +98,25 @@ def test_warmup_requests_run_through_every_signature(trained):
     assert sorted(outputs) == ['classify', 'predict_pixels', 'serving_default']
     assert outputs['classify']['scores'].shape == (1, 3)
     assert outputs['serving_default']['class_name'].shape == (1,)
+
+
+def test_export_through_tf_serving_loader(trained, serving_loader, tmp_path):
+    """In C++ as TF Serving loads it: the warm-up answers are Python's, and a Classify request
+    of photos of other sizes gives the class names and serving_default's probabilities."""
+    version = best_export(trained)
+    photos = [photo_bytes(0, 90, 30), photo_bytes(2, 30, 40, 'jpg')]
+    examples = str(tmp_path / 'examples.tfrecord')
+    with tf.io.TFRecordWriter(examples) as writer:
+        for photo in photos:
+            writer.write(image_example(photo))
+    lines = check_against_python(serving_loader, version, examples)
+    [classified] = [line for line in lines if 'classify' in line]
+    served = tf.saved_model.load(version).signatures['serving_default'](
+        image_bytes=tf.constant(photos))
+    np.testing.assert_allclose(as_array(classified['outputs']['scores']),
+                               served['probabilities'].numpy(), rtol=1e-5, atol=1e-6)
+    assert as_array(classified['outputs']['classes']).tolist() == [
+        [name.encode() for name in CLASSES]] * 2
 
 
 def test_predict_prints_each_files_class_name_and_score(trained, tmp_path):

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from conftest import REPO, assert_one_line_error, run_module
-from test_serving import replayed_warmup
+from serving_loader_checks import replayed_warmup
 
 EXAMPLES = os.path.join(REPO, 'docs', 'your-model')
 REST_REQUEST = re.compile(r'^`POST /v1/models/(\w+):(\w+)`\n```json\n(.*?)\n```',

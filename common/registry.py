@@ -35,7 +35,9 @@ class Registry(Generic[Item]):
     def get(self, name: str) -> Item:
         self._load_all()
         if name not in self._items:
-            raise KeyError(f'unknown {self._what} {name!r}; registered: {", ".join(self.names())}')
+            raise UserError(f'unknown {self._what} {name!r}; registered: '
+                            f'{", ".join(self.names())}; one of your own: add --usr_dir=FOLDER '
+                            'of the modules that register it (docs/your-model.md)')
         return self._items[name]
 
     def _load_all(self) -> None:

@@ -67,6 +67,9 @@ def test_small_cnn_over_the_digits_end_to_end(digit_shards, tmp_path):
             f'--export_dir={exports}', '--export_metric=accuracy')
     with open(os.path.join(model_dir, 'eval_validation', 'results', 'step-000000060.json')) as f:
         assert json.load(f)['metrics']['accuracy'] > 0.5  # chance is 0.1
+    status = run_module('trainer.observe.status', f'--model_dir={model_dir}').stdout
+    assert re.search(rf'^usr_dir     {re.escape(usr_dir)} \(sha256 [0-9a-f]{{12}}\)$', status,
+                     re.MULTILINE) and 'model       small_cnn' in status
     image = str(tmp_path / 'digit.png')
     import tensorflow as tf
     tf.io.write_file(image, tf.io.encode_png(digit_shards.validation[0][0][..., None]))
@@ -258,3 +261,53 @@ def test_the_built_in_models_use_only_the_api():
     outside = [f'{home}.{attr}' for home, attr in sorted(used) if not any(
         getattr(importlib.import_module(f'models.{home}'), attr) is item for item in exported)]
     assert outside == []
+
+
+def test_deploy_and_katib_trials_pass_the_folder_on(tmp_path):
+    """Each replica's trainer flags hold --usr_dir; a Katib search over a param of the user's
+    model is checked against that model (imported from the folder) and each trial passes it."""
+    import yaml
+    usr_dir = copy_example('small_cnn', tmp_path)
+    trainer_flags = ['--', f'--usr_dir={usr_dir}', '--model=small_cnn',
+                     '--model_dir=gs://bucket/runs/small', '--train_files=gs://bucket/d/train-*',
+                     '--eval_files=gs://bucket/d/validation-*']
+    replicas = ['--name=small', '--image=gcr.io/project/trainer:1', '--workers=1', '--ps=1',
+                '--evaluator']
+    [tfjob] = yaml.safe_load_all(run_module('trainer.cluster.deploy', 'tfjob', *replicas,
+                                            *trainer_flags).stdout)
+    specs = tfjob['spec']['tfReplicaSpecs']
+    assert sorted(specs) == ['Chief', 'Evaluator', 'PS', 'Worker']
+    for replica in specs.values():
+        [container] = replica['template']['spec']['containers']
+        assert f'--usr_dir={usr_dir}' in container['args']
+    search = ['--objective=accuracy:maximize', '--param=conv_filters:int:8:32', '--max_trials=2']
+    experiment = yaml.safe_load(run_module('trainer.cluster.deploy', 'katib', *replicas, *search,
+                                           *trainer_flags).stdout)
+    trial = experiment['spec']['trialTemplate']['trialSpec']['spec']['tfReplicaSpecs']['Worker']
+    [container] = trial['template']['spec']['containers']
+    assert f'--usr_dir={usr_dir}' in container['args']
+    assert '--conv_filters=${trialParameters.conv_filters}' in container['args']
+    unknown = run_module('trainer.cluster.deploy', 'katib', *replicas, *search, '--',
+                         *trainer_flags[2:], check=False)
+    assert_one_line_error(unknown, 2, "small_cnn")
+
+
+@pytest.mark.slow  # a whole sweep: ./run.sh test-slow
+def test_sweep_trials_import_the_folder(digit_shards, tmp_path):
+    usr_dir = copy_example('small_cnn', tmp_path)
+    study_dir = str(tmp_path / 'study')
+    result = subprocess.run(
+        ['bash', os.path.join(REPO, 'run.sh'), 'sweep', f'--study_dir={study_dir}', '--trials=2',
+         '--objective=accuracy:maximize', '--param=conv_filters:categorical:4,8', '--',
+         f'--usr_dir={usr_dir}', '--model=small_cnn', f'--train_files={digit_shards.train_pattern}',
+         f'--eval_files={digit_shards.validation_pattern}', '--batch_size=16', '--train_steps=4',
+         '--save_checkpoints_steps=4', '--eval_throttle_secs=0'],
+        cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    trial_flags = sorted(os.path.join(study_dir, name, 'flags.txt')
+                         for name in os.listdir(study_dir) if name.startswith('trial-'))
+    assert len(trial_flags) == 2
+    for path in trial_flags:
+        with open(path) as f:
+            recorded = f.read()
+        assert f'--usr_dir={usr_dir}\n' in recorded and '--model=small_cnn\n' in recorded

@@ -25,6 +25,8 @@ Models:
   embedding_pair_spec(...)       the one-logit head of a pair model that embeds each input
   most_confident_mistakes, confusion_matrix, pr_curve, face_pairs_fn
                                  evaluation pictures, as eval_metric_ops
+  accuracy_of_each_class(labels, classes, class_names)
+                                 eval_metric_ops: 'accuracy_of_class/NAME' for each class
 Input kinds (what feeds a model: input_fns, serving receiver, signature names):
   InputKind                      the base class; InputOptions, what input flags it gets
   TFRecordKind                   TFRecord files of your own format: give parse_batch,
@@ -36,8 +38,8 @@ Input kinds (what feeds a model: input_fns, serving receiver, signature names):
 from input_fns.pipeline import list_record_files
 from models.binary_head import binary_estimator_spec, embedding_pair_spec
 from models.classification_head import classification_estimator_spec
-from models.eval_pictures import (confusion_matrix, face_pairs_fn, most_confident_mistakes,
-                                  pr_curve)
+from models.eval_pictures import (accuracy_of_each_class, confusion_matrix, face_pairs_fn,
+                                  most_confident_mistakes, pr_curve)
 from models.precision import float32
 from models.registry import ModelSpec
 from models.registry import register as register_model
@@ -50,7 +52,7 @@ __all__ = [
     'ModelSpec', 'register_model', 'TRAINING_PARAMS', 'train_op', 'float32', 'estimator_loss',
     'scalar_summary', 'classification_estimator_spec', 'binary_estimator_spec',
     'embedding_pair_spec', 'most_confident_mistakes', 'confusion_matrix', 'pr_curve',
-    'face_pairs_fn',
+    'face_pairs_fn', 'accuracy_of_each_class',
     'InputKind', 'InputOptions', 'TFRecordKind', 'register_input_kind', 'list_record_files',
     'decode_batch', 'synthetic_png',
 ]

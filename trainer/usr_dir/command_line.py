@@ -27,9 +27,12 @@ FLAG_LINE = re.compile(r'^--usr_dir=(.+)$', re.MULTILINE)
 _imported: List[folders.Folder] = []
 
 
-def import_for_command(argv: Sequence[str]) -> List[folders.Folder]:
-    """Imports the --usr_dir folders of a trainer command line (or its model_dir's)."""
+def import_for_command(argv: Sequence[str], read_model_dir: bool = True) -> List[folders.Folder]:
+    """Imports the --usr_dir folders of a trainer command line, or (read_model_dir) those its
+    model_dir's flags.txt records. A launcher (sweep, deploy) reads the trainer flags it passes
+    on with read_model_dir=False: what is recorded there is for the trainer to read."""
     given, model_dir = _scan(argv)
+    model_dir = model_dir if read_model_dir else None
     recorded = recorded_folders(model_dir and run_files.recorded_flags(model_dir) or '')
     flags_path = model_dir and paths.join(model_dir, run_files.FLAGS_FILE)
     if not given:

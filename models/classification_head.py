@@ -26,7 +26,7 @@ def classification_estimator_spec(logits, labels, mode, params, images=None,
                                                                  classes=names)})
 
     loss = tf.identity(training.estimator_loss(
-        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits), mode),
+        training.softmax_losses(labels, logits, training.label_smoothing(params, mode)), mode),
         name='cross_entropy')
     if mode == tf.estimator.ModeKeys.EVAL:
         metrics = {

@@ -8,10 +8,14 @@ Models:
   ModelSpec(name, model_fn, default_params, input_kind, image_shape=(), num_features=0,
             schema_kind=None)  schema_kind: built from a prepared data set's schema
   register_model(spec)           makes spec.name a --model choice, each param a flag
-  TRAINING_PARAMS                the params train_op reads, with their usual values
+  TRAINING_PARAMS                the params train_op reads (optimizer, learning rate and its
+                                 schedule, warm-up, label smoothing, weight averaging), with
+                                 their usual values: a model's DEFAULT_PARAMS start from them
   train_op(loss, params, batch_accuracy=None, update_ops=())
                                  optimizer and learning-rate schedule from params, loss
                                  scaling under --precision=mixed_float16
+  softmax_losses(labels, logits, smoothing), sigmoid_losses(...), label_smoothing(params, mode)
+                                 per-example losses with params' label smoothing (training only)
   float32(tensor)                logits and losses stay float32 under mixed precision
   estimator_loss(per_example_losses, mode)
                                  the loss an EstimatorSpec takes (evaluation weighs every
@@ -43,13 +47,15 @@ from models.eval_pictures import (accuracy_of_each_class, confusion_matrix, face
 from models.precision import float32
 from models.registry import ModelSpec
 from models.registry import register as register_model
-from models.training import TRAINING_PARAMS, estimator_loss, scalar_summary, train_op
+from models.training import (TRAINING_PARAMS, estimator_loss, label_smoothing, scalar_summary,
+                             sigmoid_losses, softmax_losses, train_op)
 from trainer.input_kinds.base import (InputKind, InputOptions, TFRecordKind, decode_batch,
                                       synthetic_png)
 from trainer.input_kinds.registry import register as register_input_kind
 
 __all__ = [
     'ModelSpec', 'register_model', 'TRAINING_PARAMS', 'train_op', 'float32', 'estimator_loss',
+    'softmax_losses', 'sigmoid_losses', 'label_smoothing',
     'scalar_summary', 'classification_estimator_spec', 'binary_estimator_spec',
     'embedding_pair_spec', 'most_confident_mistakes', 'confusion_matrix', 'pr_curve',
     'face_pairs_fn', 'accuracy_of_each_class',

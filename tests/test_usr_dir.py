@@ -55,10 +55,10 @@ def test_small_cnn_over_the_digits_end_to_end(digit_shards, tmp_path):
     model_dir, exports = str(tmp_path / 'model'), str(tmp_path / 'exports')
     trainer(f'--usr_dir={usr_dir}', '--model=small_cnn', '--mode=train', f'--model_dir={model_dir}',
             f'--train_files={digit_shards.train_pattern}', '--train_steps=60',
-            '--save_checkpoints_steps=30', '--batch_size=20', '--base_filters=8')
+            '--save_checkpoints_steps=30', '--batch_size=20', '--small_cnn_filters=8')
     with open(os.path.join(model_dir, 'flags.txt')) as f:
         recorded = f.read()
-    assert f'--usr_dir={usr_dir}\n' in recorded and '--base_filters=8\n' in recorded
+    assert f'--usr_dir={usr_dir}\n' in recorded and '--small_cnn_filters=8\n' in recorded
     assert re.search(rf'^# --usr_dir={re.escape(usr_dir)}: sha256 [0-9a-f]{{64}} of its files$',
                      recorded, re.MULTILINE)
     # The eval job names no --usr_dir: flags.txt's is imported again.
@@ -113,7 +113,7 @@ def test_house_prices_own_input_kind_and_regress_signature_end_to_end(tmp_path):
 def test_helpshort_lists_the_user_params_and_models(tmp_path):
     usr_dir = copy_example('small_cnn', tmp_path)
     shown = ' '.join(trainer(f'--usr_dir={usr_dir}', '--helpshort').stdout.split())
-    assert '--base_filters: Model param (default: small_cnn 16)' in shown
+    assert '--small_cnn_filters: Model param (default: small_cnn 16)' in shown
     assert re.search(r'--model: Registered model: [a-z_, ]*small_cnn', shown)
 
 
@@ -280,13 +280,14 @@ def test_deploy_and_katib_trials_pass_the_folder_on(tmp_path):
     for replica in specs.values():
         [container] = replica['template']['spec']['containers']
         assert f'--usr_dir={usr_dir}' in container['args']
-    search = ['--objective=accuracy:maximize', '--param=base_filters:int:8:32', '--max_trials=2']
+    search = ['--objective=accuracy:maximize', '--param=small_cnn_filters:int:8:32',
+              '--max_trials=2', '--parallel_trials=1']
     experiment = yaml.safe_load(run_module('trainer.cluster.deploy', 'katib', *replicas, *search,
                                            *trainer_flags).stdout)
     trial = experiment['spec']['trialTemplate']['trialSpec']['spec']['tfReplicaSpecs']['Worker']
     [container] = trial['template']['spec']['containers']
     assert f'--usr_dir={usr_dir}' in container['args']
-    assert '--base_filters=${trialParameters.base_filters}' in container['args']
+    assert '--small_cnn_filters=${trialParameters.small_cnn_filters}' in container['args']
     unknown = run_module('trainer.cluster.deploy', 'katib', *replicas, *search, '--',
                          *trainer_flags[2:], check=False)
     assert_one_line_error(unknown, 2, "small_cnn")
@@ -298,7 +299,7 @@ def test_sweep_trials_import_the_folder(digit_shards, tmp_path):
     study_dir = str(tmp_path / 'study')
     result = subprocess.run(
         ['bash', os.path.join(REPO, 'run.sh'), 'sweep', f'--study_dir={study_dir}', '--trials=2',
-         '--objective=accuracy:maximize', '--param=base_filters:categorical:4,8', '--',
+         '--objective=accuracy:maximize', '--param=small_cnn_filters:categorical:4,8', '--',
          f'--usr_dir={usr_dir}', '--model=small_cnn', f'--train_files={digit_shards.train_pattern}',
          f'--eval_files={digit_shards.validation_pattern}', '--batch_size=16', '--train_steps=4',
          '--save_checkpoints_steps=4', '--eval_throttle_secs=0'],

@@ -2,18 +2,18 @@
 one dense layer to the 10 logits (mnist_cnn has 5x5 convolutions and a 1,024-unit layer).
 
 Trained with --usr_dir=docs/your-model/small_cnn --model=small_cnn; its params are flags
-(--base_filters=32) and --model_params entries.
+(--small_cnn_filters=32) and --model_params entries.
 """
 import tensorflow as tf
 
 from trainer import api
 
-DEFAULT_PARAMS = {**api.TRAINING_PARAMS, 'learning_rate': 3e-3, 'base_filters': 16}
+DEFAULT_PARAMS = {**api.TRAINING_PARAMS, 'learning_rate': 3e-3, 'small_cnn_filters': 16}
 
 
 def model_fn(features, labels, mode, params):
     layers = tf.keras.layers
-    width = params['base_filters']
+    width = params['small_cnn_filters']
     network = tf.keras.Sequential([
         layers.Conv2D(width, 3, padding='same', use_bias=False),
         layers.BatchNormalization(momentum=0.9), layers.ReLU(), layers.MaxPooling2D(2),

@@ -189,6 +189,7 @@ def write_table(output_dir: str, rows: Iterator[Tuple[bytes, List, bytes]], stat
 
 def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optional[str],
                 task: Optional[str], na_values: List[str], max_vocabulary: int,
+                weight_column: Optional[str],
                 validation_fraction: float, num_shards: int, num_eval_shards: int,
                 seed: int) -> Dict:
     """Writes the 'train' (and 'validation') split of a CSV source, and the schema."""
@@ -197,7 +198,7 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
         raise UserError('--label is required for csv: the column to predict')
     table = Table(source_files(source), label, column_types, task, na_values)
     stats = table_schema.TableStats(table.columns, table.dtypes, label, table.task,
-                                    max_vocabulary, seed)
+                                    max_vocabulary, seed, weight_column)
     rows = ((key.encode(), values, table_records.encode_example(table.names, table.dtypes, values))
             for key, values in table.typed_rows())
     writers, skipped = write_table(output_dir, rows, stats, label, validation_fraction,

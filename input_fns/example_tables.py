@@ -101,7 +101,7 @@ def _typed(example, path: str, number: int, columns: List[str], dtypes: List[str
 
 
 def prepare_examples(*, source: str, label: str, output_dir: Optional[str], task: Optional[str],
-                     max_vocabulary: int, split: Optional[str], validation_fraction: float,
+                     max_vocabulary: int, weight_column: Optional[str], split: Optional[str], validation_fraction: float,
                      num_shards: int, num_eval_shards: int, seed: int) -> Dict:
     if not label:
         raise UserError('--label is required for examples: the feature to predict')
@@ -116,7 +116,8 @@ def prepare_examples(*, source: str, label: str, output_dir: Optional[str], task
                     (_typed(e, source, i, columns, dtypes) for i, e in enumerate(sample, 1))
                     if values[label_index] is not None]
     task = task or table_schema.infer_task(dtypes[label_index], label_values)
-    stats = table_schema.TableStats(columns, dtypes, label, task, max_vocabulary, seed)
+    stats = table_schema.TableStats(columns, dtypes, label, task, max_vocabulary, seed,
+                                    weight_column)
     if output_dir:
         data_split.check_fraction(validation_fraction)
         rows = ((record, _typed(example, path, number, columns, dtypes), record)

@@ -45,6 +45,9 @@ def define_flags():
                         'for columns whose type read from the first rows is not the right one.')
     flags.DEFINE_enum('task', None, table_schema.TASKS, 'csv, examples: default: classification '
                       'for a text label or an int label with few values, else regression.')
+    flags.DEFINE_string('weight_column', None, 'csv, examples: a number column weighing each row '
+                        'in the loss and the metrics (e.g. larger for a rare class); not a '
+                        'feature, not a serving input.')
     flags.DEFINE_list('na_values', list(table_schema.DEFAULT_NA_VALUES), 'csv: the field values '
                       'that mark a missing value (an empty field always does).')
     flags.DEFINE_integer('max_vocabulary', 1000, 'csv, examples: a text column\'s most frequent '

@@ -43,13 +43,16 @@ def fill_value(entry: Dict):
 
 
 def feature_spec(schema: Dict, with_label: bool = True) -> Dict[str, tf.io.FixedLenFeature]:
-    """tf.io.parse_example's spec: every feature with its fill; the label, if asked, required."""
+    """tf.io.parse_example's spec: every feature with its fill; with_label: the label, required,
+    and the weight column, if any (1 when missing), which serving takes neither of."""
     spec = {entry['name']: tf.io.FixedLenFeature([], tf_dtype(entry['dtype']),
                                                  default_value=fill_value(entry))
             for entry in schema['features']}
     if with_label:
         label = schema['label']
         spec[label['name']] = tf.io.FixedLenFeature([], tf_dtype(label['dtype']))
+        if 'weight' in schema:
+            spec[schema['weight']['name']] = tf.io.FixedLenFeature([], tf.float32, default_value=1.0)
     return spec
 
 

@@ -156,9 +156,17 @@ class TableStats:
     """The statistics of every column of a table, fed chunks of typed rows."""
 
     def __init__(self, columns: List[str], dtypes: List[str], label: str, task: str,
-                 max_vocabulary: int, seed: int = 0):
+                 max_vocabulary: int, seed: int = 0, weight: Optional[str] = None):
         self.columns, self.dtypes, self.label, self.task = columns, dtypes, label, task
         self.label_index = columns.index(label)
+        self.weight = weight
+        if weight is not None:
+            if weight not in columns or weight == label:
+                raise UserError(f'--weight_column={weight}: no such column (besides the label); '
+                                f'the columns: {", ".join(columns)}')
+            if dtypes[columns.index(weight)] == 'string':
+                raise UserError(f'--weight_column={weight}: a text column; a weight is a number '
+                                f'per row (pass --column_types={weight}:float if it is one)')
         self.stats = []
         for index, dtype in enumerate(dtypes):
             if index == self.label_index and task == 'classification':
@@ -188,7 +196,9 @@ class TableStats:
                      **self.stats[index].summary(dtype)}
             if entry['name'] != column:
                 entry['column'] = column
-            if index != self.label_index:
+            if column == self.weight:
+                weight = entry
+            elif index != self.label_index:
                 features.append(entry)
         label = self.stats[self.label_index]
         label_entry = {'name': feature_name(self.label), 'column': self.label,
@@ -199,8 +209,11 @@ class TableStats:
             label_entry.update(classes=classes, class_counts=[label.counts[c] for c in classes])
         else:
             label_entry.update(label.summary(self.dtypes[self.label_index]))
-        return {'kind': 'table', 'features': features, 'label': label_entry,
-                'statistics_of': 'train', 'na_values': list(na_values)}
+        schema = {'kind': 'table', 'features': features, 'label': label_entry,
+                  'statistics_of': 'train', 'na_values': list(na_values)}
+        if self.weight is not None:
+            schema['weight'] = weight  # each row's weight in the loss and metrics; 1 if missing
+        return schema
 
 
 def _class_order(dtype: str):

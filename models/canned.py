@@ -20,7 +20,6 @@ DEEP_PARAMS = {'hidden_units': (128, 64), 'dropout_rate': 0.0, 'embedding_dimens
                'batch_norm': False, 'optimizer': 'adagrad', 'learning_rate': 0.05}
 LINEAR_PARAMS = {'l1_regularization': 0.0, 'l2_regularization': 0.0, 'crosses': '',
                  'cross_hash_buckets': 1000}
-COMMON_PARAMS = {'weight_column': ''}
 
 
 def optimizer(name: str, rate: float, l1: float = 0.0, l2: float = 0.0):
@@ -100,7 +99,7 @@ def _model_fn(build, task: str, name: str):
             raise UserError(f'--model={name}: the label {schema["label"]["name"]!r} is a '
                             f'{schema["label"]["task"]} label; pass --model={other} (or prepare '
                             f'the data with --task={task})')
-        head = table_columns.head(schema, params)
+        head = table_columns.head(schema)
         spec = build(features, labels, mode, head, schema, params)
         return with_pictures(spec, labels, schema)
 
@@ -108,11 +107,9 @@ def _model_fn(build, task: str, name: str):
 
 
 FAMILIES = {
-    'dnn': (dnn_fn, {**DEEP_PARAMS, **COMMON_PARAMS}),
-    'linear': (linear_fn, {'optimizer': 'ftrl', 'learning_rate': 0.1, **LINEAR_PARAMS,
-                           **COMMON_PARAMS}),
-    'wide_deep': (wide_deep_fn, {**DEEP_PARAMS, 'linear_learning_rate': 0.1, **LINEAR_PARAMS,
-                                 **COMMON_PARAMS}),
+    'dnn': (dnn_fn, {**DEEP_PARAMS}),
+    'linear': (linear_fn, {'optimizer': 'ftrl', 'learning_rate': 0.1, **LINEAR_PARAMS}),
+    'wide_deep': (wide_deep_fn, {**DEEP_PARAMS, 'linear_learning_rate': 0.1, **LINEAR_PARAMS}),
 }
 for _family, (_build, _params) in FAMILIES.items():
     for _task, _suffix in (('classification', 'classifier'), ('regression', 'regressor')):

@@ -19,23 +19,9 @@ def _normalizer(mean: float, std: float):
     return lambda values: (tf.cast(values, tf.float32) - mean) * scale
 
 
-def features(schema: Dict, params: Dict) -> List[Dict]:
-    """The schema's features the model reads: all but the weight column and those with no value
-    in the training split."""
-    weight = params.get('weight_column') or ''
-    names = [entry['name'] for entry in schema['features']]
-    if weight and weight not in names:
-        raise UserError(f'--weight_column={weight}: the data has no such feature; its features: '
-                        f'{", ".join(names)}')
-    return [entry for entry in schema['features']
-            if entry['name'] != weight and entry.get('count')]
-
-
-def check_weight_column(schema: Dict, params: Dict) -> None:
-    weight = params.get('weight_column') or ''
-    entry = next((e for e in schema['features'] if e['name'] == weight), None)
-    if weight and entry and entry['dtype'] == 'string':
-        raise UserError(f'--weight_column={weight}: a text column; a weight is a number per row')
+def features(schema: Dict) -> List[Dict]:
+    """The schema's features the model reads: those with a value in the training split."""
+    return [entry for entry in schema['features'] if entry.get('count')]
 
 
 def boundaries(entry: Dict) -> List[float]:
@@ -56,12 +42,12 @@ def deep_columns(schema: Dict, params: Dict) -> List:
     """Numbers normalized; text embedded in params['embedding_dimension'] dimensions."""
     return [numeric(entry) if entry['dtype'] != 'string'
             else fc.embedding_column(categorical(entry), params['embedding_dimension'])
-            for entry in features(schema, params)]
+            for entry in features(schema)]
 
 
 def linear_columns(schema: Dict, params: Dict) -> List:
     """Numbers normalized, text as vocabulary columns, and the crosses of params['crosses']."""
-    entries = features(schema, params)
+    entries = features(schema)
     columns = [numeric(entry) if entry['dtype'] != 'string' else categorical(entry)
                for entry in entries]
     by_name = {entry['name']: entry for entry in entries}
@@ -88,12 +74,11 @@ def parse_crosses(text: str) -> List[List[str]]:
     return crosses
 
 
-def head(schema: Dict, params: Dict):
+def head(schema: Dict):
     """The canned head the label calls for: binary, multi-class (the schema's classes as the
-    label vocabulary) or regression; weighted by params['weight_column'] if given."""
-    check_weight_column(schema, params)
+    label vocabulary) or regression; rows weighted by the schema's weight column, if any."""
     label = schema['label']
-    weight = params.get('weight_column') or None
+    weight = schema.get('weight', {}).get('name')
     if label['task'] == 'regression':
         return tf.estimator.RegressionHead(weight_column=weight)
     classes = [str(value) for value in label['classes']]

@@ -10,14 +10,14 @@ from typing import Dict
 import numpy as np
 import tensorflow as tf
 
-from common.errors import UserError
 from input_fns import table_records
 from trainer.input_kinds import base, registry
 
 FEATURES_RECEIVER = 'features'  # the receiver alternative that takes a tensor per feature
 
 
-class Table(base.RecordFileKind):
+class Table(base.WithoutAugmentation, base.RecordFileKind):
+    records_are = 'table rows'
     name = 'table'
     records = table_records
     # Estimator names the signatures '<receiver>:<output>' for the alternative receiver; the
@@ -30,12 +30,6 @@ class Table(base.RecordFileKind):
 
     def record_shape(self, spec):
         return spec.schema
-
-    def train_input_fn(self, spec, file_pattern, flag_name, batch_size, seed, options):
-        if options.augment:
-            raise UserError(f'--augment: {spec.name} reads table rows, which have no '
-                            'augmentation; leave --augment off')
-        return super().train_input_fn(spec, file_pattern, flag_name, batch_size, seed, options)
 
     def serving_receiver_fn(self, spec, options):
         """Serialized tf.Examples ('inputs'), or, as the alternative, one tensor per feature:

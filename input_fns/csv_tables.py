@@ -87,6 +87,11 @@ def parse_column_types(text: Optional[str], columns: List[str]) -> Dict[str, str
     return types
 
 
+def row_key(fields: List[str]) -> str:
+    """What a row's split is decided by (input_fns/split.py): its fields, not their quoting."""
+    return '\x1f'.join(fields)
+
+
 class Table:
     """A CSV source's header, column types and task, from its first file's first rows."""
 
@@ -130,7 +135,7 @@ class Table:
                 raise UserError(f'{path}: its header differs from {self.paths[0]}\'s; give '
                                 'files with the same columns in --source')
             for line, fields in rows:
-                yield '\x1f'.join(fields), self._typed(path, line, fields)
+                yield row_key(fields), self._typed(path, line, fields)
 
     def _typed(self, path: str, line: int, fields: List[str]) -> List:
         if len(fields) != len(self.columns):

@@ -174,8 +174,9 @@ def rest_example(features):
     for key, value in features.items():
         values = rest_value(value if isinstance(value, list) else [value])
         feature = example.features.feature[key]
-        if all(isinstance(item, bytes) for item in values):
-            feature.bytes_list.value.extend(values)
+        if all(isinstance(item, (bytes, str)) for item in values):  # text: its UTF-8 bytes
+            feature.bytes_list.value.extend(
+                item.encode() if isinstance(item, str) else item for item in values)
         elif all(isinstance(item, int) for item in values):
             feature.int64_list.value.extend(values)
         else:

@@ -165,7 +165,8 @@ def rest_predict_inputs(body, signature):
         assert named or len(names) == 1, f'instance {instance} does not name {names}'
         for name in names:
             columns[name].append(rest_value(instance[name] if named else instance))
-    return {name: tf.constant(values) for name, values in columns.items()}
+    inputs = signature.structured_input_signature[1]  # TF Serving reads JSON as each input's type
+    return {name: tf.constant(values, inputs[name].dtype) for name, values in columns.items()}
 
 
 def rest_example(features):

@@ -7,6 +7,7 @@ offline. Each stage runs the command a user would type, shown before it runs; lo
 WORKDIR/logs/.
 """
 import csv
+import itertools
 import json
 import os
 import shutil
@@ -44,11 +45,16 @@ def write_breast_cancer_csv(path: str):
 
 
 def write_held_out_rows(source: str, path: str, count: int):
-    """The first `count` rows prepare put in the validation split (the same hash of the row)."""
+    """`count` rows that prepare put in the validation split (the same hash of the row), the
+    classes in turn."""
     with open(source, newline='') as f:
         rows = list(csv.reader(f))
-    held_out = [row for row in rows[1:] if split.is_validation(
-        csv_tables.row_key(row).encode(), VALIDATION_FRACTION)][:count]
+    by_class = {}
+    for row in rows[1:]:
+        if split.is_validation(csv_tables.row_key(row).encode(), VALIDATION_FRACTION):
+            by_class.setdefault(row[-1], []).append(row)
+    in_turn = [row for group in itertools.zip_longest(*by_class.values()) for row in group if row]
+    held_out = in_turn[:count]
     with open(path, 'w', newline='') as f:
         csv.writer(f).writerows([rows[0]] + held_out)
     return [row[-1] for row in held_out]

@@ -20,6 +20,8 @@
 #   ./run.sh sweep --study_dir=DIR --trials=N --param=... --objective=... -- TRAINER_FLAGS
 #                            a local Optuna sweep (python -m tools.sweep; installs requirements-sweep.txt)
 #   ./run.sh screenshots --model_dir=M [--output_dir=docs]   TensorBoard dashboards in headless Chromium
+#   ./run.sh serving-loader --saved_model=EXPORT_DIR [--examples=F]   an export loaded and run by
+#                            TF Serving's C++ loader (python -m tools.serving_loader; needs g++)
 #   ./run.sh python ...      the venv's python
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -101,8 +103,9 @@ case "$command" in
   bench)   exec "$py" -m benchmarks.input_bench "$@" ;;
   deploy)  exec "$py" -m trainer.cluster.deploy "$@" ;;
   screenshots) exec "$py" -m tools.screenshots "$@" ;;
+  serving-loader) exec "$py" -m tools.serving_loader "$@" ;;
   sweep)   exec "$py" -m tools.sweep "$@" ;;
   status)  exec "$py" -m trainer.observe.status "$@" ;;
   python)  exec "$py" "$@" ;;
-  *) echo "run.sh: unknown command '$command' (use: demo, faces, tabular, test, test-container, prepare, trainer, cluster, status, bench, screenshots, deploy, sweep, test-slow, python)" >&2; exit 2 ;;
+  *) echo "run.sh: unknown command '$command' (use: demo, faces, tabular, test, test-container, prepare, trainer, cluster, status, bench, screenshots, serving-loader, deploy, sweep, test-slow, python)" >&2; exit 2 ;;
 esac

@@ -11,6 +11,8 @@
       [--validation_fraction=0.2] [--column_types=NAME:float,...] [--task=classification]
   python -m input_fns.prepare examples --source=PATTERN --label=NAME [--output_dir=OUT]
   python -m input_fns.prepare csv_example --output_dir=OUT --num_shards=20   # generated, csv_mlp's
+  python -m input_fns.prepare images --source_dir=ROOT --output_dir=OUT [--image_size=64x64] \
+      [--channels=3] [--resize=pad|crop|stretch] [--validation_fraction=0.2]   # ROOT/<class>/*.png
 
 Shards are named SPLIT-00000-of-00010.tfrecord; records are shuffled with --seed
 before writing, so reading the shards in shuffled order is enough.
@@ -26,15 +28,16 @@ from absl import flags
 from common import bucket_probe, cli, files
 from common.errors import UserError
 from input_fns import (csv_records, csv_tables, digit_sources, example_tables, image_records,
-                       prepare_faces, shards, table_schema)
+                       prepare_faces, prepare_images, shards, table_schema)
 
-DATASETS = ('mnist', 'digits', 'faces', 'face_pairs', 'csv', 'examples', 'csv_example')
+DATASETS = ('mnist', 'digits', 'faces', 'face_pairs', 'csv', 'examples', 'images', 'csv_example')
 
 
 def define_flags():
     flags.DEFINE_string('source_dir', None, 'mnist: folder with IDX files (gzipped or not) or '
                         'mnist.npz, or the path of an .npz file. faces, face_pairs: the photo '
-                        'folder ROOT/<Name>/<Name>_0001.jpg (or the folder holding lfw/).')
+                        'folder ROOT/<Name>/<Name>_0001.jpg (or the folder holding lfw/). '
+                        'images: ROOT/<class>/<image>, one sub-folder per class.')
     flags.DEFINE_string('output_dir', None, 'Folder for the shards and manifest.json (examples: '
                         'give it to reshard the records; without it, the manifest is written '
                         'beside them).')
@@ -60,7 +63,8 @@ def define_flags():
                          '"validation" split.', lower_bound=0)
     flags.DEFINE_float('validation_fraction', 0.2, 'digits: fraction of images, faces: fraction '
                        'of people, csv and examples (resharded): fraction of rows (by a hash of '
-                       'the row), held out as the "validation" split.', lower_bound=0.0,
+                       'the row), held out as the "validation" split; images: each file\'s '
+                       'chance, by a hash of its path below --source_dir.', lower_bound=0.0,
                        upper_bound=0.9)
     flags.DEFINE_float('calibration_fraction', 0.0, 'faces: fraction of the training people kept '
                        'out of training, written as `calibration` photos and `calibration_pairs`: '
@@ -85,6 +89,15 @@ def define_flags():
     flags.DEFINE_integer('num_features', csv_records.EXAMPLE_NUM_FEATURES,
                          'csv_example: floats per generated row (the csv_mlp model takes 1024).',
                          lower_bound=1)
+    flags.DEFINE_string('image_size', '64x64', 'images: HEIGHTxWIDTH the images are fitted to.')
+    flags.DEFINE_enum('channels', '3', ['1', '3'], 'images: 1 (greyscale) or 3 (RGB).')
+    flags.DEFINE_enum('resize', 'pad', list(image_records.RESIZE_MODES), 'images: how an image '
+                      'of another shape is fitted: pad (scaled to fit, centred, black around), '
+                      'crop (scaled to cover, centre kept) or stretch. Serving fits the same way.')
+    flags.DEFINE_bool('skip_bad_images', False, 'images: skip and count files that do not decode '
+                      '(listed in manifest.json) instead of stopping at the first.')
+    flags.DEFINE_integer('decode_workers', 0, 'images: worker processes decoding the images; 0: '
+                         'one per CPU core; 1: none, decoded in the prepare process.', lower_bound=0)
     flags.DEFINE_integer('seed', 0, 'Seed for the hold-out split and the record order.')
 
 
@@ -179,7 +192,7 @@ def main(argv):
                   'faces': prepare_faces.prepare_faces,
                   'face_pairs': prepare_faces.prepare_face_pairs, 'csv': csv_tables.prepare_csv,
                   'examples': example_tables.prepare_examples,
-                  'csv_example': prepare_csv_example}[argv[1]]
+                  'images': prepare_images.prepare_images, 'csv_example': prepare_csv_example}[argv[1]]
     try:
         entries = call_with_flags(prepare_fn, flags.FLAGS)
     except (OSError, tf.errors.OpError) as e:  # e.g. a full disk; the split is left unlisted

@@ -82,9 +82,7 @@ def with_pictures(spec, labels, schema):
         metrics['pr_curve'] = eval_pictures.pr_curve(
             tf.cast(label_ids, tf.float32), tf.reshape(spec.predictions['logistic'], [-1]))
     else:
-        for index, name in enumerate(classes):
-            metrics[f'accuracy_of_class/{name}'] = tf.compat.v1.metrics.accuracy(
-                label_ids, predicted, weights=tf.cast(tf.equal(label_ids, index), tf.float32))
+        metrics.update(eval_pictures.accuracy_of_each_class(label_ids, predicted, classes))
         metrics['confusion_matrix'] = eval_pictures.confusion_matrix(label_ids, predicted,
                                                                      len(classes))
     return spec._replace(eval_metric_ops=metrics)

@@ -64,6 +64,17 @@ def run_prepare(prepare_fn, **overrides):
     return prepare_module.call_with_flags(prepare_fn, types.SimpleNamespace(**values))
 
 
+def synthetic_face_shards(work, num_people, num_pairs):
+    """Synthetic people in LFW's layout under WORK/lfw, prepared into WORK/data with validation
+    and calibration pairs; returns (root, data)."""
+    from input_fns import prepare_faces, synthetic_faces
+    root, data = str(work / 'lfw'), str(work / 'data')
+    synthetic_faces.write_faces(root, num_people=num_people, size=64, seed=5)
+    run_prepare(prepare_faces.prepare_faces, source_dir=root, output_dir=data,
+                validation_fraction=0.3, num_pairs=num_pairs, calibration_fraction=0.25)
+    return root, data
+
+
 def trainer_flags(*args):
     """absl's FLAGS with the trainer's flags parsed from args (defined in this process once)."""
     from absl import flags
@@ -195,6 +206,19 @@ def copy_model_dir(model_dir, destination):
     import shutil
     shutil.copytree(model_dir, destination)
     return str(destination)
+
+
+@pytest.fixture(scope='session')
+def serving_loader(tmp_path_factory):
+    """TF Serving's C++ loader (tools/serving_loader.cc), built once a session, as
+    `./run.sh serving-loader` builds it with XDG_CACHE_HOME=<the binary's grandparent>."""
+    import shutil
+
+    from tools import serving_loader as loader_tool
+    if not shutil.which('g++'):
+        pytest.skip("g++ not found: TF Serving's loader tests build tools/serving_loader.cc "
+                    'with it (apt-get install g++)')
+    return loader_tool.build(str(tmp_path_factory.mktemp('cache_home') / 'estimator-service'))
 
 
 @pytest.fixture(scope='session')

@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from conftest import assert_one_line_error, run_module, run_prepare
 from input_fns import csv_tables, prepare
-from test_serving import replayed_warmup
+from serving_loader_checks import replayed_warmup
 
 STEPS = ['--train_steps=40', '--save_checkpoints_steps=20', '--batch_size=16',
          '--log_every_n_steps=20']

@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from common.errors import UserError
 from conftest import run_module, run_prepare
+from serving_loader_checks import check_against_python
 from input_fns import csv_records, prepare
 
 
@@ -75,7 +76,7 @@ def test_empty_field_later_in_a_file_fails_when_read(tmp_path):
         collect(input_fn)
 
 
-def test_csv_mlp_trains_evaluates_and_exports(mlp_csv, tmp_path):
+def test_csv_mlp_trains_evaluates_and_exports(mlp_csv, serving_loader, tmp_path):
     model_dir = str(tmp_path / 'model')
     run_module('trainer.main', '--model=csv_mlp', '--mode=train', f'--model_dir={model_dir}',
                f'--train_files={mlp_csv}/train-*', '--batch_size=8', '--train_steps=4')
@@ -94,3 +95,5 @@ def test_csv_mlp_trains_evaluates_and_exports(mlp_csv, tmp_path):
     serve = tf.saved_model.load(exported).signatures['serving_default']
     probability = serve(inputs=tf.zeros([2, 1024]))['probability'].numpy()
     assert probability.shape == (2,) and ((0 <= probability) & (probability <= 1)).all()
+    lines = check_against_python(serving_loader, exported)  # as TF Serving loads it, in C++
+    assert [line['signature'] for line in lines[1:]] == ['serving_default']

@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from google.protobuf import text_format
-from tensorflow_serving.apis import prediction_log_pb2
 from tensorflow_serving.config import model_server_config_pb2
 
-from conftest import REPO, assert_one_line_error, run_module, run_prepare
-from input_fns import lfw_files, prepare_faces, synthetic_faces
+from conftest import REPO, assert_one_line_error, run_module, synthetic_face_shards
+from input_fns import lfw_files
+from serving_loader_checks import as_array, check_against_python, replayed_warmup
 from trainer.evaluation.ledger import Ledger
 from trainer.input_kinds.image_classification import image_example
-from trainer.serving import export, model_config, predict, warmup
+from trainer.serving import export, model_config, predict
 
 
 @pytest.fixture(scope='module')
@@ -97,28 +97,6 @@ def test_bad_saved_model_and_signature_are_one_line_errors(exports, tmp_path):
         assert_one_line_error(wrong, 2, f'--signature={signature}: ', fragment)
 
 
-def replayed_warmup(saved_model_dir):
-    """TF Serving's warm-up: each record of the file run through the loaded SavedModel, as
-    {signature name: its outputs}."""
-    path = os.path.join(saved_model_dir, export.EXTRA_DIR, warmup.FILE_NAME)
-    signatures = tf.saved_model.load(saved_model_dir).signatures
-    outputs = {}
-    for record in tf.data.TFRecordDataset(path):
-        log = prediction_log_pb2.PredictionLog.FromString(record.numpy())
-        if log.HasField('classify_log') or log.HasField('regress_log'):
-            request = (log.classify_log if log.HasField('classify_log') else log.regress_log).request
-            inputs = {'inputs': tf.constant([example.SerializeToString()
-                                             for example in request.input.example_list.examples])}
-        else:
-            request = log.predict_log.request
-            inputs = {key: tf.constant(tf.make_ndarray(tensor))
-                      for key, tensor in request.inputs.items()}
-        name = request.model_spec.signature_name
-        assert name not in outputs, f'two warm-up requests for {name}'
-        outputs[name] = {key: value.numpy() for key, value in signatures[name](**inputs).items()}
-    return outputs
-
-
 def test_mnist_warmup_requests_run_through_every_signature(exports):
     export_dir, _ = exports
     outputs = replayed_warmup(str(export_dir / '4'))
@@ -126,6 +104,26 @@ def test_mnist_warmup_requests_run_through_every_signature(exports):
     assert outputs['classify']['scores'].shape == (1, 10)
     assert outputs['serving_default']['probabilities'].shape == (1, 10)
     assert outputs['predict_pixels']['classes'].shape == (1,)
+
+
+def test_mnist_export_through_tf_serving_loader(exports, serving_loader, tmp_path):
+    """In C++ as TF Serving loads it: the warm-up answers are Python's, and a Classify request
+    of tf.Examples scores as serving_default does on the same PNGs."""
+    export_dir, images = exports
+    pngs = [open(path, 'rb').read() for path in images]
+    examples = str(tmp_path / 'examples.tfrecord')
+    with tf.io.TFRecordWriter(examples) as writer:
+        for png in pngs:
+            writer.write(image_example(png))
+    lines = check_against_python(serving_loader, str(export_dir / '4'), examples)
+    [classified] = [line for line in lines if 'classify' in line]
+    assert (classified['classify'], classified['examples']) == ('classify', 2)
+    served = tf.saved_model.load(str(export_dir / '4')).signatures['serving_default'](
+        image_bytes=tf.constant(pngs))
+    np.testing.assert_allclose(as_array(classified['outputs']['scores']),
+                               served['probabilities'].numpy(), rtol=1e-5, atol=1e-6)
+    assert as_array(classified['outputs']['classes']).tolist() == [
+        [str(digit).encode() for digit in range(10)]] * 2
 
 
 # docs/serving.md: a request is a line `POST /v1/models/MODEL:VERB` over a ```json block.
@@ -212,11 +210,7 @@ def faces(tmp_path_factory):
     (plain/), then evaluated with a threshold chosen on calibration pairs, exporting the best
     (exports/)."""
     work = tmp_path_factory.mktemp('serving_faces')
-    root = str(work / 'lfw')
-    synthetic_faces.write_faces(root, num_people=24, size=64, seed=5)
-    data = str(work / 'data')
-    run_prepare(prepare_faces.prepare_faces, source_dir=root, output_dir=data,
-                validation_fraction=0.3, num_pairs=20, calibration_fraction=0.25)
+    root, data = synthetic_face_shards(work, num_people=24, num_pairs=20)
     model_dir, plain, exports = (str(work / name) for name in ('model', 'plain', 'exports'))
     common = ['--model=face_embedding', f'--model_dir={model_dir}']
     run_module('trainer.main', *common, '--mode=train', f'--train_files={data}/train-*',
@@ -298,6 +292,12 @@ def test_face_warmup_requests_run_through_every_signature(faces):
     assert sorted(outputs) == ['embed', 'serving_default']
     assert set(outputs['serving_default']) == {'probability', 'same_person'}
     assert outputs['embed']['embedding'].shape == (1, 128)
+
+
+def test_face_export_through_tf_serving_loader(faces, serving_loader):
+    lines = check_against_python(serving_loader, os.path.join(faces.exports, '20'))
+    [served] = [line['outputs'] for line in lines if line.get('signature') == 'serving_default']
+    assert served['same_person']['dtype'] == 'bool'
 
 
 def test_documented_face_pair_rest_body_runs_through_the_signature(faces):

@@ -110,6 +110,9 @@ def define_input(d):
     d.bool('augment', InputOptions.augment, 'Training only: random shifts, rotations '
            'and scaling of digits; random crops, flips, brightness, contrast and '
            'rotations of faces. Never applied to evaluation or serving.')
+    d.bool('augment_flip', InputOptions.augment_flip, 'Image classification, training only: '
+           'mirror images left-right at random (with or without --augment). Give it only where a '
+           'mirrored image is still of its class (photos of animals, not digits or text).')
     d.float('face_crop_fraction', InputOptions.face_crop_fraction,
             'Face pairs: side of the central square crop, as a fraction of the '
             'photo\'s shorter side. evaluate, continuous_eval and export: default, the '

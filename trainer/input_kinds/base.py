@@ -20,6 +20,7 @@ class InputOptions:
     same_fraction: float = 0.5  # face pairs, training: share of same-person pairs
     face_crop_fraction: float = 0.5  # face pairs: side of the central crop / the shorter side
     augment: bool = False  # training only: random shifts, rotations, scaling (faces: crops, flips...)
+    augment_flip: bool = False  # image classification, training only: random left-right mirroring
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,9 +148,10 @@ class WithoutAugmentation:
     records_are = 'records'  # what the kind reads, for the message
 
     def train_input_fn(self, spec, file_pattern, flag_name, batch_size, seed, options):
-        if options.augment:
-            raise UserError(f'--augment: {spec.name} reads {self.records_are}, which have no '
-                            'augmentation; leave --augment off')
+        for name in ('augment', 'augment_flip'):
+            if getattr(options, name):
+                raise UserError(f'--{name}: {spec.name} reads {self.records_are}, which have no '
+                                f'augmentation; leave --{name} off')
         return super().train_input_fn(spec, file_pattern, flag_name, batch_size, seed, options)
 
 

@@ -120,7 +120,7 @@ def predict_files(saved_model_dir: str, image_paths: List[str],
         raise UserError(f'--signature={signature}: it takes {takes}, not image files; give one '
                         f'of {", ".join(_image_signatures(signatures))}')
     outputs = {key: value.numpy() for key, value in outputs.items()}
-    return [{**name, **{key: _json_value(value[i].tolist()) for key, value in sorted(outputs.items())}}
+    return [{**name, **{key: _json_value(value[i]) for key, value in sorted(outputs.items())}}
             for i, name in enumerate(names)]
 
 
@@ -147,7 +147,9 @@ def _image_signatures(signatures) -> List[str]:
 
 
 def _json_value(value):
-    """Strings (classify's class names) come out of TensorFlow as bytes."""
+    """An output's NumPy value as JSON; strings (class names) come out of TensorFlow as bytes."""
+    if hasattr(value, 'tolist'):  # NumPy arrays and scalars
+        value = value.tolist()
     if isinstance(value, bytes):
         return value.decode('utf-8')
     if isinstance(value, list):

@@ -41,21 +41,7 @@ def define_flags():
     flags.DEFINE_string('output_dir', None, 'Folder for the shards and manifest.json (examples: '
                         'give it to reshard the records; without it, the manifest is written '
                         'beside them).')
-    flags.DEFINE_string('source', None, 'csv: a CSV file with a header (.csv or .csv.gz) or a '
-                        'glob of them; examples: a glob of TFRecord files of tf.Example.')
-    flags.DEFINE_string('label', None, 'csv, examples: the column to predict.')
-    flags.DEFINE_string('column_types', None, 'csv: NAME:TYPE,... (TYPE int, float or string) '
-                        'for columns whose type read from the first rows is not the right one.')
-    flags.DEFINE_enum('task', None, table_schema.TASKS, 'csv, examples: default: classification '
-                      'for a text label or an int label with few values, else regression.')
-    flags.DEFINE_string('weight_column', None, 'csv, examples: a number column weighing each row '
-                        'in the loss and the metrics (e.g. larger for a rare class); not a '
-                        'feature, not a serving input.')
-    flags.DEFINE_list('na_values', list(table_schema.DEFAULT_NA_VALUES), 'csv: the field values '
-                      'that mark a missing value (an empty field always does).')
-    flags.DEFINE_integer('max_vocabulary', 1000, 'csv, examples: a text column\'s most frequent '
-                         'values kept as its vocabulary; the rest are out of vocabulary.',
-                         lower_bound=1)
+    define_table_flags()
     flags.DEFINE_integer('num_shards', 10, 'Shards for the training split.', lower_bound=1)
     flags.DEFINE_integer('num_eval_shards', 2, 'Shards for each held-out split (validation, test).',
                          lower_bound=1)
@@ -99,6 +85,25 @@ def define_flags():
     flags.DEFINE_integer('decode_workers', 0, 'images: worker processes decoding the images; 0: '
                          'one per CPU core; 1: none, decoded in the prepare process.', lower_bound=0)
     flags.DEFINE_integer('seed', 0, 'Seed for the hold-out split and the record order.')
+
+
+def define_table_flags():
+    """The flags of csv and examples (a user's table)."""
+    flags.DEFINE_string('source', None, 'csv: a CSV file with a header (.csv or .csv.gz) or a '
+                        'glob of them; examples: a glob of TFRecord files of tf.Example.')
+    flags.DEFINE_string('label', None, 'csv, examples: the column to predict.')
+    flags.DEFINE_string('column_types', None, 'csv: NAME:TYPE,... (TYPE int, float or string) '
+                        'for columns whose type read from the first rows is not the right one.')
+    flags.DEFINE_enum('task', None, table_schema.TASKS, 'csv, examples: default: classification '
+                      'for a text label or an int label with few values, else regression.')
+    flags.DEFINE_string('weight_column', None, 'csv, examples: a number column weighing each row '
+                        'in the loss and the metrics (e.g. larger for a rare class); not a '
+                        'feature, not a serving input.')
+    flags.DEFINE_list('na_values', list(table_schema.DEFAULT_NA_VALUES), 'csv: the field values '
+                      'that mark a missing value (an empty field always does).')
+    flags.DEFINE_integer('max_vocabulary', 1000, 'csv, examples: a text column\'s most frequent '
+                         'values kept as its vocabulary; the rest are out of vocabulary.',
+                         lower_bound=1)
 
 
 def hold_out(images, labels, count, seed):

@@ -146,7 +146,8 @@ def test_documented_models_config_is_the_one_eval_jobs_write():
 
 # The REST verbs and the signature method each sends.
 REST_METHODS = {'predict': tf.saved_model.PREDICT_METHOD_NAME,
-                'classify': tf.saved_model.CLASSIFY_METHOD_NAME}
+                'classify': tf.saved_model.CLASSIFY_METHOD_NAME,
+                'regress': tf.saved_model.REGRESS_METHOD_NAME}
 
 
 def run_rest_body(saved_model_dir, verb, body):

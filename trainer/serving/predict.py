@@ -1,5 +1,6 @@
-"""--mode=predict: a signature of a SavedModel (no Estimator) on image files, or on TF Serving
-REST request bodies (.json files: trainer/serving/rest_body.py).
+"""--mode=predict: a signature of a SavedModel (no Estimator) on image files, on TF Serving REST
+request bodies (.json files: trainer/serving/rest_body.py), or on rows (CSV or JSON lines files:
+trainer/serving/predict_table.py) for a table model.
 
 --saved_model takes what a TF Serving user has: the base path EXPORT_DIR (its newest complete
 version, the one TF Serving serves by default), a version folder EXPORT_DIR/STEP, or a pointer
@@ -15,7 +16,7 @@ from absl import logging
 from common import files, paths
 from common.errors import UserError, op_error_summary
 from trainer.input_kinds.image_classification import image_example
-from trainer.serving import export, rest_body
+from trainer.serving import export, predict_table, rest_body
 
 DEFAULT_SIGNATURE = 'serving_default'
 
@@ -89,9 +90,13 @@ def predict_files(saved_model_dir: str, image_paths: List[str],
     per pair of images for a model that compares two photos."""
     saved_model_dir = resolve_saved_model(saved_model_dir)
     if not image_paths:
-        raise UserError('predict: give one or more image files after the flags')
-    if any(path.endswith('.json') for path in image_paths):
+        raise UserError('predict: give one or more image files (or CSV or JSON lines files, '
+                        'for a table model; or TF Serving REST request bodies) after the flags')
+    if all(rest_body.is_request_body(path) for path in image_paths):
         return predict_rest_bodies(saved_model_dir, image_paths, signature)
+    if all(predict_table.is_table_file(path) for path in image_paths):
+        signatures = tf.saved_model.load(saved_model_dir).signatures
+        return predict_table.predict_rows(signatures, saved_model_dir, image_paths)
     encoded = [_read_image(path) for path in image_paths]
     signatures = tf.saved_model.load(saved_model_dir).signatures
     if signature not in signatures:
@@ -126,9 +131,6 @@ def predict_rest_bodies(saved_model_dir: str, body_paths: List[str],
                         signature: str = DEFAULT_SIGNATURE) -> List[dict]:
     """Each TF Serving REST request body (a .json file) through the signature it names (else
     --signature): one row per instance or example."""
-    if not all(path.endswith('.json') for path in body_paths):
-        raise UserError('predict: give image files or TF Serving REST request bodies (.json), '
-                        'not both')
     loaded = tf.saved_model.load(saved_model_dir)
     methods = {name: definition.method_name
                for name, definition in export.signature_defs(saved_model_dir).items()}

@@ -16,7 +16,19 @@ import tensorflow as tf
 from common import files
 from common.errors import UserError
 
+REQUEST_KEYS = {'instances', 'inputs', 'examples'}
 EXAMPLE_METHODS = (tf.saved_model.CLASSIFY_METHOD_NAME, tf.saved_model.REGRESS_METHOD_NAME)
+
+
+def is_request_body(path: str) -> bool:
+    """A .json file holding one REST request body (not JSON lines of a table's rows)."""
+    if not path.endswith('.json'):
+        return False
+    try:
+        body = json.loads(files.read_text(path))
+    except (ValueError, tf.errors.OpError):
+        return False
+    return isinstance(body, dict) and bool(REQUEST_KEYS & set(body))
 
 
 def read_body(path: str) -> Dict:
@@ -26,7 +38,7 @@ def read_body(path: str) -> Dict:
         raise UserError(f'{path}: no such file') from None
     except ValueError as error:
         raise UserError(f'{path}: not JSON ({error})') from None
-    if not isinstance(body, dict) or not {'instances', 'inputs', 'examples'} & set(body):
+    if not isinstance(body, dict) or not REQUEST_KEYS & set(body):
         raise UserError(f'{path}: not a TF Serving REST request body: give "instances", '
                         '"inputs" or "examples" (docs/serving.md)')
     return body

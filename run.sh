@@ -8,6 +8,8 @@
 #   ./run.sh test-container [--scenarios=a,b,c,d]   the image built and a TFJob run as containers
 #                            the way the training operator runs it (needs a docker daemon)
 #   ./run.sh faces [--lfw_dir=ROOT]   the face-pair demo (synthetic faces unless --lfw_dir)
+#   ./run.sh tabular         the table demo: a CSV (scikit-learn's breast cancer data) -> prepare csv
+#                            -> each canned model -> eval job -> export -> predict (offline)
 #   ./run.sh prepare ...     python -m input_fns.prepare ...
 #   ./run.sh trainer ...     python -m trainer.main ...
 #   ./run.sh cluster ...     python -m trainer.cluster.local_cluster ...: chief, workers, ps, evaluator on loopback
@@ -18,6 +20,8 @@
 #   ./run.sh sweep --study_dir=DIR --trials=N --param=... --objective=... -- TRAINER_FLAGS
 #                            a local Optuna sweep (python -m tools.sweep; installs requirements-sweep.txt)
 #   ./run.sh screenshots --model_dir=M [--output_dir=docs]   TensorBoard dashboards in headless Chromium
+#   ./run.sh serving-loader --saved_model=EXPORT_DIR [--examples=F]   an export loaded and run by
+#                            TF Serving's C++ loader (python -m tools.serving_loader; needs g++)
 #   ./run.sh python ...      the venv's python
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -73,7 +77,7 @@ echo "$variant" > "$variant_stamp"
 # The offline demo's data (scikit-learn) only where the digits demo runs, and the test-only set
 # only for the tests (which prepare the digits too); neither is in the image.
 case "${1:-demo}" in
-  demo) install_pinned requirements-demo.txt "$venv/.requirements-demo.sha256" ;;
+  demo|tabular) install_pinned requirements-demo.txt "$venv/.requirements-demo.sha256" ;;
   prepare) [[ " $* " != *" digits "* ]] \
     || install_pinned requirements-demo.txt "$venv/.requirements-demo.sha256" ;;
   test|test-slow)  # the tests prepare the digits and run small sweeps too
@@ -89,6 +93,7 @@ command=${1:-demo}
 case "$command" in
   demo)    exec "$py" -m demos.digits "$@" ;;
   faces)   exec "$py" -m demos.faces "$@" ;;
+  tabular) exec "$py" -m demos.tabular "$@" ;;
   test)    exec "$py" -m pytest "$@" ;;  # pytest.ini: testpaths = tests, not the slow ones
   test-slow) exec "$py" -m pytest -m slow "$@" ;;
   test-container) exec "$py" -m tests.containers.scenarios "$@" ;;
@@ -98,8 +103,9 @@ case "$command" in
   bench)   exec "$py" -m benchmarks.input_bench "$@" ;;
   deploy)  exec "$py" -m trainer.deploy "$@" ;;
   screenshots) exec "$py" -m tools.screenshots "$@" ;;
+  serving-loader) exec "$py" -m tools.serving_loader "$@" ;;
   sweep)   exec "$py" -m tools.sweep "$@" ;;
   status)  exec "$py" -m trainer.observe.status "$@" ;;
   python)  exec "$py" "$@" ;;
-  *) echo "run.sh: unknown command '$command' (use: demo, faces, test, test-container, prepare, trainer, cluster, status, bench, screenshots, deploy, sweep, test-slow, python)" >&2; exit 2 ;;
+  *) echo "run.sh: unknown command '$command' (use: demo, faces, tabular, test, test-container, prepare, trainer, cluster, status, bench, screenshots, serving-loader, deploy, sweep, test-slow, python)" >&2; exit 2 ;;
 esac

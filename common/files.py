@@ -149,22 +149,29 @@ def remove_tree(path: str) -> None:
             pass
 
 
+def list_tree(folder: str) -> List[str]:
+    """The relative paths ('a/b.png') of every file under folder, sorted; [] when it does not exist."""
+    folder = folder.rstrip('/')
+    found = []
+    for parent, _, names in tf.io.gfile.walk(_ready(folder)):
+        relative_parent = parent.rstrip('/')[len(folder):].lstrip('/')
+        found += [posixpath.join(relative_parent, name) if relative_parent else name
+                  for name in names]
+    return sorted(found)
+
+
 def copy_tree(source: str, destination: str) -> List[str]:
     """Copies every file under source to the same relative path under destination.
 
     Returns the relative paths copied. Not atomic: callers write a marker when it is done.
     """
-    copied = []
-    source = source.rstrip('/')
-    for folder, _, names in tf.io.gfile.walk(_ready(source)):
-        relative_folder = folder.rstrip('/')[len(source):].lstrip('/')
-        makedirs(join(destination, relative_folder) if relative_folder else destination)
-        for name in names:
-            relative = posixpath.join(relative_folder, name) if relative_folder else name
-            tf.io.gfile.copy(join(source, relative), join(_ready(destination), relative),
-                             overwrite=True)
-            copied.append(relative)
-    return sorted(copied)
+    copied = list_tree(source)
+    makedirs(destination)
+    for relative in copied:
+        makedirs(posixpath.dirname(join(destination, relative)))
+        tf.io.gfile.copy(join(source.rstrip('/'), relative), join(_ready(destination), relative),
+                         overwrite=True)
+    return copied
 
 
 def move_tree(source: str, destination: str) -> None:

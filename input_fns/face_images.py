@@ -63,7 +63,7 @@ def augment_batch(images):
         return tf.random.uniform([count, 1, 1, 1], low, high)
 
     images = image_augment.random_affine(images, image_augment.FACES)
-    images = tf.where(per_photo(0.0, 1.0) < 0.5, tf.reverse(images, axis=[2]), images)
+    images = image_augment.random_flip(images)
     images += per_photo(-0.1, 0.1)
     mean = tf.reduce_mean(images, axis=[1, 2, 3], keepdims=True)
     images = (images - mean) * per_photo(0.8, 1.2) + mean

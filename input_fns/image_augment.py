@@ -6,6 +6,7 @@ serving never call this.
 """
 import dataclasses
 import math
+from typing import Optional
 
 import tensorflow as tf
 
@@ -69,9 +70,21 @@ def random_affine(images, affine: AffineRange = DIGITS, seed=None):
     return warp(images, transforms, affine.fill_mode)
 
 
-def augment_batch_fn(parse_batch, affine: AffineRange = DIGITS):
-    """parse_batch followed by random_affine on its 'image' feature: a training parse."""
+def random_flip(images):
+    """images [N, H, W, C], each mirrored left-right or not, by its own draw."""
+    flipped = tf.random.uniform([tf.shape(images)[0], 1, 1, 1]) < 0.5
+    return tf.where(flipped, tf.reverse(images, axis=[2]), images)
+
+
+def augment_batch_fn(parse_batch, affine: Optional[AffineRange] = DIGITS, flip: bool = False):
+    """parse_batch followed by random_affine (unless affine is None) and, if flip, random_flip
+    on its 'image' feature: a training parse."""
     def parse_and_augment(serialized):
         features, labels = parse_batch(serialized)
-        return {**features, 'image': random_affine(features['image'], affine)}, labels
+        images = features['image']
+        if affine is not None:
+            images = random_affine(images, affine)
+        if flip:
+            images = random_flip(images)
+        return {**features, 'image': images}, labels
     return parse_and_augment

@@ -67,17 +67,47 @@ def _check_image_shape(image_shape: Sequence[int]):
 
 def make_input_fn(file_pattern: str, image_shape: Sequence[int], batch_size: int, training: bool,
                   seed: Optional[int] = None, flag_name: str = 'file pattern',
-                  shuffle_buffer: int = pipeline.DEFAULT_SHUFFLE_BUFFER, augment: bool = False):
+                  shuffle_buffer: int = pipeline.DEFAULT_SHUFFLE_BUFFER, augment: bool = False,
+                  flip: bool = False):
     """An Estimator input_fn over image shards; checks the files now, not mid-training.
 
-    augment: training batches are randomly shifted, rotated and scaled (never evaluation).
+    augment: training batches are randomly shifted, rotated and scaled; flip: mirrored
+    left-right at random (never evaluation).
     """
     files = pipeline.list_record_files(file_pattern, flag_name)
     pipeline.check_record_files(files, FEATURE_SPEC, _check_image_shape(image_shape))
     parse = parse_batch_fn(image_shape)
-    if training and augment:
-        parse = image_augment.augment_batch_fn(parse)
+    if training and (augment or flip):
+        parse = image_augment.augment_batch_fn(
+            parse, image_augment.DIGITS if augment else None, flip)
     return pipeline.record_input_fn(files, parse, batch_size, training, seed, shuffle_buffer)
+
+
+RESIZE_MODES = ('pad', 'crop', 'stretch')
+
+
+def fit_image(image, image_shape: Sequence[int], resize: str):
+    """An image uint8 [h, w, C] of any size -> uint8 image_shape [H, W, C], as `prepare images`
+    stores it and the export's serving_default receives it (the same function, so a served
+    photo is fitted as the training photos were).
+
+    resize: 'stretch' to H x W; 'pad' scaled to fit inside, centred, the rest black; 'crop'
+    scaled to cover H x W, the centre kept. Area-averaged (antialias) when shrinking.
+    """
+    height, width, channels = image_shape
+    if resize == 'stretch':
+        fitted = tf.image.resize(image, [height, width], antialias=True)
+    elif resize in ('pad', 'crop'):
+        size = tf.cast(tf.shape(image)[:2], tf.float32)
+        ratios = tf.constant([height, width], tf.float32) / size
+        scale = tf.reduce_min(ratios) if resize == 'pad' else tf.reduce_max(ratios)
+        scaled_size = tf.maximum(tf.cast(tf.round(size * scale), tf.int32), 1)
+        fitted = tf.image.resize_with_crop_or_pad(
+            tf.image.resize(image, scaled_size, antialias=True), height, width)
+    else:
+        raise ValueError(f'resize {resize!r}: use one of {", ".join(RESIZE_MODES)}')
+    fitted = tf.cast(tf.round(tf.clip_by_value(fitted, 0.0, 255.0)), tf.uint8)
+    return tf.ensure_shape(fitted, [height, width, channels])
 
 
 def decode_any_image(encoded, channels: int):

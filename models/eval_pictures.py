@@ -1,6 +1,6 @@
 """Pictures of a whole evaluation, as eval_metric_ops that Estimator writes to TensorBoard.
 
-Each is a streaming metric: its update op gathers state over every batch (the K
+Each picture is a streaming metric: its update op gathers state over every batch (the K
 examples with the highest score, or a confusion matrix) in local variables, and
 its value is a serialized image Summary drawn once at the end (models/drawing.py,
 through tf.numpy_function). Estimator writes a metric whose value is a Summary
@@ -51,7 +51,24 @@ def image_metric(name, draw, inputs, description):
                             collections=[])
 
 
-def most_confident_mistakes(images, labels, classes, probabilities, count=MISTAKES_TO_SHOW):
+def class_legend(class_names) -> str:
+    """' Classes: 0 cat, 1 dog.': what the pictures' class numbers name ('' without names)."""
+    if not class_names:
+        return ''
+    return ' Classes: ' + ', '.join(f'{i} {name}' for i, name in enumerate(class_names)) + '.'
+
+
+def accuracy_of_each_class(labels, classes, class_names):
+    """eval_metric_ops: the accuracy on each class's examples (its recall), as scalars
+    'accuracy_of_class/NAME' (TensorBoard draws them together; the ledger keeps them)."""
+    labels = tf.cast(tf.reshape(labels, [-1]), tf.int64)
+    return {f'accuracy_of_class/{name}': tf.compat.v1.metrics.accuracy(
+        labels, classes, weights=tf.cast(tf.equal(labels, index), tf.float32),
+        name=f'accuracy_of_class_{index}') for index, name in enumerate(class_names)}
+
+
+def most_confident_mistakes(images, labels, classes, probabilities, count=MISTAKES_TO_SHOW,
+                            class_names=None):
     """eval_metric_ops entry: a grid of the mistakes the model was surest of."""
     labels = tf.cast(tf.reshape(labels, [-1]), tf.int64)
     confidence = tf.reduce_max(probabilities, axis=1)
@@ -67,10 +84,11 @@ def most_confident_mistakes(images, labels, classes, probabilities, count=MISTAK
     return image_metric('most_confident_mistakes', draw,
                         [kept['score'], kept['image'], kept['label'], kept['class']],
                         f'The {count} mistakes of highest confidence: T true class > P predicted '
-                        'class, and the probability the model gave its prediction.'), update
+                        'class, and the probability the model gave its prediction.'
+                        + class_legend(class_names)), update
 
 
-def confusion_matrix(labels, classes, num_classes):
+def confusion_matrix(labels, classes, num_classes, class_names=None):
     """eval_metric_ops entry: the confusion matrix as a heat map (rows true, columns predicted)."""
     with tf.compat.v1.variable_scope(None, default_name='confusion_matrix'):
         counts = _local_variable('counts', [num_classes, num_classes], tf.int64, 0)
@@ -78,7 +96,8 @@ def confusion_matrix(labels, classes, num_classes):
             tf.reshape(labels, [-1]), classes, num_classes, dtype=tf.int64))
         return image_metric('confusion_matrix', drawing.confusion_image, [counts.read_value()],
                             'Rows: true class (T); columns: predicted class (P); each cell holds '
-                            'its count and is shaded by its share of the row.'), update
+                            'its count and is shaded by its share of the row.'
+                            + class_legend(class_names)), update
 
 
 def hardest_pairs(images_a, images_b, labels, logits, count=PAIRS_TO_SHOW):

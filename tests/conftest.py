@@ -39,6 +39,19 @@ def trained_model(digit_shards, tmp_path_factory):
 
 
 @pytest.fixture(scope='session')
+def serving_loader(tmp_path_factory):
+    """TF Serving's C++ loader (tools/serving_loader.cc), built once a session, as
+    `./run.sh serving-loader` builds it with XDG_CACHE_HOME=<the binary's grandparent>."""
+    import shutil
+
+    from tools import serving_loader as loader_tool
+    if not shutil.which('g++'):
+        pytest.skip("g++ not found: TF Serving's loader tests build tools/serving_loader.cc "
+                    'with it (apt-get install g++)')
+    return loader_tool.build(str(tmp_path_factory.mktemp('cache_home') / 'estimator-service'))
+
+
+@pytest.fixture(scope='session')
 def s3_server(tmp_path_factory):
     """moto's S3 server on 127.0.0.1 for the whole session; S3_* and AWS_* set in os.environ."""
     from tests.s3_server import running_server

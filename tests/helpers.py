@@ -63,6 +63,17 @@ def run_prepare(prepare_fn, **overrides):
     return prepare_module.call_with_flags(prepare_fn, types.SimpleNamespace(**values))
 
 
+def synthetic_face_shards(work, num_people, num_pairs):
+    """Synthetic people in LFW's layout under WORK/lfw, prepared into WORK/data with validation
+    and calibration pairs; returns (root, data)."""
+    from input_fns import prepare_faces, synthetic_faces
+    root, data = str(work / 'lfw'), str(work / 'data')
+    synthetic_faces.write_faces(root, num_people=num_people, size=64, seed=5)
+    run_prepare(prepare_faces.prepare_faces, source_dir=root, output_dir=data,
+                validation_fraction=0.3, num_pairs=num_pairs, calibration_fraction=0.25)
+    return root, data
+
+
 def trainer_flags(*args):
     """absl's FLAGS with the trainer's flags parsed from args (defined in this process once)."""
     from absl import flags

@@ -1,5 +1,6 @@
 """Evaluation pictures: what the streaming metrics keep over batches, and what the drawings show."""
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from models import drawing, eval_pictures
@@ -57,6 +58,17 @@ def test_confusion_matrix_counts_every_batch():
     picture = tf.io.decode_png(summary.value[0].tensor.string_val[2]).numpy()
     np.testing.assert_array_equal(picture, drawing.confusion_image(
         np.array([[1, 0, 0], [0, 0, 2], [0, 0, 1]])))
+
+
+def test_accuracy_of_each_class_is_over_its_own_examples_and_every_batch():
+    def metric(labels, classes):
+        metrics = eval_pictures.accuracy_of_each_class(labels, classes, ['cat', 'dog', 'fox'])
+        return ({name: value for name, (value, _) in metrics.items()},
+                tf.group(*[update for _, update in metrics.values()]))
+    accuracies = run_batches(metric, [(np.array([0, 0, 1]), np.array([0, 1, 1])),
+                                      (np.array([2, 0]), np.array([1, 0]))])
+    assert accuracies == pytest.approx({'accuracy_of_class/cat': 2 / 3, 'accuracy_of_class/dog': 1.0,
+                                        'accuracy_of_class/fox': 0.0})
 
 
 def test_drawn_text_is_the_glyphs():

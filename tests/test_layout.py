@@ -17,9 +17,9 @@ NOT_SERVICE = ('benchmarks', 'demos', 'tools', 'tests')
 TRAINER_LAYERS = (
     ('model_dir', 'cluster'),  # the model_dir's records; what runs inside a task
     ('input_kinds',),
-    ('config', 'serving'),
-    ('evaluation', 'deploy'),
-    ('observe',),
+    ('usr_dir', 'api', 'serving'),  # the user's modules, and the surface they import
+    ('config', 'evaluation'),
+    ('deploy', 'observe'),
     ('run',),
     ('main',),
 )

@@ -1,7 +1,6 @@
 """Serving as TF Serving users do (issue 27): --saved_model as a base path, a version or a
 pointer; MNIST's classify signature; the face decision baked into the export; warm-up
 records; the REST bodies of docs/serving.md; what predict says about inputs it cannot use."""
-import base64
 import json
 import os
 import re
@@ -11,14 +10,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from google.protobuf import text_format
-from tensorflow_serving.apis import prediction_log_pb2
 from tensorflow_serving.config import model_server_config_pb2
 
-from helpers import REPO, assert_one_line_error, run_module, run_prepare
-from input_fns import lfw_files, prepare_faces, synthetic_faces
+from helpers import REPO, assert_one_line_error, run_module, synthetic_face_shards
+from input_fns import lfw_files
+from serving_loader_checks import as_array, check_against_python, replayed_warmup
 from trainer.input_kinds.image_classification import image_example
 from trainer.model_dir.ledger import Ledger
-from trainer.serving import export, model_config, predict, warmup
+from trainer.serving import export, model_config, predict, rest_body
 
 
 @pytest.fixture(scope='module')
@@ -97,28 +96,6 @@ def test_bad_saved_model_and_signature_are_one_line_errors(exports, tmp_path):
         assert_one_line_error(wrong, 2, f'--signature={signature}: ', fragment)
 
 
-def replayed_warmup(saved_model_dir):
-    """TF Serving's warm-up: each record of the file run through the loaded SavedModel, as
-    {signature name: its outputs}."""
-    path = os.path.join(saved_model_dir, export.EXTRA_DIR, warmup.FILE_NAME)
-    signatures = tf.saved_model.load(saved_model_dir).signatures
-    outputs = {}
-    for record in tf.data.TFRecordDataset(path):
-        log = prediction_log_pb2.PredictionLog.FromString(record.numpy())
-        if log.HasField('classify_log'):
-            request = log.classify_log.request
-            inputs = {'inputs': tf.constant([example.SerializeToString()
-                                             for example in request.input.example_list.examples])}
-        else:
-            request = log.predict_log.request
-            inputs = {key: tf.constant(tf.make_ndarray(tensor))
-                      for key, tensor in request.inputs.items()}
-        name = request.model_spec.signature_name
-        assert name not in outputs, f'two warm-up requests for {name}'
-        outputs[name] = {key: value.numpy() for key, value in signatures[name](**inputs).items()}
-    return outputs
-
-
 def test_mnist_warmup_requests_run_through_every_signature(exports):
     export_dir, _ = exports
     outputs = replayed_warmup(str(export_dir / '4'))
@@ -126,6 +103,26 @@ def test_mnist_warmup_requests_run_through_every_signature(exports):
     assert outputs['classify']['scores'].shape == (1, 10)
     assert outputs['serving_default']['probabilities'].shape == (1, 10)
     assert outputs['predict_pixels']['classes'].shape == (1,)
+
+
+def test_mnist_export_through_tf_serving_loader(exports, serving_loader, tmp_path):
+    """In C++ as TF Serving loads it: the warm-up answers are Python's, and a Classify request
+    of tf.Examples scores as serving_default does on the same PNGs."""
+    export_dir, images = exports
+    pngs = [open(path, 'rb').read() for path in images]
+    examples = str(tmp_path / 'examples.tfrecord')
+    with tf.io.TFRecordWriter(examples) as writer:
+        for png in pngs:
+            writer.write(image_example(png))
+    lines = check_against_python(serving_loader, str(export_dir / '4'), examples)
+    [classified] = [line for line in lines if 'classify' in line]
+    assert (classified['classify'], classified['examples']) == ('classify', 2)
+    served = tf.saved_model.load(str(export_dir / '4')).signatures['serving_default'](
+        image_bytes=tf.constant(pngs))
+    np.testing.assert_allclose(as_array(classified['outputs']['scores']),
+                               served['probabilities'].numpy(), rtol=1e-5, atol=1e-6)
+    assert as_array(classified['outputs']['classes']).tolist() == [
+        [str(digit).encode() for digit in range(10)]] * 2
 
 
 # docs/serving.md: a request is a line `POST /v1/models/MODEL:VERB` over a ```json block.
@@ -147,48 +144,17 @@ def test_documented_models_config_is_the_one_eval_jobs_write():
     assert block == model_config.config_text('mnist_cnn', '/abs/path/EXPORT_DIR', 1200)
 
 
-def rest_value(value):
-    """A JSON value as TF Serving's REST API reads it: {"b64": ...} is bytes."""
-    if isinstance(value, dict) and set(value) == {'b64'}:
-        return base64.b64decode(value['b64'])
-    if isinstance(value, list):
-        return [rest_value(item) for item in value]
-    return value
-
-
-def rest_predict_inputs(body, signature):
-    """The signature's inputs from a REST predict body in the row ("instances") format."""
-    names = sorted(signature.structured_input_signature[1])
-    columns = {name: [] for name in names}
-    for instance in body['instances']:
-        named = isinstance(instance, dict) and set(instance) == set(names)
-        assert named or len(names) == 1, f'instance {instance} does not name {names}'
-        for name in names:
-            columns[name].append(rest_value(instance[name] if named else instance))
-    return {name: tf.constant(values) for name, values in columns.items()}
-
-
-def rest_example(features):
-    """One REST classify example as the tf.Example TF Serving builds from it."""
-    example = tf.train.Example()
-    for key, value in features.items():
-        values = rest_value(value if isinstance(value, list) else [value])
-        feature = example.features.feature[key]
-        if all(isinstance(item, bytes) for item in values):
-            feature.bytes_list.value.extend(values)
-        elif all(isinstance(item, int) for item in values):
-            feature.int64_list.value.extend(values)
-        else:
-            feature.float_list.value.extend(values)
-    return example.SerializeToString()
+# The REST verbs and the signature method each sends.
+REST_METHODS = {'predict': tf.saved_model.PREDICT_METHOD_NAME,
+                'classify': tf.saved_model.CLASSIFY_METHOD_NAME,
+                'regress': tf.saved_model.REGRESS_METHOD_NAME}
 
 
 def run_rest_body(saved_model_dir, verb, body):
+    """A REST body through the signature it names, as --mode=predict runs a .json file."""
     signatures = tf.saved_model.load(saved_model_dir).signatures
     signature = signatures[body.get('signature_name', 'serving_default')]
-    if verb == 'classify':
-        return signature(inputs=tf.constant([rest_example(e) for e in body['examples']]))
-    return signature(**rest_predict_inputs(body, signature))
+    return signature(**rest_body.signature_inputs(body, signature, REST_METHODS[verb], verb))
 
 
 def test_documented_mnist_rest_bodies_run_through_the_signatures(exports):
@@ -210,11 +176,7 @@ def faces(tmp_path_factory):
     (plain/), then evaluated with a threshold chosen on calibration pairs, exporting the best
     (exports/)."""
     work = tmp_path_factory.mktemp('serving_faces')
-    root = str(work / 'lfw')
-    synthetic_faces.write_faces(root, num_people=24, size=64, seed=5)
-    data = str(work / 'data')
-    run_prepare(prepare_faces.prepare_faces, source_dir=root, output_dir=data,
-                validation_fraction=0.3, num_pairs=20, calibration_fraction=0.25)
+    root, data = synthetic_face_shards(work, num_people=24, num_pairs=20)
     model_dir, plain, exports = (str(work / name) for name in ('model', 'plain', 'exports'))
     common = ['--model=face_embedding', f'--model_dir={model_dir}']
     run_module('trainer.main', *common, '--mode=train', f'--train_files={data}/train-*',
@@ -296,6 +258,12 @@ def test_face_warmup_requests_run_through_every_signature(faces):
     assert sorted(outputs) == ['embed', 'serving_default']
     assert set(outputs['serving_default']) == {'probability', 'same_person'}
     assert outputs['embed']['embedding'].shape == (1, 128)
+
+
+def test_face_export_through_tf_serving_loader(faces, serving_loader):
+    lines = check_against_python(serving_loader, os.path.join(faces.exports, '20'))
+    [served] = [line['outputs'] for line in lines if line.get('signature') == 'serving_default']
+    assert served['same_person']['dtype'] == 'bool'
 
 
 def test_documented_face_pair_rest_body_runs_through_the_signature(faces):

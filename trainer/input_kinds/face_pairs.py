@@ -6,6 +6,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from common.errors import UserError
 from input_fns import face_images, face_pairs
 from models import binary_head
 from trainer.input_kinds import base, pair_protocol, registry
@@ -35,6 +36,9 @@ class FacePairs(base.InputKind):
     }
 
     def train_input_fn(self, spec, file_pattern, flag_name, batch_size, seed, options):
+        if options.augment_flip:
+            raise UserError(f'--augment_flip: {spec.name} mirrors face photos as part of '
+                            '--augment; leave --augment_flip off')
         return face_pairs.make_train_input_fn(
             file_pattern, face_geometry(spec, options), batch_size, seed=seed,
             same_fraction=options.same_fraction, flag_name=flag_name,

@@ -1,4 +1,9 @@
-"""Labelled image shards (input_fns/image_records.py); serving takes encoded images or pixels."""
+"""Labelled image shards (input_fns/image_records.py); serving takes encoded images or pixels.
+
+A model with a fixed shape (mnist_cnn) names it in its spec; one built from its data
+(image_classifier) takes `prepare images`' schema: the shape, and how serving fits a photo of
+another size (its 'resize'), as prepare fitted the training photos.
+"""
 import numpy as np
 import tensorflow as tf
 
@@ -8,6 +13,26 @@ from trainer.input_kinds import base, registry
 
 # The Classify API's tf.Example: the image file's bytes (PNG, JPEG...) under this feature.
 EXAMPLE_IMAGE_KEY = 'image/encoded'
+
+
+def image_shape(spec):
+    """[height, width, channels]: the data's (prepare images' schema), or the model's own."""
+    return tuple(spec.schema['image_shape']) if spec.schema else tuple(spec.image_shape)
+
+
+def serving_decoder(spec):
+    """Encoded image bytes -> float32 [H, W, C] in [0, 1], as the model's training images were made."""
+    shape = image_shape(spec)
+    height, width, channels = shape
+    resize = spec.schema and spec.schema['resize']
+
+    def decode(encoded):
+        image = image_records.decode_any_image(encoded, channels)
+        if resize:  # prepare images' own fitting, to the same uint8 pixels
+            return tf.cast(image_records.fit_image(image, shape, resize), tf.float32) * (1.0 / 255.0)
+        return tf.image.resize(image, [height, width]) * (1.0 / 255.0)
+
+    return decode
 
 
 class ImageClassification(base.RecordFileKind):
@@ -21,19 +46,18 @@ class ImageClassification(base.RecordFileKind):
     records = image_records
 
     def record_shape(self, spec):
-        return spec.image_shape
+        return image_shape(spec)
 
     def format_options(self, training, options):
-        return {'augment': training and options.augment}  # never at evaluation
+        # never at evaluation
+        return {'augment': training and options.augment, 'flip': training and options.augment_flip}
 
     def serving_receiver_fn(self, spec, options):
-        """serving_default takes encoded PNG/JPEG bytes; the 'pixels' alternative float pixels;
-        the 'example' alternative serialized tf.Example protos holding the encoded bytes."""
-        height, width, channels = spec.image_shape
-
-        def decode(encoded):
-            image = image_records.decode_any_image(encoded, channels)
-            return tf.image.resize(image, [height, width]) * (1.0 / 255.0)
+        """serving_default takes encoded PNG/JPEG/GIF/BMP bytes of any size; the 'pixels'
+        alternative float pixels; the 'example' alternative serialized tf.Example protos holding
+        the encoded bytes."""
+        shape = image_shape(spec)
+        decode = serving_decoder(spec)
 
         def receiver_fn():
             examples = tf.compat.v1.placeholder(tf.string, [None], name='examples')
@@ -43,9 +67,8 @@ class ImageClassification(base.RecordFileKind):
             # image_bytes skips parsing examples; feeding pixels skips decoding too.
             image_bytes = tf.compat.v1.placeholder_with_default(
                 parsed[EXAMPLE_IMAGE_KEY], [None], name='image_bytes')
-            decoded = base.decode_batch(image_bytes, decode, spec.image_shape)
-            pixels = tf.compat.v1.placeholder_with_default(
-                decoded, [None, height, width, channels], name='pixels')
+            decoded = base.decode_batch(image_bytes, decode, shape)
+            pixels = tf.compat.v1.placeholder_with_default(decoded, [None, *shape], name='pixels')
             return tf.estimator.export.ServingInputReceiver(
                 features={'image': pixels},
                 receiver_tensors={'image_bytes': image_bytes},
@@ -55,9 +78,10 @@ class ImageClassification(base.RecordFileKind):
         return receiver_fn
 
     def warmup_inputs(self, spec, options):
-        png = base.synthetic_png(*spec.image_shape)
+        shape = image_shape(spec)
+        png = base.synthetic_png(*shape)
         return {'image_bytes': np.array([png], object),
-                'pixels': np.zeros([1, *spec.image_shape], np.float32),
+                'pixels': np.zeros([1, *shape], np.float32),
                 tf.saved_model.CLASSIFY_INPUTS: np.array([image_example(png)], object)}
 
 

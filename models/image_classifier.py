@@ -1,0 +1,106 @@
+"""An image classifier for any folder of labelled photos: a small residual network with batch norm.
+
+Built from its data's schema (`prepare images`: image_shape, the class names), so one model
+serves any image size and number of classes. A 3x3 conv stem, then `residual_stages` stages of
+`blocks_per_stage` residual blocks (two 3x3 conv-BN, the input added back), each stage after the
+first halving the resolution and doubling the filters from `base_filters`; global average
+pooling, dropout, the logits. Width and depth are params, so --model_params and the tuners
+reach them. Its exports answer with the class names (classify, and serving_default's
+class_name and score).
+"""
+import tensorflow as tf
+
+from models import eval_pictures, precision, registry, training
+
+DEFAULT_PARAMS = {
+    **training.TRAINING_PARAMS,
+    'dropout_rate': 0.2,
+    'base_filters': 32,  # the first stage's; each later stage doubles them
+    'residual_stages': 3,
+    'blocks_per_stage': 1,
+}
+
+
+class ResidualBlock(tf.keras.layers.Layer):
+    """conv-BN-ReLU-conv-BN plus the input (projected by a 1x1 conv-BN where the shape changes), ReLU."""
+
+    def __init__(self, filters: int, stride: int, project: bool, **kwargs):
+        super().__init__(**kwargs)
+        layers = tf.keras.layers
+        self.body = [layers.Conv2D(filters, 3, stride, padding='same', use_bias=False),
+                     layers.BatchNormalization(), layers.ReLU(),
+                     layers.Conv2D(filters, 3, padding='same', use_bias=False),
+                     layers.BatchNormalization()]
+        self.shortcut = [layers.Conv2D(filters, 1, stride, use_bias=False),
+                         layers.BatchNormalization()] if project else []
+
+    def call(self, inputs, training=None):
+        body, shortcut = inputs, inputs
+        for layer in self.body:
+            body = layer(body, training=training)
+        for layer in self.shortcut:
+            shortcut = layer(shortcut, training=training)
+        return tf.nn.relu(body + shortcut)
+
+
+def build_network(num_classes: int, params) -> tf.keras.Sequential:
+    """No InputLayer: built on the real inputs, its batch-norm updates are all for them."""
+    layers = tf.keras.layers
+    stack = [layers.Conv2D(params['base_filters'], 3, padding='same', use_bias=False),
+             layers.BatchNormalization(), layers.ReLU()]
+    filters = params['base_filters']
+    for stage in range(params['residual_stages']):
+        for block in range(params['blocks_per_stage']):
+            downsample = stage > 0 and block == 0
+            stack.append(ResidualBlock(filters * 2 ** stage, 2 if downsample else 1, downsample))
+    stack += [layers.GlobalAveragePooling2D(), layers.Dropout(params['dropout_rate']),
+              layers.Dense(num_classes)]
+    return tf.keras.Sequential(stack, name='image_classifier')
+
+
+def model_fn(features, labels, mode, params):
+    """Estimator model_fn; params['schema'] is `prepare images`' (the trainer passes it)."""
+    params = {**DEFAULT_PARAMS, **(params or {})}
+    class_names = params['schema']['classes']
+    images = features['image'] if isinstance(features, dict) else features
+    network = build_network(len(class_names), params)
+    logits = network(images, training=mode == tf.estimator.ModeKeys.TRAIN)
+    logits = tf.identity(precision.float32(logits), name='logits')
+    probabilities = tf.nn.softmax(logits, name='probabilities')
+    classes = tf.argmax(logits, axis=1, name='classes')
+
+    if mode == tf.estimator.ModeKeys.PREDICT:
+        # TF Serving's Classify API wants each class's name, as a string, beside its score.
+        names = tf.constant(class_names)
+        predictions = {'classes': classes, 'probabilities': probabilities,
+                       'class_name': tf.gather(names, classes),
+                       'score': tf.reduce_max(probabilities, axis=1)}
+        return tf.estimator.EstimatorSpec(mode, predictions=predictions, export_outputs={
+            'serving_default': tf.estimator.export.PredictOutput(predictions),
+            'classify': tf.estimator.export.ClassificationOutput(
+                scores=probabilities, classes=tf.tile([names], [tf.shape(logits)[0], 1]))})
+
+    loss = tf.identity(training.estimator_loss(
+        training.softmax_losses(labels, logits, training.label_smoothing(params, mode)), mode),
+        name='cross_entropy')
+
+    if mode == tf.estimator.ModeKeys.EVAL:
+        return tf.estimator.EstimatorSpec(mode, loss=loss, eval_metric_ops={
+            'accuracy': tf.compat.v1.metrics.accuracy(labels=labels, predictions=classes,
+                                                      name='accuracy'),
+            **eval_pictures.accuracy_of_each_class(labels, classes, class_names),
+            'most_confident_mistakes': eval_pictures.most_confident_mistakes(
+                images, labels, classes, probabilities, class_names=class_names),
+            'confusion_matrix': eval_pictures.confusion_matrix(labels, classes, len(class_names),
+                                                               class_names),
+        })
+
+    batch_accuracy = tf.reduce_mean(
+        tf.cast(tf.equal(tf.cast(labels, tf.int64), classes), tf.float32), name='train_accuracy')
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=training.train_op(
+        loss, params, batch_accuracy, update_ops=network.updates))
+
+
+SPEC = registry.register(registry.ModelSpec(
+    name='image_classifier', model_fn=model_fn, default_params=DEFAULT_PARAMS,
+    input_kind='image_classification', schema_kind='images'))

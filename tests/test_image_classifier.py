@@ -1,0 +1,147 @@
+"""image_classifier on a prepared class-folder tree: trained, an eval job with its ledger and best
+exports, TensorBoard's per-class accuracy and pictures, and the export's signatures: photos of any
+size fitted as prepare fitted them, the class names, warm-up, REST bodies, predict."""
+import base64
+import glob
+import json
+import os
+import types
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from helpers import assert_one_line_error, run_module, run_prepare
+from image_tree import class_image, encode, write_image_tree
+from input_fns import prepare_images
+from serving_loader_checks import as_array, check_against_python, replayed_warmup
+from test_serving import run_rest_body
+from trainer.input_kinds.image_classification import image_example
+
+CLASSES = ['cat', 'dog', 'fox']
+SMALL_NETWORK = '--model_params=base_filters=8,residual_stages=2'
+
+
+@pytest.fixture(scope='module')
+def trained(tmp_path_factory):
+    """Trained 20 steps (checkpoints 0, 10, 20), evaluated by an eval job exporting the best."""
+    root = tmp_path_factory.mktemp('image_classifier')
+    write_image_tree(root / 'photos', per_class=16)
+    run_prepare(prepare_images.prepare_images, source_dir=str(root / 'photos'),
+                output_dir=str(root / 'data'), image_size='16x20', channels='3', resize='crop',
+                validation_fraction=0.25, skip_bad_images=False, decode_workers=1, num_shards=2)
+    model_dir, export_dir = root / 'model', root / 'exports'
+    run_module('trainer.main', '--model=image_classifier', '--mode=train', f'--model_dir={model_dir}',
+               f'--train_files={root}/data/train-*', '--train_steps=20', '--batch_size=16',
+               '--save_checkpoints_steps=10', '--augment', '--augment_flip', SMALL_NETWORK)
+    run_module('trainer.main', '--model=image_classifier', '--mode=continuous_eval',
+               f'--model_dir={model_dir}', f'--eval_files={root}/data/validation-*',
+               '--eval_name=validation', f'--export_dir={export_dir}', '--export_metric=accuracy')
+    return types.SimpleNamespace(root=root, model_dir=model_dir, export_dir=export_dir)
+
+
+def best_export(trained):
+    step = (trained.export_dir / 'best').read_text().strip()
+    return str(trained.export_dir / step)
+
+
+def test_eval_job_ledgers_per_class_accuracy_and_exports_the_best(trained):
+    entries = [json.loads(open(path).read()) for path in sorted(
+        glob.glob(f'{trained.model_dir}/eval_validation/results/step-*.json'))]
+    assert [entry['step'] for entry in entries] == [0, 10, 20]
+    metrics = entries[-1]['metrics']
+    assert {f'accuracy_of_class/{name}' for name in CLASSES} <= set(metrics)
+    assert 0 <= metrics['accuracy_of_class/dog'] <= 1
+    assert os.path.isfile(os.path.join(best_export(trained), 'export_complete.json'))
+    assert json.loads((trained.model_dir / 'schema.json').read_text())['classes'] == CLASSES
+
+
+def test_tensorboard_gets_per_class_accuracy_and_the_pictures_with_class_names(trained):
+    tags = {}
+    for path in glob.glob(f'{trained.model_dir}/eval_validation/events.*'):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                tags.setdefault(value.tag, value)  # the first holds the description
+    assert {f'accuracy_of_class/{name}' for name in CLASSES} <= set(tags)
+    for picture in ('confusion_matrix/0', 'most_confident_mistakes/0'):
+        assert tags[picture].metadata.plugin_data.plugin_name == 'images'
+        assert 'Classes: 0 cat, 1 dog, 2 fox.' in tags[picture].metadata.summary_description
+
+
+def photo_bytes(label, height, width, extension='png'):
+    return encode(class_image(label, height, width, np.random.RandomState(label)), extension)
+
+
+def test_a_photo_of_any_size_is_served_as_prepare_fitted_it(trained):
+    signatures = tf.saved_model.load(best_export(trained)).signatures
+    for height, width in ((90, 30), (12, 70)):
+        encoded = photo_bytes(1, height, width)
+        served = signatures['serving_default'](image_bytes=tf.constant([encoded]))
+        fitted = prepare_images.fit_encoded(encoded, (16, 20, 3), 'crop')
+        pixels = tf.cast(fitted, tf.float32)[None] / 255.0
+        direct = signatures['predict_pixels'](pixels=pixels)
+        np.testing.assert_allclose(served['probabilities'], direct['probabilities'], atol=1e-6)
+        assert served['class_name'].numpy()[0].decode() in CLASSES
+
+
+def test_classify_rest_body_answers_with_the_class_names(trained):
+    body = {'signature_name': 'classify', 'examples': [
+        {'image/encoded': {'b64': base64.b64encode(photo_bytes(2, 30, 40, 'jpg')).decode()}}]}
+    out = run_rest_body(best_export(trained), 'classify', body)
+    assert out['classes'].numpy().tolist() == [[name.encode() for name in CLASSES]]
+    assert out['scores'].shape == (1, 3)
+    np.testing.assert_allclose(out['scores'].numpy().sum(), 1.0, rtol=1e-5)
+
+
+def test_warmup_requests_run_through_every_signature(trained):
+    outputs = replayed_warmup(best_export(trained))
+    assert sorted(outputs) == ['classify', 'predict_pixels', 'serving_default']
+    assert outputs['classify']['scores'].shape == (1, 3)
+    assert outputs['serving_default']['class_name'].shape == (1,)
+
+
+def test_export_through_tf_serving_loader(trained, serving_loader, tmp_path):
+    """In C++ as TF Serving loads it: the warm-up answers are Python's, and a Classify request
+    of photos of other sizes gives the class names and serving_default's probabilities."""
+    version = best_export(trained)
+    photos = [photo_bytes(0, 90, 30), photo_bytes(2, 30, 40, 'jpg')]
+    examples = str(tmp_path / 'examples.tfrecord')
+    with tf.io.TFRecordWriter(examples) as writer:
+        for photo in photos:
+            writer.write(image_example(photo))
+    lines = check_against_python(serving_loader, version, examples)
+    [classified] = [line for line in lines if 'classify' in line]
+    served = tf.saved_model.load(version).signatures['serving_default'](
+        image_bytes=tf.constant(photos))
+    np.testing.assert_allclose(as_array(classified['outputs']['scores']),
+                               served['probabilities'].numpy(), rtol=1e-5, atol=1e-6)
+    assert as_array(classified['outputs']['classes']).tolist() == [
+        [name.encode() for name in CLASSES]] * 2
+
+
+def test_predict_prints_each_files_class_name_and_score(trained, tmp_path):
+    (tmp_path / 'fox.bmp').write_bytes(photo_bytes(2, 50, 33, 'bmp'))
+    (tmp_path / 'broken.png').write_bytes(b'\x89PNG\r\n\x1a\n broken')
+    result = run_module('trainer.main', '--mode=predict', f'--saved_model={trained.export_dir}/best',
+                        str(tmp_path / 'fox.bmp'))
+    [row] = [json.loads(line) for line in result.stdout.splitlines()]
+    assert row['image'] == str(tmp_path / 'fox.bmp') and row['class_name'] in CLASSES
+    assert row['score'] == max(row['probabilities'])
+    result = run_module('trainer.main', '--mode=predict', f'--saved_model={trained.export_dir}/best',
+                        str(tmp_path / 'fox.bmp'), str(tmp_path / 'broken.png'), check=False)
+    assert_one_line_error(result, 2, f'{tmp_path}/broken.png: not a PNG, JPEG, GIF or BMP image')
+
+
+def test_image_classifier_refuses_shards_without_an_images_schema(digit_shards, tmp_path):
+    result = run_module('trainer.main', '--model=image_classifier', '--mode=train',
+                        f'--model_dir={tmp_path}/model', f'--train_files={digit_shards.train_pattern}',
+                        '--train_steps=1', check=False)
+    assert_one_line_error(result, 2, f'{digit_shards.dir}/manifest.json', 'prepare images')
+    assert not os.path.exists(tmp_path / 'model')
+
+
+def test_mixed_bfloat16_trains(trained, tmp_path):
+    run_module('trainer.main', '--model=image_classifier', '--mode=train', f'--model_dir={tmp_path}',
+               f'--train_files={trained.root}/data/train-*', '--train_steps=2', '--batch_size=8',
+               '--precision=mixed_bfloat16', SMALL_NETWORK)
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith('model.ckpt-2')

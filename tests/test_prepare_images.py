@@ -1,0 +1,139 @@
+"""prepare images: class folders -> image shards with the schema, the split by path, the fitting of
+each resize mode, and the one-line errors (nothing written)."""
+import glob
+import json
+import os
+import re
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from common.errors import UserError
+from helpers import assert_one_line_error, run_module, run_prepare
+from image_tree import TINY_GIF, bmp_bytes, write_image_tree
+from input_fns import image_records, prepare_images, split
+
+
+def prepare(source, output, **overrides):
+    values = dict(source_dir=str(source), output_dir=str(output), image_size='16x24',
+                  channels='3', resize='pad', validation_fraction=0.25, skip_bad_images=False,
+                  decode_workers=1, num_shards=2)
+    values.update(overrides)
+    return run_prepare(prepare_images.prepare_images, **values)
+
+
+def split_pixels(output, split_name, shape):
+    """The (pixel bytes, label) of every record of a split, sorted."""
+    records = tf.data.TFRecordDataset(sorted(glob.glob(f'{output}/{split_name}-*.tfrecord')))
+    parse = image_records.parse_batch_fn(shape)
+    found = []
+    for batch in records.batch(1000):
+        features, labels = parse(batch)
+        pixels = np.round(features['image'].numpy() * 255).astype(np.uint8)
+        found += [(image.tobytes(), int(label)) for image, label in zip(pixels, labels.numpy())]
+    return sorted(found)
+
+
+def test_class_folders_become_shards_with_the_schema_and_the_split_by_path(tmp_path, capsys):
+    written = write_image_tree(tmp_path / 'photos', per_class=12)
+    (tmp_path / 'photos' / 'dog' / 'notes.txt').write_text('not an image')
+    (tmp_path / 'photos' / 'fox' / 'more' / 'tiny.gif').write_bytes(TINY_GIF)
+    entries = prepare(tmp_path / 'photos', tmp_path / 'out', decode_workers=2)
+    manifest = json.loads((tmp_path / 'out' / 'manifest.json').read_text())
+    schema = manifest['schema']
+    assert schema['kind'] == 'images' and schema['classes'] == ['cat', 'dog', 'fox']
+    assert schema['image_shape'] == [16, 24, 3] and schema['resize'] == 'pad'
+    assert schema['not_images'] == {'.txt': 1} and schema['not_image_files'] == ['dog/notes.txt']
+    relative = written + ['fox/more/tiny.gif']
+    held_out = {path for path in relative if split.is_validation(path.encode(), 0.25)}
+    expected = {name: {cls: sum(path.startswith(cls + '/') and ((path in held_out) == (name == 'validation'))
+                                for path in relative) for cls in schema['classes']}
+                for name in ('train', 'validation')}
+    assert schema['class_counts'] == expected
+    assert {name: entry['num_records'] for name, entry in entries.items()} == {
+        name: sum(counts.values()) for name, counts in expected.items()}
+    assert manifest['splits']['train']['image_shape'] == [16, 24, 3]
+    pixels = split_pixels(tmp_path / 'out', 'train', [16, 24, 3])
+    assert sorted({label for _, label in pixels}) == [0, 1, 2]
+    out = capsys.readouterr().out
+    assert 'images/s' in out and 'skipped 1 files that are not images (.txt 1;' in out
+    assert re.search(rf'^fox +{expected["train"]["fox"]} +{expected["validation"]["fox"]}$', out, re.M)
+
+
+def test_adding_photos_moves_none_of_the_old_ones(tmp_path):
+    write_image_tree(tmp_path / 'photos', per_class=10)
+    prepare(tmp_path / 'photos', tmp_path / 'before')
+    write_image_tree(tmp_path / 'photos', per_class=6, seed=1, first=10)
+    prepare(tmp_path / 'photos', tmp_path / 'after')
+    for name in ('train', 'validation'):
+        before = set(split_pixels(tmp_path / 'before', name, [16, 24, 3]))
+        after = set(split_pixels(tmp_path / 'after', name, [16, 24, 3]))
+        assert before < after
+
+
+def fitted(pixels, shape, resize):
+    return image_records.fit_image(tf.constant(pixels), shape, resize).numpy()
+
+
+def test_pad_crop_and_stretch_fit_a_wide_image():
+    wide = np.full([10, 40, 1], 200, np.uint8)
+    wide[:, :10] = 50  # the left quarter darker
+    padded = fitted(wide, [20, 20, 1], 'pad')  # scaled to 5x20, centred: black above and below
+    assert (padded[:7] == 0).all() and (padded[-8:] == 0).all() and (padded[8:12, 10:] == 200).all()
+    assert (padded[8:12, :4] == 50).all()
+    cropped = fitted(wide, [20, 20, 1], 'crop')  # scaled to 20x80, the centre 20 columns kept
+    assert (cropped == 200).all()
+    stretched = fitted(wide, [20, 20, 1], 'stretch')
+    assert (stretched[:, :4] == 50).all() and (stretched[:, 6:] == 200).all()
+
+
+def test_bmp_and_gif_decode_as_the_other_formats(tmp_path):
+    pixels = np.random.RandomState(0).randint(0, 255, [7, 5, 3]).astype(np.uint8)
+    decoded = image_records.decode_any_image(bmp_bytes(pixels), 3).numpy()
+    assert (decoded == pixels).all()
+    assert image_records.decode_any_image(TINY_GIF, 1).numpy().shape == (1, 1, 1)
+
+
+def test_greyscale_and_skipped_bad_images_are_counted(tmp_path):
+    write_image_tree(tmp_path / 'photos', per_class=6)
+    (tmp_path / 'photos' / 'cat' / 'broken.jpg').write_bytes(b'\xff\xd8 not really a jpeg')
+    prepare(tmp_path / 'photos', tmp_path / 'out', channels='1', skip_bad_images=True,
+            validation_fraction=0.0)
+    schema = json.loads((tmp_path / 'out' / 'manifest.json').read_text())['schema']
+    assert schema['image_shape'] == [16, 24, 1] and list(schema['bad_images']) == ['cat/broken.jpg']
+    assert schema['class_counts'] == {'train': {'cat': 6, 'dog': 6, 'fox': 6}}
+    assert not glob.glob(str(tmp_path / 'out' / 'validation-*'))
+
+
+@pytest.mark.parametrize('layout, message', [
+    ({}, 'no class folders'),
+    ({'cat/1.png': 'png'}, 'one class folder (cat); a classifier needs two or more'),
+    ({'cat/1.png': 'png', 'dog/readme.txt': 'text'}, '/dog: no images in this class folder'),
+    ({'cat/1.png': 'png', 'dog/2.bmp': 'bmp', 'dog/3.png': 'garbage'},
+     '/dog/3.png: not a decodable PNG, JPEG, GIF or BMP image'),
+])
+def test_bad_trees_are_refused_before_anything_is_written(tmp_path, layout, message):
+    contents = {'png': tf.io.encode_png(np.zeros([4, 4, 3], np.uint8)).numpy(),
+                'bmp': bmp_bytes(np.zeros([4, 4, 3], np.uint8)), 'text': b'hello',
+                'garbage': b'\x89PNG but not'}
+    (tmp_path / 'photos').mkdir()
+    for relative, kind in layout.items():
+        (tmp_path / 'photos' / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / 'photos' / relative).write_bytes(contents[kind])
+    (tmp_path / 'out').mkdir()
+    with pytest.raises(UserError, match=re.escape(message)):
+        prepare(tmp_path / 'photos', tmp_path / 'out')
+    assert not os.listdir(tmp_path / 'out')
+
+
+def test_command_line_errors_are_one_line(tmp_path):
+    write_image_tree(tmp_path / 'photos', per_class=2)
+    (tmp_path / 'photos' / 'fox' / 'bad.png').write_bytes(b'nope')
+    common = ['images', f'--source_dir={tmp_path}/photos', f'--output_dir={tmp_path}/out']
+    result = run_module('input_fns.prepare', *common, '--image_size=64', check=False)
+    assert_one_line_error(result, 2, '--image_size=64: give HEIGHTxWIDTH')
+    result = run_module('input_fns.prepare', *common, check=False)
+    assert_one_line_error(result, 2, f'{tmp_path}/photos/fox/bad.png: not a decodable',
+                          '--skip_bad_images')
+    assert os.listdir(tmp_path / 'out') == []

@@ -44,7 +44,6 @@ def build_network(params) -> tf.keras.Sequential:
 
 def model_fn(features, labels, mode, params):
     """Estimator model_fn; depends only on features, labels, mode and params."""
-    params = {**DEFAULT_PARAMS, **(params or {})}
     images = features['image'] if isinstance(features, dict) else features
     network = build_network(params)
     logits = network(images, training=mode == tf.estimator.ModeKeys.TRAIN)

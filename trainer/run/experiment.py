@@ -39,10 +39,8 @@ def build_estimator(settings: Settings, spec, plan: devices.Plan) -> tf.estimato
         train_distribute=plan.strategy() if plan.sync_workers else None)
     model_fn = checkpoints.with_checkpoint_check(
         precision.with_policy(spec.model_fn, plan.precision), spec.name)
-    params = model_fn_params(settings, spec)
-    if spec.schema is not None:  # a model built from its data: not a scalar hyperparameter
-        params['schema'] = spec.schema
-    return tf.estimator.Estimator(model_fn, config=plan.run_config(config), params=params)
+    return tf.estimator.Estimator(model_fn, config=plan.run_config(config),
+                                  params=data_schema.estimator_params(settings, spec))
 
 
 class Experiment:

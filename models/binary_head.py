@@ -31,7 +31,8 @@ def binary_estimator_spec(logits, labels, mode, params, predictions=None, export
 
     labels = tf.cast(tf.reshape(labels, [-1]), tf.float32)
     loss = tf.identity(training.estimator_loss(
-        tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits), mode),
+        training.sigmoid_losses(labels, logits, training.label_smoothing(params, mode)),
+        mode),
         name='cross_entropy')
     decisions = tf.cast(probability > 0.5, tf.float32)
     if mode == tf.estimator.ModeKeys.EVAL:

@@ -1,14 +1,10 @@
 """The source documents' CSV model: 1,024 floats -> dense 1,024 ReLU -> 1 logit ("sum > 0")."""
 import tensorflow as tf
 
-from models import binary_head, registry
+from models import binary_head, registry, training
 
 NUM_FEATURES = 1024
-DEFAULT_PARAMS = {
-    'learning_rate': 1e-3,
-    'optimizer': 'adam',
-    'learning_rate_decay_steps': 0,
-}
+DEFAULT_PARAMS = dict(training.TRAINING_PARAMS)
 
 
 def build_network() -> tf.keras.Sequential:

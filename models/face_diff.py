@@ -6,13 +6,12 @@ pixel by pixel. Simple and fast; the siamese net (face_siamese) does better.
 import tensorflow as tf
 
 from models import binary_head, eval_pictures, registry
+from models.training import TRAINING_PARAMS
 
 IMAGE_SHAPE = (64, 64, 1)
 DEFAULT_PARAMS = {
-    'learning_rate': 1e-3,
-    'optimizer': 'adam',
+    **TRAINING_PARAMS,
     'dropout_rate': 0.3,
-    'learning_rate_decay_steps': 0,
 }
 
 

@@ -16,6 +16,7 @@ mirror images of both.
 import tensorflow as tf
 
 from models import binary_head, face_siamese, precision, registry
+from models.training import label_smoothing, softmax_losses
 
 # 96x96 rather than face_siamese's 64x64, with cosines times 30 rather than 10: AUC 0.955 on
 # average over three runs against 0.943 on new people (docs/recipes.md, rows 2b, 13, 15-15b);
@@ -29,7 +30,7 @@ DEFAULT_PARAMS = {
 }
 
 
-def batch_contrastive_loss(cosines, labels, scale):
+def batch_contrastive_loss(cosines, labels, scale, smoothing=0.0):
     """InfoNCE over the batch, both ways: each same-person pair against the other B - 1 photos.
 
     cosines: [B, B], a_i against b_j. Rows of different-person pairs (label 0) are not
@@ -38,8 +39,8 @@ def batch_contrastive_loss(cosines, labels, scale):
     logits = scale * cosines
     targets = tf.range(tf.shape(logits)[0])
     weights = labels / tf.maximum(tf.reduce_sum(labels), 1.0)
-    a_to_b = tf.nn.sparse_softmax_cross_entropy_with_logits(targets, logits)
-    b_to_a = tf.nn.sparse_softmax_cross_entropy_with_logits(targets, tf.transpose(logits))
+    a_to_b = softmax_losses(targets, logits, smoothing)
+    b_to_a = softmax_losses(targets, tf.transpose(logits), smoothing)
     return tf.reduce_sum(weights * (a_to_b + b_to_a) / 2)
 
 
@@ -94,7 +95,8 @@ def model_fn(features, labels, mode, params):
         labels = tf.cast(tf.reshape(labels, [-1]), tf.float32)
         cosines = tf.matmul(embedding_a, embedding_b, transpose_b=True)
         train_loss = tf.identity(
-            batch_contrastive_loss(cosines, labels, params['similarity_scale'])
+            batch_contrastive_loss(cosines, labels, params['similarity_scale'],
+                                   label_smoothing(params, mode))
             + balanced_calibration_loss(cosines, labels, calibrate), name='batch_loss')
     return binary_head.embedding_pair_spec(logits, labels, mode, params, features, embedding_a,
                                            embedding_b, update_ops=tower.updates,

@@ -7,14 +7,13 @@ tower can index faces once and compare them later.
 import tensorflow as tf
 
 from models import binary_head, precision, registry
+from models.training import TRAINING_PARAMS
 
 IMAGE_SHAPE = (64, 64, 1)
 DEFAULT_PARAMS = {
-    'learning_rate': 1e-3,
-    'optimizer': 'adam',
+    **TRAINING_PARAMS,
     'dropout_rate': 0.3,
     'embedding_size': 128,
-    'learning_rate_decay_steps': 0,
     'tower_filters': (32, 64, 128, 128),  # a 3x3 conv-BN-ReLU-2x2 pool block each
 }
 

@@ -13,10 +13,7 @@ import tensorflow as tf
 from models import eval_pictures, precision, registry, training
 
 DEFAULT_PARAMS = {
-    'learning_rate': 1e-3,
-    'optimizer': 'adam',  # adam | sgd | momentum
-    'learning_rate_decay_steps': 0,  # 0: constant learning rate
-    'learning_rate_decay_rate': 0.1,
+    **training.TRAINING_PARAMS,
     'dropout_rate': 0.2,
     'base_filters': 32,  # the first stage's; each later stage doubles them
     'residual_stages': 3,
@@ -84,7 +81,7 @@ def model_fn(features, labels, mode, params):
                 scores=probabilities, classes=tf.tile([names], [tf.shape(logits)[0], 1]))})
 
     loss = tf.identity(training.estimator_loss(
-        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits), mode),
+        training.softmax_losses(labels, logits, training.label_smoothing(params, mode)), mode),
         name='cross_entropy')
 
     if mode == tf.estimator.ModeKeys.EVAL:

@@ -1,6 +1,8 @@
-"""The training step every model shares: optimizer and learning-rate schedule from params."""
+"""The training step every model shares: optimizer, learning-rate schedule, label smoothing and
+an exponential moving average of the weights, all from params (so the tuners reach each one)."""
 import tensorflow as tf
 
+from common.errors import UserError
 from models import precision
 
 OPTIMIZERS = {
@@ -8,16 +10,92 @@ OPTIMIZERS = {
     'sgd': lambda rate: tf.compat.v1.train.GradientDescentOptimizer(rate),
     'momentum': lambda rate: tf.compat.v1.train.MomentumOptimizer(rate, momentum=0.9),
 }
+SCHEDULES = ('exponential', 'cosine')
+# The params every model's training step reads: each model's DEFAULT_PARAMS starts from these.
+TRAINING_PARAMS = {
+    'learning_rate': 1e-3,
+    'optimizer': 'adam',  # adam | sgd | momentum
+    # exponential: decayed by learning_rate_decay_rate every learning_rate_decay_steps (constant
+    # when those are 0); cosine: from the rate to 0 over learning_rate_decay_steps.
+    'learning_rate_schedule': 'exponential',
+    'learning_rate_decay_steps': 0,
+    'learning_rate_decay_rate': 0.1,
+    # The rate rises linearly from 0 over the first warmup_steps (with cosine: one-cycle's shape).
+    'warmup_steps': 0,
+    'label_smoothing': 0.0,  # training's targets: (1 - s) * one-hot + s / classes
+    # > 0: training keeps an exponential moving average of the weights (this decay), and
+    # evaluation and exports use the averaged weights (with_weight_averaging).
+    'moving_average_decay': 0.0,
+}
 
 
 def learning_rate(params):
-    """params['learning_rate'], decayed 10x every learning_rate_decay_steps when that is set."""
-    rate = params['learning_rate']
-    if params.get('learning_rate_decay_steps'):
+    """params['learning_rate'] on params['learning_rate_schedule'], after the warm-up."""
+    rate, step = params['learning_rate'], tf.compat.v1.train.get_or_create_global_step()
+    schedule = params.get('learning_rate_schedule', 'exponential')
+    decay_steps = params.get('learning_rate_decay_steps') or 0
+    if schedule not in SCHEDULES:
+        raise UserError(f'--learning_rate_schedule={schedule}: use {" or ".join(SCHEDULES)}')
+    if schedule == 'cosine':
+        if not decay_steps:
+            raise UserError('--learning_rate_schedule=cosine needs --learning_rate_decay_steps '
+                            '(the steps it decays over, usually --train_steps)')
+        rate = tf.compat.v1.train.cosine_decay(rate, step, decay_steps)
+    elif decay_steps:
         rate = tf.compat.v1.train.exponential_decay(
-            rate, tf.compat.v1.train.get_or_create_global_step(),
-            params['learning_rate_decay_steps'], params.get('learning_rate_decay_rate', 0.1))
+            rate, step, decay_steps, params.get('learning_rate_decay_rate', 0.1))
+    warmup_steps = params.get('warmup_steps') or 0
+    if warmup_steps:
+        warmed = tf.minimum(1.0, tf.cast(step + 1, tf.float32) / float(warmup_steps))
+        rate = rate * warmed
     return tf.identity(rate, name='learning_rate')
+
+
+def label_smoothing(params, mode) -> float:
+    """Label smoothing shapes training's targets only: evaluation's loss is the plain one."""
+    return params.get('label_smoothing', 0.0) if mode == tf.estimator.ModeKeys.TRAIN else 0.0
+
+
+def softmax_losses(labels, logits, smoothing: float = 0.0):
+    """Per-example cross entropy of integer labels against logits [N, classes]."""
+    if not smoothing:
+        return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    classes = tf.shape(logits)[-1]
+    targets = (tf.one_hot(labels, classes) * (1.0 - smoothing)
+               + smoothing / tf.cast(classes, tf.float32))
+    return tf.nn.softmax_cross_entropy_with_logits(labels=targets, logits=logits)
+
+
+def sigmoid_losses(labels, logits, smoothing: float = 0.0):
+    """Per-example logistic loss of 0/1 float labels, smoothed towards 1/2."""
+    targets = labels * (1.0 - smoothing) + 0.5 * smoothing if smoothing else labels
+    return tf.nn.sigmoid_cross_entropy_with_logits(labels=targets, logits=logits)
+
+
+def with_weight_averaging(model_fn):
+    """model_fn that, when params['moving_average_decay'] > 0, keeps an exponential moving
+    average of the trainable weights in training, and evaluates and exports the averages: the
+    Saver of evaluation and export graphs restores each weight from its average
+    (ExponentialMovingAverage.variables_to_restore), so the SavedModel holds them as the
+    weights themselves and serving needs nothing of it."""
+    def model_fn_averaging(features, labels, mode, params):  # the names Estimator reads
+        decay = (params or {}).get('moving_average_decay') or 0.0
+        if decay and tf.distribute.has_strategy():
+            raise UserError('--moving_average_decay: not with a distribution strategy (several '
+                            'GPUs, replicas or workers); train without it, or on one device')
+        spec = model_fn(features, labels, mode, params)
+        if not decay:
+            return spec
+        average = tf.compat.v1.train.ExponentialMovingAverage(
+            decay, num_updates=tf.compat.v1.train.get_or_create_global_step())
+        if mode == tf.estimator.ModeKeys.TRAIN:
+            with tf.control_dependencies([spec.train_op]):
+                train_op = average.apply(tf.compat.v1.trainable_variables())
+            return spec._replace(train_op=train_op)
+        saver = tf.compat.v1.train.Saver(average.variables_to_restore(), sharded=True)
+        return spec._replace(scaffold=tf.compat.v1.train.Scaffold(saver=saver))
+
+    return model_fn_averaging
 
 
 def estimator_loss(per_example_losses, mode):

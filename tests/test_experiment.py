@@ -159,7 +159,7 @@ def test_a_flag_per_model_param_reaches_the_model_and_flags_txt(tmp_path):
      '--dropout_rate=0.3 and --model_params dropout_rate=0.5 differ; give dropout_rate once'),
     (['--embedding_size=64'], '--embedding_size: a param of face_embedding and face_siamese, '
                               'not of mnist_cnn; drop it, or pass --model=face_embedding'),
-    (['--learning_rate_decay_rate=0.5', '--model=csv_mlp'], 'a param of mnist_cnn, not of csv_mlp'),
+    (['--dense_units=64', '--model=csv_mlp'], 'a param of mnist_cnn, not of csv_mlp'),
 ])
 def test_model_param_flags_that_disagree_or_belong_elsewhere(given, message):
     with pytest.raises(UserError, match=re.escape(message)):

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from common.errors import UserError
 from models import training
 from trainer.config import flags
 
@@ -44,3 +45,112 @@ def test_learning_rate_decays_10x_every_decay_steps():
 def test_the_optimizer_flag_names_every_optimizer():
     assert flags.OPTIMIZER_NAMES == 'adam, sgd or momentum'
     assert list(training.OPTIMIZERS) == ['adam', 'sgd', 'momentum']
+
+
+def learning_rates(params, steps):
+    """The learning rate at global steps 0..steps-1."""
+    with tf.Graph().as_default():
+        rate = training.learning_rate(params)
+        step = tf.compat.v1.train.get_global_step()
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            return np.array([session.run(rate) for n in range(steps)
+                             if session.run(step.assign(n)) == n])
+
+
+def test_cosine_schedule_after_a_linear_warm_up():
+    rates = learning_rates({'learning_rate': 0.1, 'learning_rate_schedule': 'cosine',
+                            'learning_rate_decay_steps': 10, 'warmup_steps': 4}, 11)
+    cosine = 0.1 * 0.5 * (1 + np.cos(np.pi * np.arange(11) / 10))
+    warm = np.minimum(1.0, (np.arange(11) + 1) / 4)
+    np.testing.assert_allclose(rates, cosine * warm, rtol=1e-5, atol=1e-7)
+    assert rates[-1] == 0.0 and rates[3] > rates[2] > rates[0] > 0
+
+
+@pytest.mark.parametrize('params, message', [
+    ({'learning_rate_schedule': 'linear'}, r'--learning_rate_schedule=linear: use exponential or '
+                                           r'cosine'),
+    ({'learning_rate_schedule': 'cosine'}, r'cosine needs --learning_rate_decay_steps')])
+def test_a_schedule_that_cannot_run_is_named(params, message):
+    with tf.Graph().as_default(), pytest.raises(UserError, match=message):
+        training.learning_rate({'learning_rate': 0.1, **params})
+
+
+def test_label_smoothing_moves_the_targets_off_the_corners():
+    logits = tf.constant([[2.0, 0.0, -1.0]])
+    plain = training.softmax_losses(tf.constant([0]), logits).numpy()
+    smoothed = training.softmax_losses(tf.constant([0]), logits, 0.3).numpy()
+    log_p = tf.nn.log_softmax(logits).numpy()[0]
+    targets = np.array([0.7 + 0.1, 0.1, 0.1])
+    np.testing.assert_allclose(smoothed, [-(targets * log_p).sum()], rtol=1e-5)
+    np.testing.assert_allclose(plain, [-log_p[0]], rtol=1e-5)
+    binary = training.sigmoid_losses(tf.constant([1.0]), tf.constant([3.0]), 0.2).numpy()
+    np.testing.assert_allclose(binary, [-(0.9 * np.log(sigmoid(3.0)) + 0.1 * np.log(sigmoid(-3.0)))],
+                               rtol=1e-5)
+    assert training.label_smoothing({'label_smoothing': 0.3}, tf.estimator.ModeKeys.EVAL) == 0.0
+
+
+def sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def one_weight_model_fn(features, labels, mode, params):
+    """Predicts its one weight, trained towards 3 by SGD."""
+    weight = tf.compat.v1.get_variable('w', initializer=0.0)
+    prediction = tf.zeros_like(features['x']) + weight
+    if mode == tf.estimator.ModeKeys.PREDICT:
+        return tf.estimator.EstimatorSpec(mode, predictions=prediction, export_outputs={
+            'serving_default': tf.estimator.export.PredictOutput({'weight': prediction})})
+    loss = tf.reduce_mean(tf.square(prediction - 3.0))
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=training.train_op(
+        loss, {**params, 'optimizer': 'sgd', 'learning_rate': 0.1}, tf.constant(0.0)))
+
+
+def test_moving_average_of_the_weights_is_what_prediction_and_the_export_use(tmp_path):
+    estimator = tf.estimator.Estimator(
+        training.with_weight_averaging(one_weight_model_fn), model_dir=str(tmp_path / 'model'),
+        params={'moving_average_decay': 0.9})
+    def features():
+        return {'x': tf.zeros([1])}, tf.zeros([1])
+    estimator.train(features, max_steps=5)
+    checkpoint = tf.train.load_checkpoint(str(tmp_path / 'model'))
+    weight, average = checkpoint.get_tensor('w'), checkpoint.get_tensor('w/ExponentialMovingAverage')
+    assert 0 < average < weight < 3  # the average lags the weight
+    evaluated = estimator.evaluate(lambda: ({'x': tf.zeros([1])}, tf.zeros([1])), steps=1)
+    np.testing.assert_allclose(evaluated['loss'], (average - 3) ** 2, rtol=1e-5)
+
+    def receiver():
+        x = tf.compat.v1.placeholder(tf.float32, [None], name='x')
+        return tf.estimator.export.ServingInputReceiver({'x': x}, {'x': x})
+    export = estimator.export_saved_model(str(tmp_path / 'export'), receiver).decode()
+    served = tf.saved_model.load(export).signatures['serving_default'](x=tf.zeros([1]))
+    np.testing.assert_allclose(served['weight'].numpy(), [average])
+    # Without the param it is the model as it was: evaluation reads the weights.
+    plain = tf.estimator.Estimator(training.with_weight_averaging(one_weight_model_fn),
+                                   model_dir=str(tmp_path / 'model'), params={})
+    evaluated = plain.evaluate(lambda: ({'x': tf.zeros([1])}, tf.zeros([1])), steps=1)
+    np.testing.assert_allclose(evaluated['loss'], (weight - 3) ** 2, rtol=1e-5)
+
+
+def test_moving_average_is_refused_under_a_distribution_strategy():
+    averaged = training.with_weight_averaging(one_weight_model_fn)
+    with tf.Graph().as_default(), tf.distribute.OneDeviceStrategy('/cpu:0').scope():
+        with pytest.raises(UserError, match=r'--moving_average_decay: not with a distribution'):
+            averaged({'x': tf.zeros([1])}, tf.zeros([1]), tf.estimator.ModeKeys.TRAIN,
+                     {'moving_average_decay': 0.9})
+
+
+def test_mnist_cnn_with_batch_norm_and_other_widths_trains_its_norm_statistics(tmp_path):
+    from models import mnist_cnn
+    params = {**mnist_cnn.DEFAULT_PARAMS, 'batch_norm': True, 'conv_filters': (8, 16),
+              'dense_units': 32}
+    estimator = tf.estimator.Estimator(mnist_cnn.model_fn, model_dir=str(tmp_path), params=params)
+    images = np.random.RandomState(0).rand(8, 28, 28, 1).astype(np.float32)
+    estimator.train(lambda: ({'image': tf.constant(images)}, tf.range(8) % 10), max_steps=2)
+    checkpoint = tf.train.load_checkpoint(str(tmp_path))
+    shapes = checkpoint.get_variable_to_shape_map()
+    assert shapes['mnist_cnn/conv2d/kernel'] == [5, 5, 1, 8]
+    assert shapes['mnist_cnn/dense/kernel'] == [7 * 7 * 16, 32]
+    assert 'mnist_cnn/conv2d/bias' not in shapes  # the norm's offset stands in for it
+    moving_mean = checkpoint.get_tensor('mnist_cnn/batch_normalization/moving_mean')
+    assert np.abs(moving_mean).sum() > 0

@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from common import termination, tf_config
 from common.errors import UserError
-from models import precision
+from models import precision, training
 from trainer.cluster import devices, vertex_env
 from trainer.config import modes
 from trainer.config.settings import Settings, hparam_settings, model_fn_params
@@ -37,8 +37,8 @@ def build_estimator(settings: Settings, spec, plan: devices.Plan) -> tf.estimato
         log_step_count_steps=None,  # ProgressHook logs instead
         # Given here, not by replace(): the constructor alone sets up the distribute coordinator.
         train_distribute=plan.strategy() if plan.sync_workers else None)
-    model_fn = checkpoints.with_checkpoint_check(
-        precision.with_policy(spec.model_fn, plan.precision), spec.name)
+    model_fn = checkpoints.with_checkpoint_check(precision.with_policy(
+        training.with_weight_averaging(spec.model_fn), plan.precision), spec.name)
     return tf.estimator.Estimator(model_fn, config=plan.run_config(config),
                                   params=data_schema.estimator_params(settings, spec))
 

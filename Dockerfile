@@ -22,11 +22,11 @@ RUN case "$VARIANT" in \
 # tensorflow-serving-api after pip check: it requires `tensorflow` by name, which tensorflow-cpu
 # provides only as a module (BUILD.md, "TF Serving's protos").
 # Never used at run time: TensorFlow's C++ headers (for compiling custom ops), libclang (a
-# build-time dependency of TensorFlow's wheel; nothing imports it), and pip and setuptools
-# (nothing is installed into the image later).
+# build-time dependency of TensorFlow's wheel; nothing imports it), and pip (nothing is
+# installed into the image later). setuptools stays: `tensorboard` imports its pkg_resources.
 RUN rm -rf /opt/venv/lib/python3.*/site-packages/tensorflow/include \
  && /opt/venv/bin/python -m pip uninstall --yes --quiet --disable-pip-version-check \
-      libclang setuptools pip
+      libclang pip
 
 FROM ${PYTHON_IMAGE}
 # tini is pid 1: the kernel gives pid 1 no default signal handling and nobody else reaps
@@ -43,5 +43,7 @@ COPY trainer/ trainer/
 COPY recipes/ recipes/
 RUN useradd --create-home --uid 1000 trainer
 USER trainer
-ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=1
+# pkg_resources warns on import that it is deprecated; tensorboard 2.15 needs it all the same.
+ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=1 \
+    PYTHONWARNINGS="ignore:pkg_resources is deprecated as an API:UserWarning"
 ENTRYPOINT ["tini", "--", "python", "-m", "trainer.main"]

@@ -9,7 +9,8 @@ from typing import Callable, Dict, List, Optional, Tuple
 from common.registry import Registry
 
 MODEL_MODULES = ('models.mnist_cnn', 'models.face_diff', 'models.face_siamese',
-                 'models.face_embedding', 'models.csv_mlp', 'models.image_classifier')
+                 'models.face_embedding', 'models.csv_mlp', 'models.image_classifier',
+                 'models.canned')
 
 
 @dataclasses.dataclass(frozen=True)

@@ -92,7 +92,7 @@ def test_evaluate_export_predict(trained, digit_shards):
 @pytest.mark.parametrize('args, message', [
     (['--batch_size=0'], '--batch_size=0: 0 is not a positive integer'),
     (['--mode=train', '--model_dir=/tmp/x'], '--mode=train needs --train_files'),
-    (['--model=resnet9000'], '--model must be one of: csv_mlp, face_diff, face_embedding, face_siamese, image_classifier, mnist_cnn'),
+    (['--model=resnet9000'], '--model must be one of: csv_mlp, dnn_classifier, dnn_regressor, face_diff, face_embedding, face_siamese, image_classifier, linear_classifier, linear_regressor, mnist_cnn, wide_deep_classifier, wide_deep_regressor'),
     (['--mode=dance'], 'value should be one of'),
     (['--model_dir=/tmp/x', '--train_files=x', '--model_params=similarity_scale=40'],
      "--model_params: mnist_cnn has no param 'similarity_scale'"),

@@ -163,7 +163,8 @@ def rest_predict_inputs(body, signature):
         assert named or len(names) == 1, f'instance {instance} does not name {names}'
         for name in names:
             columns[name].append(rest_value(instance[name] if named else instance))
-    return {name: tf.constant(values) for name, values in columns.items()}
+    inputs = signature.structured_input_signature[1]  # TF Serving reads JSON as each input's type
+    return {name: tf.constant(values, inputs[name].dtype) for name, values in columns.items()}
 
 
 def rest_example(features):
@@ -172,8 +173,9 @@ def rest_example(features):
     for key, value in features.items():
         values = rest_value(value if isinstance(value, list) else [value])
         feature = example.features.feature[key]
-        if all(isinstance(item, bytes) for item in values):
-            feature.bytes_list.value.extend(values)
+        if all(isinstance(item, (bytes, str)) for item in values):  # text: its UTF-8 bytes
+            feature.bytes_list.value.extend(
+                item.encode() if isinstance(item, str) else item for item in values)
         elif all(isinstance(item, int) for item in values):
             feature.int64_list.value.extend(values)
         else:

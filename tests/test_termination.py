@@ -160,7 +160,7 @@ def test_sigterm_during_export_leaves_no_half_written_export(trained_model, tmp_
 def test_sigterm_during_prepare_leaves_no_half_written_shard(store, request, tmp_path):
     output_dir = (request.getfixturevalue('s3_bucket') + '/csv' if store == 's3'
                   else str(tmp_path / 'csv'))
-    args = ['csv', f'--output_dir={output_dir}', '--num_shards=4', '--num_eval_shards=1',
+    args = ['csv_example', f'--output_dir={output_dir}', '--num_shards=4', '--num_eval_shards=1',
             '--rows_per_shard=20000', '--num_features=64']
     log = tmp_path / 'prepare.log'
     preparer = start_module('input_fns.prepare', *args, log_path=log)

@@ -1,7 +1,7 @@
 """`./run.sh test-container`: the image, and the TFJob that `trainer.cluster.deploy` prints, run
 as containers the way the training operator runs them (tests/containers/tfjob_operator.py).
 
-  ./run.sh test-container [--scenarios=a,b,c,d] [--python_image=IMAGE]
+  ./run.sh test-container [--scenarios=a,b,c,d,e] [--python_image=IMAGE]
 
 Builds the image (PYTHON_IMAGE from the environment, else local/python:3.11-bookworm, which
 ../shared/tools/container-env.sh makes), starts the tests' S3 server (moto) on the gateway of a
@@ -14,6 +14,8 @@ else), writes tiny synthetic digit shards into a bucket, and runs the TFJob prin
      runs), is created again and resumes from the step it reached; the job ends as in a
   c  a trainer flag is misspelt: every replica exits 2, the job fails once, nothing restarts
   d  the worker is killed -9 at a quarter of training, is created again, training completes
+  e  `tensorboard --logdir=...` from the image serves a run's scalars on a published port, and
+     headless Chromium draws its Scalars dashboard (tests/containers/tensorboard_check.py)
 
 Each check prints ok or FAILED; each scenario its wall time. Exit status 1 if any check failed.
 Needs a docker daemon (root); not part of `./run.sh test`.
@@ -33,6 +35,7 @@ from absl import flags
 from common import cli, files
 from input_fns import prepare
 from tests.conftest import REPO, make_digit_arrays
+from tests.containers import tensorboard_check
 from tests.containers.tfjob_operator import TFJobRun, docker
 from tests.s3_server import running_server
 from trainer.evaluation.ledger import Ledger
@@ -42,7 +45,7 @@ FLAGS = flags.FLAGS
 
 
 def define_flags():
-    flags.DEFINE_list('scenarios', ['a', 'b', 'c', 'd'], 'Which scenarios to run.')
+    flags.DEFINE_list('scenarios', list(SCENARIOS), 'Which scenarios to run.')
     flags.DEFINE_string('python_image', os.environ.get('PYTHON_IMAGE',
                                                        'local/python:3.11-bookworm'),
                         'The base image to build on (PYTHON_IMAGE).')
@@ -64,6 +67,7 @@ SCENARIOS = {
     'b': 'the chief is stopped (SIGTERM, SIGKILL after the grace period) mid-training',
     'c': 'a misspelt trainer flag fails the job once',
     'd': 'the worker is killed -9 mid-training',
+    'e': 'tensorboard in the image serves the scalars',
 }
 
 
@@ -247,8 +251,13 @@ def main(argv):
                 say(f'scenario ({letter}) {SCENARIOS[letter]}')
                 log_dir = os.path.join(work, letter)
                 os.makedirs(log_dir)
-                if scenario_run(letter, server, bucket, data, network, log_dir,
-                                wait_for_eval).failed:
+                if letter == 'e':
+                    check = Checks()
+                    tensorboard_check.run(check, IMAGE, log_dir, write_shards, say)
+                else:
+                    check = scenario_run(letter, server, bucket, data, network, log_dir,
+                                         wait_for_eval)
+                if check.failed:
                     failed.append(letter)
     finally:
         docker('network', 'rm', network, check=False)

@@ -6,6 +6,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 import tensorflow as tf
 
+from common.errors import UserError
 from input_fns import pipeline
 
 Stages = List[Tuple[str, Callable[[], tf.data.Dataset]]]
@@ -140,6 +141,18 @@ class RecordFileKind(InputKind):
 
         return [('read: interleave, shuffle, batch', up_to(None)),
                 ('+ parse the batch', up_to(self.parse_batch_fn(spec)))]
+
+
+class WithoutAugmentation:
+    """Mixed into a kind whose records have no augmentation: --augment is refused, naming them."""
+    records_are = 'records'  # what the kind reads, for the message
+
+    def train_input_fn(self, spec, file_pattern, flag_name, batch_size, seed, options):
+        for name in ('augment', 'augment_flip'):
+            if getattr(options, name):
+                raise UserError(f'--{name}: {spec.name} reads {self.records_are}, which have no '
+                                f'augmentation; leave --{name} off')
+        return super().train_input_fn(spec, file_pattern, flag_name, batch_size, seed, options)
 
 
 def decode_batch(encoded, decode_one, shape):

@@ -170,8 +170,10 @@ class Experiment:
     def check_checkpoint_fits(self) -> None:
         """Builds the training graph once, aside, so that a latest checkpoint the model no longer
         fits stops training before anything in model_dir changes
-        (checkpoints.with_checkpoint_check)."""
-        if not tf.train.latest_checkpoint(self.settings.model_dir):
+        (checkpoints.with_checkpoint_check). A model built from its data's schema is built so
+        even without a checkpoint: whether it fits the data (the label's task, the features its
+        params name) shows only then."""
+        if not tf.train.latest_checkpoint(self.settings.model_dir) and self.spec.schema is None:
             return
         with tf.Graph().as_default():
             features, labels = tf.nest.map_structure(

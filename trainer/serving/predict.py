@@ -1,4 +1,5 @@
-"""--mode=predict: a signature of a SavedModel (no Estimator) on image files.
+"""--mode=predict: a signature of a SavedModel (no Estimator) on image files, or on rows (CSV
+or JSON lines files: trainer/serving/predict_table.py) for a table model.
 
 --saved_model takes what a TF Serving user has: the base path EXPORT_DIR (its newest complete
 version, the one TF Serving serves by default), a version folder EXPORT_DIR/STEP, or a pointer
@@ -14,7 +15,7 @@ from absl import logging
 from common import files, paths
 from common.errors import UserError, op_error_summary
 from trainer.input_kinds.image_classification import image_example
-from trainer.serving import export
+from trainer.serving import export, predict_table
 
 DEFAULT_SIGNATURE = 'serving_default'
 
@@ -88,7 +89,11 @@ def predict_files(saved_model_dir: str, image_paths: List[str],
     per pair of images for a model that compares two photos."""
     saved_model_dir = resolve_saved_model(saved_model_dir)
     if not image_paths:
-        raise UserError('predict: give one or more image files after the flags')
+        raise UserError('predict: give one or more image files (or CSV or JSON lines files, '
+                        'for a table model) after the flags')
+    if all(predict_table.is_table_file(path) for path in image_paths):
+        signatures = tf.saved_model.load(saved_model_dir).signatures
+        return predict_table.predict_rows(signatures, saved_model_dir, image_paths)
     encoded = [_read_image(path) for path in image_paths]
     signatures = tf.saved_model.load(saved_model_dir).signatures
     if signature not in signatures:

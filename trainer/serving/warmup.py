@@ -10,7 +10,8 @@ from typing import Dict, List
 
 import numpy as np
 import tensorflow as tf
-from tensorflow_serving.apis import classification_pb2, predict_pb2, prediction_log_pb2
+from tensorflow_serving.apis import (classification_pb2, predict_pb2, prediction_log_pb2,
+                                    regression_pb2)
 
 from common import files
 
@@ -20,19 +21,24 @@ FILE_NAME = 'tf_serving_warmup_requests'
 def prediction_logs(signature_defs: Dict, inputs: Dict[str, np.ndarray]
                     ) -> List[prediction_log_pb2.PredictionLog]:
     """One request per signature, by name; inputs: a batch for each signature input name (the
-    classify signature's 'inputs': serialized tf.Example protos)."""
+    classify and regress signatures' 'inputs': serialized tf.Example protos)."""
     logs = []
     for name, signature in sorted(signature_defs.items()):
         missing = sorted(set(signature.inputs) - set(inputs))
         if missing:
             raise ValueError(f'no warm-up input for {", ".join(missing)} of signature {name}')
-        if signature.method_name == tf.saved_model.CLASSIFY_METHOD_NAME:
-            request = classification_pb2.ClassificationRequest()
+        if signature.method_name in (tf.saved_model.CLASSIFY_METHOD_NAME,
+                                     tf.saved_model.REGRESS_METHOD_NAME):
+            classify = signature.method_name == tf.saved_model.CLASSIFY_METHOD_NAME
+            request = (classification_pb2.ClassificationRequest() if classify
+                       else regression_pb2.RegressionRequest())
             request.model_spec.signature_name = name
             for serialized in inputs[tf.saved_model.CLASSIFY_INPUTS]:
                 request.input.example_list.examples.add().ParseFromString(serialized)
             log = prediction_log_pb2.PredictionLog(
-                classify_log=prediction_log_pb2.ClassifyLog(request=request))
+                classify_log=prediction_log_pb2.ClassifyLog(request=request)) if classify else \
+                prediction_log_pb2.PredictionLog(
+                    regress_log=prediction_log_pb2.RegressLog(request=request))
         elif signature.method_name == tf.saved_model.PREDICT_METHOD_NAME:
             request = predict_pb2.PredictRequest()
             request.model_spec.signature_name = name

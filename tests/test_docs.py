@@ -21,6 +21,7 @@ DOC_FILES = ['README.md', 'BUILD.md'] + sorted(
     os.path.relpath(path, REPO) for path in glob.glob(os.path.join(REPO, 'docs', '*.md')))
 QUICK_START_MARKER = '<!-- quick-start'
 TABLES_MARKER = '<!-- tables:'  # docs/your-data.md's block
+IMAGES_MARKER = '<!-- images:'  # and its image-folder block
 FENCE = re.compile(r'^```[^\n]*\n(.*?)^```', re.MULTILINE | re.DOTALL)
 INLINE_CODE = re.compile(r'`([^`]+)`')
 # What the run.sh subcommand runs: `  trainer) exec "$py" -m trainer.main "$@" ;;`
@@ -365,3 +366,26 @@ def test_your_data_tables_block_runs(tmp_path):
     for verb, body in bodies:
         out = run_rest_body(str(tmp_path / 'exports' / 'people' / best), verb, body)
         assert out['scores' if verb == 'classify' else 'probabilities'].shape == (2, 2)
+
+
+@pytest.mark.slow  # each command a process: ./run.sh test-slow
+def test_your_data_images_block_runs(tmp_path):
+    """docs/your-data.md's image-folder block, then serving.md's REST bodies for its model
+    through the export it made."""
+    from demos.digit_photos import NAMES
+    from test_serving import documented_requests, run_rest_body
+    outputs = run_block(marked_block_commands('docs/your-data.md', IMAGES_MARKER), tmp_path)
+    [prediction] = [json.loads(line) for command, stdout in outputs
+                    if '--mode=predict' in command.args for line in stdout.splitlines()]
+    assert prediction['image'] == 'docs/seven.png' and prediction['class_name'] in NAMES
+    assert prediction['score'] == max(prediction['probabilities'])
+    best = (tmp_path / 'exports' / 'digit_photos' / 'best').read_text().strip()
+    bodies = [(verb, body) for model, verb, body in documented_requests()
+              if model == 'image_classifier']
+    assert sorted(verb for verb, _ in bodies) == ['classify', 'predict']
+    for verb, body in bodies:
+        out = run_rest_body(str(tmp_path / 'exports' / 'digit_photos' / best), verb, body)
+        if verb == 'classify':
+            assert out['classes'].numpy().tolist() == [[name.encode() for name in sorted(NAMES)]]
+        else:
+            assert out['class_name'].numpy()[0].decode() in NAMES

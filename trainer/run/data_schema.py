@@ -12,7 +12,7 @@ from common.errors import UserError
 from input_fns import shards
 from trainer.config import modes
 from trainer.config.settings import model_fn_params
-from trainer.run import run_files
+from trainer.model_dir import run_files
 
 # What prepares data of each schema kind, for messages.
 PREPARED_BY = {'table': '`prepare csv` or `prepare examples`', 'images': '`prepare images`'}

@@ -16,7 +16,7 @@
 #   ./run.sh status --model_dir=M [--format=json]   where a run stands: steps, checkpoints, eval jobs, exports
 #   ./run.sh bench [ARGS]    the input-pipeline benchmark (python -m benchmarks.input_bench)
 #   ./run.sh deploy tfjob|katib|vertex ...   print a Kubeflow TFJob, Katib Experiment or Vertex AI job
-#                            (python -m trainer.cluster.deploy)
+#                            (python -m trainer.deploy)
 #   ./run.sh sweep --study_dir=DIR --trials=N --param=... --objective=... -- TRAINER_FLAGS
 #                            a local Optuna sweep (python -m tools.sweep; installs requirements-sweep.txt)
 #   ./run.sh screenshots --model_dir=M [--output_dir=docs]   TensorBoard dashboards in headless Chromium
@@ -101,7 +101,7 @@ case "$command" in
   trainer) exec "$py" -m trainer.main "$@" ;;
   cluster) exec "$py" -m trainer.cluster.local_cluster "$@" ;;
   bench)   exec "$py" -m benchmarks.input_bench "$@" ;;
-  deploy)  exec "$py" -m trainer.cluster.deploy "$@" ;;
+  deploy)  exec "$py" -m trainer.deploy "$@" ;;
   screenshots) exec "$py" -m tools.screenshots "$@" ;;
   serving-loader) exec "$py" -m tools.serving_loader "$@" ;;
   sweep)   exec "$py" -m tools.sweep "$@" ;;

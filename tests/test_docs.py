@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 
 DOC_FILES = ['README.md', 'BUILD.md'] + sorted(
     os.path.relpath(path, REPO) for path in glob.glob(os.path.join(REPO, 'docs', '*.md')))
@@ -31,7 +31,7 @@ ABSL_PARSER_FLAGS = {'flagfile', 'undefok'}
 # Commands that hand flags on to the trainer: the launcher passes the flags it does not know
 # to every task; deploy puts the flags after `--` into each replica's command.
 PASSES_UNKNOWN_FLAGS_TO = {'trainer.cluster.local_cluster': 'trainer.main'}
-FLAGS_AFTER_DOUBLE_DASH_GO_TO = {'trainer.cluster.deploy': 'trainer.main', 'tools.sweep': 'trainer.main'}
+FLAGS_AFTER_DOUBLE_DASH_GO_TO = {'trainer.deploy': 'trainer.main', 'tools.sweep': 'trainer.main'}
 # The tour's training runs this many steps here rather than the README's.
 QUICK_START_TRAIN_STEPS = '4'
 
@@ -134,6 +134,11 @@ def module_file(module):
                  if os.path.isfile(path)), None)
 
 
+def runs_as(module):
+    """The module `python -m module` runs: a package's __main__, else the module itself."""
+    return f'{module}.__main__' if module_file(module).endswith('__main__.py') else module
+
+
 def main_block_statements(module):
     """The statements of a module's `if __name__ == '__main__':` block but the one running main."""
     with open(module_file(module)) as f:
@@ -156,13 +161,13 @@ def flags_each_module_defines(modules):
     """
     from absl import app, flags
     for module in modules:
-        importlib.import_module(module)
+        importlib.import_module(runs_as(module))
     app.define_help_flags()
     flag_values = flags.FLAGS
     result = {'': (sorted(flag_values), [])}
     for module in modules:
         before = set(flag_values)
-        namespace = vars(sys.modules[module])
+        namespace = vars(sys.modules[runs_as(module)])
         for statement in main_block_statements(module):
             exec(compile(ast.Module([statement], []), module_file(module), 'exec'), namespace)
         own = sorted(set(flag_values) - before)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import assert_one_line_error, run_module, run_prepare
+from helpers import assert_one_line_error, run_module, run_prepare
 from image_tree import class_image, encode, write_image_tree
 from input_fns import prepare_images
 from serving_loader_checks import as_array, check_against_python, replayed_warmup

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, assert_one_line_error, run_module
+from helpers import REPO, assert_one_line_error, run_module
 from serving_loader_checks import replayed_warmup
 
 EXAMPLES = os.path.join(REPO, 'docs', 'your-model')
@@ -273,7 +273,7 @@ def test_deploy_and_katib_trials_pass_the_folder_on(tmp_path):
                      '--eval_files=gs://bucket/d/validation-*']
     replicas = ['--name=small', '--image=gcr.io/project/trainer:1', '--workers=1', '--ps=1',
                 '--evaluator']
-    [tfjob] = yaml.safe_load_all(run_module('trainer.cluster.deploy', 'tfjob', *replicas,
+    [tfjob] = yaml.safe_load_all(run_module('trainer.deploy', 'tfjob', *replicas,
                                             *trainer_flags).stdout)
     specs = tfjob['spec']['tfReplicaSpecs']
     assert sorted(specs) == ['Chief', 'Evaluator', 'PS', 'Worker']
@@ -282,13 +282,13 @@ def test_deploy_and_katib_trials_pass_the_folder_on(tmp_path):
         assert f'--usr_dir={usr_dir}' in container['args']
     search = ['--objective=accuracy:maximize', '--param=small_cnn_filters:int:8:32',
               '--max_trials=2', '--parallel_trials=1']
-    experiment = yaml.safe_load(run_module('trainer.cluster.deploy', 'katib', *replicas, *search,
+    experiment = yaml.safe_load(run_module('trainer.deploy', 'katib', *replicas, *search,
                                            *trainer_flags).stdout)
     trial = experiment['spec']['trialTemplate']['trialSpec']['spec']['tfReplicaSpecs']['Worker']
     [container] = trial['template']['spec']['containers']
     assert f'--usr_dir={usr_dir}' in container['args']
     assert '--small_cnn_filters=${trialParameters.small_cnn_filters}' in container['args']
-    unknown = run_module('trainer.cluster.deploy', 'katib', *replicas, *search, '--',
+    unknown = run_module('trainer.deploy', 'katib', *replicas, *search, '--',
                          *trainer_flags[2:], check=False)
     assert_one_line_error(unknown, 2, "small_cnn")
 

@@ -11,7 +11,7 @@ from typing import Tuple
 from common.errors import UserError
 from input_fns import shards
 from trainer.config import modes
-from trainer.run import run_files
+from trainer.model_dir import run_files
 
 # What prepares data of each schema kind, for messages.
 PREPARED_BY = {'table': '`prepare csv` or `prepare examples`', 'images': '`prepare images`'}

@@ -18,12 +18,12 @@ from models import precision, training
 from trainer.cluster import devices, vertex_env
 from trainer.config import modes
 from trainer.config.settings import Settings, hparam_settings, model_fn_params
-from trainer.evaluation import claims, eval_job, ledger, ledger_reports
+from trainer.evaluation import claims, eval_job, ledger_reports
 from trainer.evaluation.export_policy import LedgerExports
 from trainer.input_kinds import registry as input_kinds
+from trainer.model_dir import checkpoints, ledger, run_files, train_lock
 from trainer.observe import hparams, tuner_metrics
-from trainer.run import (checkpoints, data_schema, hooks, job_end, model_fn_checks, run_files,
-                         train_lock)
+from trainer.run import data_schema, hooks, job_end, model_fn_checks
 from trainer.serving import export
 
 

@@ -51,8 +51,10 @@ def feeding_timing():
                 warmup_seconds=FLAGS.warmup_seconds)
 
 
-def dataset_turn(make_dataset, per_element):
-    return lambda: timing.dataset_rate(make_dataset, **feeding_timing()).per_sec * per_element
+def dataset_turn(make_dataset, per_element, timed=None):
+    """timed: dataset_rate's timing (default: feeding_timing())."""
+    return lambda: (timing.dataset_rate(make_dataset, **(timed or feeding_timing())).per_sec
+                    * per_element)
 
 
 def thread_plan():

@@ -39,6 +39,11 @@ def fixed_targets(gpu: bool):
         ('shard bytes vs raw pixel bytes', 'convert.raw_bytes', 'convert.pixel_bytes', 1.1, False),
         ('training: best of bfloat16/XLA vs float32', precision_bench.faster_keys(gpu),
          'precision.float32', 1.5, True),
+        # Shards hold decoded, fitted pixels; Keras decodes and resizes every photo every epoch.
+        ('image folders: an epoch, shards vs image_dataset_from_directory', 'images.shards',
+         'images.from_directory', 2.0, True),
+        ('image_classifier: input_fn vs in-memory input', 'images.train_input_fn',
+         'images.train_in_memory', ESTIMATOR_INPUT_TARGET['gpu' if gpu else 'cpu'], True),
     ]
 
 

@@ -312,3 +312,21 @@ def test_sweep_trials_import_the_folder(digit_shards, tmp_path):
         with open(path) as f:
             recorded = f.read()
         assert f'--usr_dir={usr_dir}\n' in recorded and '--model=small_cnn\n' in recorded
+
+
+@pytest.mark.slow  # four trainer processes: ./run.sh test-slow
+def test_cluster_tasks_import_the_folder(digit_shards, tmp_path):
+    usr_dir = copy_example('small_cnn', tmp_path)
+    model_dir = str(tmp_path / 'model')
+    result = subprocess.run(
+        ['bash', os.path.join(REPO, 'run.sh'), 'cluster', '--workers=1', '--ps=1',
+         '--nocluster_private_network', f'--usr_dir={usr_dir}', '--model=small_cnn',
+         f'--model_dir={model_dir}', f'--train_files={digit_shards.train_pattern}',
+         f'--eval_files={digit_shards.validation_pattern}', '--eval_name=validation',
+         '--train_steps=8', '--save_checkpoints_steps=4', '--batch_size=16',
+         '--eval_throttle_secs=0'], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert sorted(os.listdir(os.path.join(model_dir, 'eval_validation', 'results'))) == [
+        'step-000000000.json', 'step-000000004.json', 'step-000000008.json']
+    with open(os.path.join(model_dir, 'flags.txt')) as f:
+        assert f'--usr_dir={usr_dir}\n' in f.read()

@@ -10,6 +10,8 @@
 #   ./run.sh faces [--lfw_dir=ROOT]   the face-pair demo (synthetic faces unless --lfw_dir)
 #   ./run.sh tabular         the table demo: a CSV (scikit-learn's breast cancer data) -> prepare csv
 #                            -> each canned model -> eval job -> export -> predict (offline)
+#   ./run.sh digit_photos --output_dir=ROOT   the offline digits as PNG class folders, for
+#                            `prepare images` (python -m demos.digit_photos)
 #   ./run.sh prepare ...     python -m input_fns.prepare ...
 #   ./run.sh trainer ...     python -m trainer.main ...
 #   ./run.sh cluster ...     python -m trainer.cluster.local_cluster ...: chief, workers, ps, evaluator on loopback
@@ -77,7 +79,7 @@ echo "$variant" > "$variant_stamp"
 # The offline demo's data (scikit-learn) only where the digits demo runs, and the test-only set
 # only for the tests (which prepare the digits too); neither is in the image.
 case "${1:-demo}" in
-  demo|tabular) install_pinned requirements-demo.txt "$venv/.requirements-demo.sha256" ;;
+  demo|tabular|digit_photos) install_pinned requirements-demo.txt "$venv/.requirements-demo.sha256" ;;
   prepare) [[ " $* " != *" digits "* ]] \
     || install_pinned requirements-demo.txt "$venv/.requirements-demo.sha256" ;;
   test|test-slow)  # the tests prepare the digits and run small sweeps too
@@ -94,6 +96,7 @@ case "$command" in
   demo)    exec "$py" -m demos.digits "$@" ;;
   faces)   exec "$py" -m demos.faces "$@" ;;
   tabular) exec "$py" -m demos.tabular "$@" ;;
+  digit_photos) exec "$py" -m demos.digit_photos "$@" ;;
   test)    exec "$py" -m pytest "$@" ;;  # pytest.ini: testpaths = tests, not the slow ones
   test-slow) exec "$py" -m pytest -m slow "$@" ;;
   test-container) exec "$py" -m tests.containers.scenarios "$@" ;;
@@ -107,5 +110,5 @@ case "$command" in
   sweep)   exec "$py" -m tools.sweep "$@" ;;
   status)  exec "$py" -m trainer.observe.status "$@" ;;
   python)  exec "$py" "$@" ;;
-  *) echo "run.sh: unknown command '$command' (use: demo, faces, tabular, test, test-container, prepare, trainer, cluster, status, bench, screenshots, serving-loader, deploy, sweep, test-slow, python)" >&2; exit 2 ;;
+  *) echo "run.sh: unknown command '$command' (use: demo, faces, tabular, digit_photos, test, test-container, prepare, trainer, cluster, status, bench, screenshots, serving-loader, deploy, sweep, test-slow, python)" >&2; exit 2 ;;
 esac

@@ -12,6 +12,10 @@ import tensorflow as tf
 
 from models import classification_head, registry, training
 
+# Keras' 0.99 keeps 5% of the initial moving variance (1) after 300 steps, far above a small
+# net's activation variances (0.004 at the stem on the digits): 15% held-out accuracy there,
+# 98.7% at 0.9 (docs/your-data.md). Short runs on small folders are what this model is for.
+BATCH_NORM_MOMENTUM = 0.9
 DEFAULT_PARAMS = {
     **training.TRAINING_PARAMS,
     'dropout_rate': 0.2,
@@ -28,11 +32,11 @@ class ResidualBlock(tf.keras.layers.Layer):
         super().__init__(**kwargs)
         layers = tf.keras.layers
         self.body = [layers.Conv2D(filters, 3, stride, padding='same', use_bias=False),
-                     layers.BatchNormalization(), layers.ReLU(),
+                     layers.BatchNormalization(momentum=BATCH_NORM_MOMENTUM), layers.ReLU(),
                      layers.Conv2D(filters, 3, padding='same', use_bias=False),
-                     layers.BatchNormalization()]
+                     layers.BatchNormalization(momentum=BATCH_NORM_MOMENTUM)]
         self.shortcut = [layers.Conv2D(filters, 1, stride, use_bias=False),
-                         layers.BatchNormalization()] if project else []
+                         layers.BatchNormalization(momentum=BATCH_NORM_MOMENTUM)] if project else []
 
     def call(self, inputs, training=None):
         body, shortcut = inputs, inputs
@@ -47,7 +51,7 @@ def build_network(num_classes: int, params) -> tf.keras.Sequential:
     """No InputLayer: built on the real inputs, its batch-norm updates are all for them."""
     layers = tf.keras.layers
     stack = [layers.Conv2D(params['base_filters'], 3, padding='same', use_bias=False),
-             layers.BatchNormalization(), layers.ReLU()]
+             layers.BatchNormalization(momentum=BATCH_NORM_MOMENTUM), layers.ReLU()]
     filters = params['base_filters']
     for stage in range(params['residual_stages']):
         for block in range(params['blocks_per_stage']):

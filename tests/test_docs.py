@@ -21,6 +21,7 @@ DOC_FILES = ['README.md', 'BUILD.md'] + sorted(
     os.path.relpath(path, REPO) for path in glob.glob(os.path.join(REPO, 'docs', '*.md')))
 QUICK_START_MARKER = '<!-- quick-start'
 TABLES_MARKER = '<!-- tables:'  # docs/your-data.md's block
+IMAGES_MARKER = '<!-- images:'  # and its image-folder block
 FENCE = re.compile(r'^```[^\n]*\n(.*?)^```', re.MULTILINE | re.DOTALL)
 INLINE_CODE = re.compile(r'`([^`]+)`')
 # What the run.sh subcommand runs: `  trainer) exec "$py" -m trainer.main "$@" ;;`
@@ -353,20 +354,43 @@ def test_quick_start_runs(tmp_path):
     assert status and f'step {steps} (100%), finished' in status[0]
 
 
+def documented_answers(model, export_dir):
+    """serving.md's REST bodies for model (one predict, one classify) run through the best
+    export under export_dir, as {verb: the signature's outputs}."""
+    from test_serving import documented_requests, run_rest_body
+    best = (export_dir / 'best').read_text().strip()
+    bodies = {verb: body for name, verb, body in documented_requests() if name == model}
+    assert sorted(bodies) == ['classify', 'predict']
+    return {verb: run_rest_body(str(export_dir / best), verb, body) for verb, body in bodies.items()}
+
+
+def predictions_printed(outputs):
+    return [json.loads(line) for command, stdout in outputs
+            if '--mode=predict' in command.args for line in stdout.splitlines()]
+
+
 @pytest.mark.slow  # each command a process: ./run.sh test-slow
 def test_your_data_tables_block_runs(tmp_path):
     """docs/your-data.md's table block, then serving.md's REST bodies for its model through the
     export it made."""
-    from test_serving import documented_requests, run_rest_body
     outputs = run_block(marked_block_commands('docs/your-data.md', TABLES_MARKER), tmp_path)
-    predictions = [json.loads(line) for command, stdout in outputs
-                   if '--mode=predict' in command.args for line in stdout.splitlines()]
+    predictions = predictions_printed(outputs)
     assert len(predictions) == 200
     assert {prediction['classes'] for prediction in predictions} <= {'<=50K', '>50K'}
-    best = (tmp_path / 'exports' / 'people' / 'best').read_text().strip()
-    bodies = [(verb, body) for model, verb, body in documented_requests()
-              if model == 'dnn_classifier']
-    assert sorted(verb for verb, _ in bodies) == ['classify', 'predict']
-    for verb, body in bodies:
-        out = run_rest_body(str(tmp_path / 'exports' / 'people' / best), verb, body)
-        assert out['scores' if verb == 'classify' else 'probabilities'].shape == (2, 2)
+    answers = documented_answers('dnn_classifier', tmp_path / 'exports' / 'people')
+    assert answers['classify']['scores'].shape == answers['predict']['probabilities'].shape == (2, 2)
+
+
+@pytest.mark.slow  # each command a process: ./run.sh test-slow
+def test_your_data_images_block_runs(tmp_path):
+    """docs/your-data.md's image-folder block, then serving.md's REST bodies for its model
+    through the export it made."""
+    from demos.digit_photos import NAMES
+    outputs = run_block(marked_block_commands('docs/your-data.md', IMAGES_MARKER), tmp_path)
+    [prediction] = predictions_printed(outputs)
+    assert prediction['image'] == 'docs/seven.png' and prediction['class_name'] in NAMES
+    assert prediction['score'] == max(prediction['probabilities'])
+    answers = documented_answers('image_classifier', tmp_path / 'exports' / 'digit_photos')
+    names = answers['classify']['classes'].numpy().tolist()
+    assert names == [[name.encode() for name in sorted(NAMES)]]
+    assert answers['predict']['class_name'].numpy()[0].decode() in NAMES

@@ -41,10 +41,8 @@ def build_estimator(settings: Settings, spec, plan: devices.Plan) -> tf.estimato
     model_fn = checkpoints.with_checkpoint_check(precision.with_policy(
         training.with_weight_averaging(model_fn_checks.checked(spec.model_fn, spec.name)),
         plan.precision), spec.name)
-    params = model_fn_params(settings, spec)
-    if spec.schema is not None:  # a model built from its data: not a scalar hyperparameter
-        params['schema'] = spec.schema
-    return tf.estimator.Estimator(model_fn, config=plan.run_config(config), params=params)
+    return tf.estimator.Estimator(model_fn, config=plan.run_config(config),
+                                  params=data_schema.estimator_params(settings, spec))
 
 
 class Experiment:

@@ -11,7 +11,7 @@ from models import registry
 from trainer.cluster import multi_worker
 from trainer.evaluation import eval_job, ledger_reports
 from trainer.model_dir import checkpoints
-from trainer.run import benchmark_input, experiment, job_end
+from trainer.run import benchmark_input, data_schema, experiment, job_end
 from trainer.serving import export, predict
 
 
@@ -96,7 +96,7 @@ def run_predict(settings, arguments: List[str]):
 
 def run_benchmark_input(settings, arguments: List[str]):
     """Trains in a temporary folder, never in --model_dir."""
-    benchmark_input.run(settings, registry.get(settings.model))
+    benchmark_input.run(settings, data_schema.with_schema(settings, registry.get(settings.model)))
 
 
 RUNNERS: Dict[str, Callable] = {

@@ -46,6 +46,7 @@ def model_fn(features, labels, mode, params):
     """Estimator model_fn; depends only on features, labels, mode and params."""
     params = {**DEFAULT_PARAMS, **(params or {})}
     images = features['image'] if isinstance(features, dict) else features
+    images = tf.ensure_shape(images, [None, *IMAGE_SHAPE])  # augmented input has lost it
     network = build_network(params)
     logits = network(images, training=mode == tf.estimator.ModeKeys.TRAIN)
     logits = tf.identity(precision.float32(logits), name='logits')

@@ -10,19 +10,20 @@ from trainer.model_dir.ledger import Ledger
 
 pytestmark = pytest.mark.slow  # a whole loopback cluster: ./run.sh test-slow
 
-ROLES = ('chief', 'worker0', 'worker1', 'ps0', 'evaluator')
+ROLES = ('chief', 'worker0', 'worker1', 'ps0', 'evaluator')  # with --workers=2
 
 
 def cluster_args(model_dir, shards, steps, *extra):
     return [f'--model_dir={model_dir}', f'--train_files={shards.train_pattern}',
             f'--eval_files={shards.validation_pattern}', f'--train_steps={steps}', '--batch_size=16',
-            '--log_every_n_steps=10', '--eval_name=val', '--workers=2', *extra]
+            '--log_every_n_steps=10', '--eval_name=val', *extra]
 
 
 def test_cluster_trains_to_its_step_count_evaluates_and_exports(digit_shards, tmp_path):
     model_dir, export_dir = tmp_path / 'model', tmp_path / 'exports'
     result = run_module('trainer.cluster.local_cluster', *cluster_args(
-        model_dir, digit_shards, 60, '--save_checkpoints_steps=20', f'--export_dir={export_dir}'))
+        model_dir, digit_shards, 60, '--workers=2', '--save_checkpoints_steps=20',
+        f'--export_dir={export_dir}'))
     lines = result.stdout.splitlines()
     assert lines and all(re.match(r'\[(chief|worker[01]|ps0|evaluator)\] ', line) for line in lines)
     assert {line.split(']')[0][1:] for line in lines} == set(ROLES)

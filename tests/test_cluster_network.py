@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow  # a whole loopback cluster in a private network: 
 def test_task_ports_are_closed_from_outside_and_ctrl_c_stops_every_task(digit_shards, tmp_path):
     log = tmp_path / 'cluster.log'
     launcher = start_module('trainer.cluster.local_cluster', *cluster_args(
-        tmp_path / 'model', digit_shards, 1_000_000), log_path=log)
+        tmp_path / 'model', digit_shards, 1_000_000, '--workers=2'), log_path=log)
     started = wait_for_log(log, r'started (.*); TF_CONFIG cluster (.*)$', launcher)
     pids = [int(pid) for pid in re.findall(r'pid (\d+)', started.group(1))]
     ports = [int(address.rsplit(':', 1)[1])

@@ -179,3 +179,12 @@ def hparam_settings(settings: Settings) -> Dict:
 def model_fn_params(settings: Settings, spec) -> Dict:
     """The params handed to the model_fn: the model's defaults, overridden by the settings."""
     return {**spec.default_params, **settings.model_param_overrides}
+
+
+def estimator_params(settings: Settings, spec) -> Dict:
+    """What the Estimator hands the model_fn: model_fn_params, and for a model built from its
+    data, params['schema'] (left out of model_fn_params: not a scalar hyperparameter)."""
+    params = model_fn_params(settings, spec)
+    if spec.schema is not None:
+        params['schema'] = spec.schema
+    return params

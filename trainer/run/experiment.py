@@ -17,7 +17,8 @@ from common.errors import UserError
 from models import precision, training
 from trainer.cluster import devices, vertex_env
 from trainer.config import modes
-from trainer.config.settings import Settings, hparam_settings, model_fn_params
+from trainer.config.settings import (Settings, estimator_params, hparam_settings,
+                                     model_fn_params)
 from trainer.evaluation import claims, eval_job, ledger, ledger_reports
 from trainer.evaluation.export_policy import LedgerExports
 from trainer.input_kinds import registry as input_kinds
@@ -39,9 +40,7 @@ def build_estimator(settings: Settings, spec, plan: devices.Plan) -> tf.estimato
         train_distribute=plan.strategy() if plan.sync_workers else None)
     model_fn = checkpoints.with_checkpoint_check(precision.with_policy(
         training.with_weight_averaging(spec.model_fn), plan.precision), spec.name)
-    params = model_fn_params(settings, spec)
-    if spec.schema is not None:  # a model built from its data: not a scalar hyperparameter
-        params['schema'] = spec.schema
+    params = estimator_params(settings, spec)
     return tf.estimator.Estimator(model_fn, config=plan.run_config(config), params=params)
 
 

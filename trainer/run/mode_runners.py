@@ -11,7 +11,7 @@ from models import registry
 from trainer.cluster import multi_worker
 from trainer.evaluation import eval_job, ledger_reports
 from trainer.run import benchmark_input as input_benchmark
-from trainer.run import checkpoints, experiment, job_end
+from trainer.run import checkpoints, data_schema, experiment, job_end
 from trainer.serving import export as export_files
 from trainer.serving import predict as serving_predict
 
@@ -97,4 +97,4 @@ def predict(settings, arguments: List[str]):
 
 def benchmark_input(settings, arguments: List[str]):
     """Trains in a temporary folder, never in --model_dir."""
-    input_benchmark.run(settings, registry.get(settings.model))
+    input_benchmark.run(settings, data_schema.with_schema(settings, registry.get(settings.model)))

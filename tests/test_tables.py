@@ -181,3 +181,19 @@ def test_csv_rows_written_with_csv_module_quotes_read_back(tmp_path):
         writer.writerow(['plain', 'no'])
     rows = list(csv_tables.read_rows(str(path)))
     assert rows[1] == (3, ['a "quoted", multi\nline value', 'yes'])
+
+
+def test_rows_encoded_as_wire_bytes_parse_to_the_examples_the_messages_make():
+    names, dtypes = ['n', 'x', 'text'], ['int', 'float', 'string']
+    for values in ([39, 1.5, 'Private'], [-7, None, 'é, "quoted"'], [2 ** 40, 0.1, None],
+                   [None, None, 'x' * 300]):
+        expected = tf.train.Example()
+        for name, dtype, value in zip(names, dtypes, values):
+            if value is None:
+                continue
+            feature = expected.features.feature[name]
+            {'int': feature.int64_list, 'float': feature.float_list}.get(
+                dtype, feature.bytes_list).value.append(value.encode() if dtype == 'string'
+                                                        else value)
+        assert tf.train.Example.FromString(
+            table_records.encode_example(names, dtypes, values)) == expected

@@ -129,3 +129,17 @@ def test_a_model_that_does_not_fit_its_data_or_params_is_one_line(binary, tmp_pa
     result = trainer('--model=dnn_classifier', f'--model_dir={tmp_path}/run2', '--mode=train',
                      f'--train_files={digits}/train-*', check=False)
     assert_one_line_error(result, 2, 'no data schema in it', 'prepare csv')
+
+
+def test_train_and_evaluate_stops_a_canned_model_early_on_its_ledger(binary, tmp_path):
+    """A learning rate so small that accuracy cannot change: no improvement after the first
+    evaluation, so training stops long before --train_steps."""
+    model_dir = tmp_path / 'run'
+    trainer('--model=linear_classifier', f'--model_dir={model_dir}', *files_flags(binary),
+            '--mode=train_and_evaluate', '--train_steps=1000', '--save_checkpoints_steps=5',
+            '--batch_size=16', '--learning_rate=1e-9', '--eval_throttle_secs=0',
+            '--early_stopping_eval_name=default', '--early_stopping_metric=accuracy',
+            '--early_stopping_patience=2', '--early_stopping_check_secs=0')
+    finished = json.loads((model_dir / 'train_finished.json').read_text())
+    assert finished['early_stopped'] and finished['step'] < 1000
+    assert os.path.exists(model_dir / 'eval_default' / 'results')

@@ -143,3 +143,12 @@ def test_train_and_evaluate_stops_a_canned_model_early_on_its_ledger(binary, tmp
     finished = json.loads((model_dir / 'train_finished.json').read_text())
     assert finished['early_stopped'] and finished['step'] < 1000
     assert os.path.exists(model_dir / 'eval_default' / 'results')
+
+
+def test_a_tuner_objective_is_checked_against_what_the_canned_model_reports():
+    from common.errors import UserError
+    from trainer.config import search_space
+    assert search_space.parse_objective('auc:maximize', 'dnn_classifier').metric == 'auc'
+    assert search_space.parse_objective('average_loss:minimize', 'linear_regressor')
+    with pytest.raises(UserError, match="linear_regressor's evaluation does not report accuracy"):
+        search_space.parse_objective('accuracy:maximize', 'linear_regressor')

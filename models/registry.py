@@ -34,7 +34,12 @@ _MODELS: Registry[ModelSpec] = Registry('model', MODEL_MODULES)
 
 
 def register(spec: ModelSpec) -> ModelSpec:
-    return _MODELS.register(spec.name, spec)
+    return _MODELS.register(spec.name, spec, spec.model_fn.__module__)
+
+
+def module_of(name: str) -> str:
+    """The module that registered the model."""
+    return _MODELS.owner(name)
 
 
 def names():

@@ -26,6 +26,7 @@ from trainer.config import flags as trainer_flags, modes  # noqa: E402
 from trainer.config.settings import Settings  # noqa: E402
 from trainer.evaluation import training_run  # noqa: E402
 from trainer.run import mode_runners  # noqa: E402
+from trainer.usr_dir import command_line as usr_dir  # noqa: E402
 
 FLAGS = flags.FLAGS
 # Flags that name files or folders: each may be in a bucket (gs://, s3://).
@@ -80,6 +81,8 @@ def main(argv):
 
 
 if __name__ == '__main__':
+    # The user's models and their params' flags exist before the flags are defined and parsed.
+    cli.before_flags(lambda: usr_dir.import_for_command(sys.argv), user_errors=(UserError,))
     trainer_flags.define_flags()
     cli.run(main, own_modules=[trainer_flags.__name__], user_errors=(UserError,),
             stopped_message=stopped_message)

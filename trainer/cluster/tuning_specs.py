@@ -57,7 +57,10 @@ def search(trainer_flags: List[str]):
     """(model, [Param], Objective) from the flags, checked against the model and the trainer
     flags (a tuned param must not also be fixed there)."""
     from trainer.config.flags import defaults  # TensorFlow: only for katib and --hptune
+    from trainer.usr_dir import command_line as usr_dir
     model = job_args.flag_value(trainer_flags, 'model') or defaults()['model']
+    # A model of the user's own: its params are checked here as each trial's trainer reads them.
+    usr_dir.import_for_command(['deploy', *trainer_flags], read_model_dir=False)
     params = search_space.parse_params(FLAGS.param, model)
     fixed = job_args.flag_value(trainer_flags, 'model_params') or ''
     for param in params:

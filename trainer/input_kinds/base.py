@@ -152,6 +152,30 @@ class RecordFileKind(InputKind):
                 ('+ parse the batch', up_to(self.parse_batch_fn(spec)))]
 
 
+class TFRecordKind(RecordFileKind):
+    """A kind over TFRecord files of one's own record format (tf.Example or any other): a
+    subclass gives parse_batch, the serving receiver and the warm-up inputs; reading (shuffled,
+    a share per cluster worker, one deterministic pass at evaluation), benchmark stages and
+    finding a bad file come from the shared pipeline."""
+
+    @abc.abstractmethod
+    def parse_batch(self, spec, serialized) -> Tuple[Dict, tf.Tensor]:
+        """[batch] serialized records -> (features, labels) of the batch."""
+        ...
+
+    def record_shape(self, spec):
+        return None  # the format is parse_batch's own
+
+    def parse_batch_fn(self, spec) -> Callable:
+        return lambda serialized: self.parse_batch(spec, serialized)
+
+    def _input_fn(self, spec, file_pattern, flag_name, batch_size, training, seed, options):
+        return pipeline.record_input_fn(pipeline.list_record_files(file_pattern, flag_name),
+                                        self.parse_batch_fn(spec), batch_size, training,
+                                        seed=seed, shuffle_buffer=options.shuffle_buffer,
+                                        reader=self.reader)
+
+
 class WithoutAugmentation:
     """Mixed into a kind whose records have no augmentation: --augment is refused, naming them."""
     records_are = 'records'  # what the kind reads, for the message

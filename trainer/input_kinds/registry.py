@@ -13,7 +13,11 @@ _KINDS: Registry[InputKind] = Registry('input kind', KIND_MODULES)
 
 
 def register(kind: InputKind) -> InputKind:
-    return _KINDS.register(kind.name, kind)
+    return _KINDS.register(kind.name, kind, type(kind).__module__)
+
+
+def names():
+    return _KINDS.names()
 
 
 def get(name: str) -> InputKind:

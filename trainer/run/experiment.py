@@ -23,7 +23,8 @@ from trainer.evaluation import claims, eval_job, ledger, ledger_reports
 from trainer.evaluation.export_policy import LedgerExports
 from trainer.input_kinds import registry as input_kinds
 from trainer.observe import hparams, tuner_metrics
-from trainer.run import checkpoints, data_schema, hooks, job_end, run_files, train_lock
+from trainer.run import (checkpoints, data_schema, hooks, job_end, model_fn_checks, run_files,
+                         train_lock)
 from trainer.serving import export
 
 
@@ -39,7 +40,8 @@ def build_estimator(settings: Settings, spec, plan: devices.Plan) -> tf.estimato
         # Given here, not by replace(): the constructor alone sets up the distribute coordinator.
         train_distribute=plan.strategy() if plan.sync_workers else None)
     model_fn = checkpoints.with_checkpoint_check(precision.with_policy(
-        training.with_weight_averaging(spec.model_fn), plan.precision), spec.name)
+        training.with_weight_averaging(model_fn_checks.checked(spec.model_fn, spec.name)),
+        plan.precision), spec.name)
     params = estimator_params(settings, spec)
     return tf.estimator.Estimator(model_fn, config=plan.run_config(config), params=params)
 

@@ -46,6 +46,18 @@ def define_flags():
                        'this many GB, reporting rows/s and peak RSS.', lower_bound=0.0)
 
 
+def targets(estimator_target: float):
+    """The table rows' targets, in input_bench.fixed_targets' form."""
+    return [
+        # Shards hold parsed values: an epoch of them needs no text parsing. Set from the
+        # measured ratio (docs/bench.md#tables), so that a regression shows.
+        ('tables: an epoch, input_fn vs make_csv_dataset', 'tables.input_fn',
+         'tables.make_csv_dataset', INPUT_FN_VS_MAKE_CSV_DATASET, True),
+        ('dnn_classifier: input_fn vs in-memory input', 'tables.train_input_fn',
+         'tables.train_in_memory', estimator_target, True),
+    ]
+
+
 def csv_lines(rows: int, seed: int) -> str:
     """rows lines of the generated table (no header): the label depends on age, education and
     hours, with noise; about 100 bytes a row."""

@@ -121,6 +121,8 @@ def test_a_model_that_does_not_fit_its_data_or_params_is_one_line(binary, tmp_pa
     assert not os.path.exists(f'{tmp_path}/run/flags.txt')  # refused before anything was written
     result = trainer('--model=dnn_classifier', '--crosses=age:color', *common, check=False)
     assert_one_line_error(result, 2, '--crosses: a param of', 'not of dnn_classifier')
+    result = trainer('--model=dnn_classifier', '--precision=mixed_bfloat16', *common, check=False)
+    assert_one_line_error(result, 2, 'the canned models compute in float32 only')
     result = trainer('--model=linear_classifier', '--crosses=age:size', *common, check=False)
     assert_one_line_error(result, 2, "--crosses: no feature 'size'")
     digits = str(tmp_path / 'digits')

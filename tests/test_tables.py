@@ -197,3 +197,15 @@ def test_rows_encoded_as_wire_bytes_parse_to_the_examples_the_messages_make():
                                                         else value)
         assert tf.train.Example.FromString(
             table_records.encode_example(names, dtypes, values)) == expected
+
+
+def test_table_shards_that_do_not_match_their_manifest_are_refused_by_name(tmp_path):
+    out = str(tmp_path / 'out')
+    run_prepare(csv_tables.prepare_csv, source=write(tmp_path / 'p.csv', PEOPLE), output_dir=out,
+                **table_args())
+    schema = json.load(open(os.path.join(out, 'manifest.json')))['schema']
+    shard = sorted(glob.glob(os.path.join(out, 'train-*')))[0]
+    with open(shard, 'r+b') as f:
+        f.truncate(os.path.getsize(shard) - 3)
+    with pytest.raises(UserError, match=f'{shard}: .* it was cut short or damaged'):
+        read_back(out, schema)

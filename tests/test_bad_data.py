@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import assert_one_line_error, run_module, run_with_env
+from helpers import assert_one_line_error, run_module, run_with_env
 from input_fns import synthetic_faces
-from trainer.evaluation.ledger import Ledger
+from trainer.model_dir.ledger import Ledger
 
 
 def copy_shards(digit_shards, destination):

@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import run_module, run_prepare
+from helpers import run_module, run_prepare
 from input_fns import prepare
 from models import registry
 from trainer.input_kinds import registry as input_kinds

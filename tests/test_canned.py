@@ -8,7 +8,7 @@ import random
 import pytest
 import tensorflow as tf
 
-from conftest import assert_one_line_error, run_module, run_prepare
+from helpers import assert_one_line_error, run_module, run_prepare
 from input_fns import csv_tables, prepare
 from serving_loader_checks import replayed_warmup
 

@@ -11,7 +11,9 @@ import pytest
 import tensorflow as tf
 from tensorboard.plugins.hparams import metadata as hparams_metadata
 
-from conftest import REPO, assert_one_line_error, default_sigint, run_module
+from helpers import REPO, assert_one_line_error, default_sigint, run_module
+from trainer.config.modes import MODES
+from trainer.run.mode_runners import RUNNERS
 
 
 @pytest.fixture(scope='module')
@@ -108,6 +110,10 @@ def test_bad_flag_values_are_one_line_errors(args, message):
     assert result.returncode == 2
     assert message in result.stderr
     assert 'Traceback' not in result.stderr
+
+
+def test_every_mode_has_its_runner():
+    assert list(RUNNERS) == list(MODES)
 
 
 def test_help_lists_the_trainers_own_flags_first():

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from common.errors import UserError
-from conftest import run_module, run_prepare
+from helpers import run_module, run_prepare
 from serving_loader_checks import check_against_python
 from input_fns import csv_records, prepare
 

@@ -15,12 +15,13 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 
 DOC_FILES = ['README.md', 'BUILD.md'] + sorted(
     os.path.relpath(path, REPO) for path in glob.glob(os.path.join(REPO, 'docs', '*.md')))
 QUICK_START_MARKER = '<!-- quick-start'
 TABLES_MARKER = '<!-- tables:'  # docs/your-data.md's block
+IMAGES_MARKER = '<!-- images:'  # and its image-folder block
 FENCE = re.compile(r'^```[^\n]*\n(.*?)^```', re.MULTILINE | re.DOTALL)
 INLINE_CODE = re.compile(r'`([^`]+)`')
 # What the run.sh subcommand runs: `  trainer) exec "$py" -m trainer.main "$@" ;;`
@@ -31,7 +32,7 @@ ABSL_PARSER_FLAGS = {'flagfile', 'undefok'}
 # Commands that hand flags on to the trainer: the launcher passes the flags it does not know
 # to every task; deploy puts the flags after `--` into each replica's command.
 PASSES_UNKNOWN_FLAGS_TO = {'trainer.cluster.local_cluster': 'trainer.main'}
-FLAGS_AFTER_DOUBLE_DASH_GO_TO = {'trainer.cluster.deploy': 'trainer.main', 'tools.sweep': 'trainer.main'}
+FLAGS_AFTER_DOUBLE_DASH_GO_TO = {'trainer.deploy': 'trainer.main', 'tools.sweep': 'trainer.main'}
 # The tour's training runs this many steps here rather than the README's.
 QUICK_START_TRAIN_STEPS = '4'
 
@@ -134,6 +135,11 @@ def module_file(module):
                  if os.path.isfile(path)), None)
 
 
+def runs_as(module):
+    """The module `python -m module` runs: a package's __main__, else the module itself."""
+    return f'{module}.__main__' if module_file(module).endswith('__main__.py') else module
+
+
 def main_block_statements(module):
     """The statements of a module's `if __name__ == '__main__':` block but the one running main."""
     with open(module_file(module)) as f:
@@ -156,13 +162,13 @@ def flags_each_module_defines(modules):
     """
     from absl import app, flags
     for module in modules:
-        importlib.import_module(module)
+        importlib.import_module(runs_as(module))
     app.define_help_flags()
     flag_values = flags.FLAGS
     result = {'': (sorted(flag_values), [])}
     for module in modules:
         before = set(flag_values)
-        namespace = vars(sys.modules[module])
+        namespace = vars(sys.modules[runs_as(module)])
         for statement in main_block_statements(module):
             exec(compile(ast.Module([statement], []), module_file(module), 'exec'), namespace)
         own = sorted(set(flag_values) - before)
@@ -348,20 +354,43 @@ def test_quick_start_runs(tmp_path):
     assert status and f'step {steps} (100%), finished' in status[0]
 
 
+def documented_answers(model, export_dir):
+    """serving.md's REST bodies for model (one predict, one classify) run through the best
+    export under export_dir, as {verb: the signature's outputs}."""
+    from test_serving import documented_requests, run_rest_body
+    best = (export_dir / 'best').read_text().strip()
+    bodies = {verb: body for name, verb, body in documented_requests() if name == model}
+    assert sorted(bodies) == ['classify', 'predict']
+    return {verb: run_rest_body(str(export_dir / best), verb, body) for verb, body in bodies.items()}
+
+
+def predictions_printed(outputs):
+    return [json.loads(line) for command, stdout in outputs
+            if '--mode=predict' in command.args for line in stdout.splitlines()]
+
+
 @pytest.mark.slow  # each command a process: ./run.sh test-slow
 def test_your_data_tables_block_runs(tmp_path):
     """docs/your-data.md's table block, then serving.md's REST bodies for its model through the
     export it made."""
-    from test_serving import documented_requests, run_rest_body
     outputs = run_block(marked_block_commands('docs/your-data.md', TABLES_MARKER), tmp_path)
-    predictions = [json.loads(line) for command, stdout in outputs
-                   if '--mode=predict' in command.args for line in stdout.splitlines()]
+    predictions = predictions_printed(outputs)
     assert len(predictions) == 200
     assert {prediction['classes'] for prediction in predictions} <= {'<=50K', '>50K'}
-    best = (tmp_path / 'exports' / 'people' / 'best').read_text().strip()
-    bodies = [(verb, body) for model, verb, body in documented_requests()
-              if model == 'dnn_classifier']
-    assert sorted(verb for verb, _ in bodies) == ['classify', 'predict']
-    for verb, body in bodies:
-        out = run_rest_body(str(tmp_path / 'exports' / 'people' / best), verb, body)
-        assert out['scores' if verb == 'classify' else 'probabilities'].shape == (2, 2)
+    answers = documented_answers('dnn_classifier', tmp_path / 'exports' / 'people')
+    assert answers['classify']['scores'].shape == answers['predict']['probabilities'].shape == (2, 2)
+
+
+@pytest.mark.slow  # each command a process: ./run.sh test-slow
+def test_your_data_images_block_runs(tmp_path):
+    """docs/your-data.md's image-folder block, then serving.md's REST bodies for its model
+    through the export it made."""
+    from demos.digit_photos import NAMES
+    outputs = run_block(marked_block_commands('docs/your-data.md', IMAGES_MARKER), tmp_path)
+    [prediction] = predictions_printed(outputs)
+    assert prediction['image'] == 'docs/seven.png' and prediction['class_name'] in NAMES
+    assert prediction['score'] == max(prediction['probabilities'])
+    answers = documented_answers('image_classifier', tmp_path / 'exports' / 'digit_photos')
+    names = answers['classify']['classes'].numpy().tolist()
+    assert names == [[name.encode() for name in sorted(NAMES)]]
+    assert answers['predict']['class_name'].numpy()[0].decode() in NAMES

@@ -12,11 +12,11 @@ import tensorflow as tf
 from google.protobuf import text_format
 from tensorflow_serving.config import model_server_config_pb2
 
-from conftest import REPO, assert_one_line_error, run_module, synthetic_face_shards
+from helpers import REPO, assert_one_line_error, run_module, synthetic_face_shards
 from input_fns import lfw_files
 from serving_loader_checks import as_array, check_against_python, replayed_warmup
-from trainer.evaluation.ledger import Ledger
 from trainer.input_kinds.image_classification import image_example
+from trainer.model_dir.ledger import Ledger
 from trainer.serving import export, model_config, predict, rest_body
 
 

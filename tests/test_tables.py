@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from common.errors import UserError
-from conftest import assert_one_line_error, run_module, run_prepare
+from helpers import assert_one_line_error, run_module, run_prepare
 from input_fns import csv_tables, example_tables, table_records
 
 PEOPLE = '''age,workclass,"hours, per week",score,income

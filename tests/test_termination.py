@@ -10,12 +10,12 @@ import pytest
 import tensorflow as tf
 
 from common import files
-from conftest import (copy_model_dir, make_digit_arrays, run_module, start_module,
+from helpers import (copy_model_dir, make_digit_arrays, run_module, start_module,
                       wait_for_log)
 from input_fns import prepare
 from pid_namespace import start_as_pid1, unavailable_reason
-from trainer.evaluation.ledger import Ledger
-from trainer.run import checkpoints
+from trainer.model_dir import checkpoints
+from trainer.model_dir.ledger import Ledger
 
 pytestmark = pytest.mark.slow  # real processes stopped by signals, then resumed: ./run.sh test-slow
 

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, assert_one_line_error, run_module
+from helpers import REPO, assert_one_line_error, run_module
 from serving_loader_checks import replayed_warmup
 
 EXAMPLES = os.path.join(REPO, 'docs', 'your-model')
@@ -264,7 +264,7 @@ def test_the_built_in_models_use_only_the_api():
 
 
 def test_deploy_and_katib_trials_pass_the_folder_on(tmp_path):
-    """Each replica's trainer flags hold --usr_dir; a Katib search over a param of the user's
+    """Each replica's trainer flags hold --usr_dir (TFJob, Vertex AI); a Katib search over a param of the user's
     model is checked against that model (imported from the folder) and each trial passes it."""
     import yaml
     usr_dir = copy_example('small_cnn', tmp_path)
@@ -273,22 +273,26 @@ def test_deploy_and_katib_trials_pass_the_folder_on(tmp_path):
                      '--eval_files=gs://bucket/d/validation-*']
     replicas = ['--name=small', '--image=gcr.io/project/trainer:1', '--workers=1', '--ps=1',
                 '--evaluator']
-    [tfjob] = yaml.safe_load_all(run_module('trainer.cluster.deploy', 'tfjob', *replicas,
+    [tfjob] = yaml.safe_load_all(run_module('trainer.deploy', 'tfjob', *replicas,
                                             *trainer_flags).stdout)
     specs = tfjob['spec']['tfReplicaSpecs']
     assert sorted(specs) == ['Chief', 'Evaluator', 'PS', 'Worker']
     for replica in specs.values():
         [container] = replica['template']['spec']['containers']
         assert f'--usr_dir={usr_dir}' in container['args']
+    vertex = json.loads(run_module('trainer.deploy', 'vertex', *replicas, *trainer_flags).stdout)
+    pools = vertex['jobSpec']['workerPoolSpecs']
+    assert len(pools) == 4 and all(f'--usr_dir={usr_dir}' in pool['containerSpec']['args']
+                                   for pool in pools)
     search = ['--objective=accuracy:maximize', '--param=small_cnn_filters:int:8:32',
               '--max_trials=2', '--parallel_trials=1']
-    experiment = yaml.safe_load(run_module('trainer.cluster.deploy', 'katib', *replicas, *search,
+    experiment = yaml.safe_load(run_module('trainer.deploy', 'katib', *replicas, *search,
                                            *trainer_flags).stdout)
     trial = experiment['spec']['trialTemplate']['trialSpec']['spec']['tfReplicaSpecs']['Worker']
     [container] = trial['template']['spec']['containers']
     assert f'--usr_dir={usr_dir}' in container['args']
     assert '--small_cnn_filters=${trialParameters.small_cnn_filters}' in container['args']
-    unknown = run_module('trainer.cluster.deploy', 'katib', *replicas, *search, '--',
+    unknown = run_module('trainer.deploy', 'katib', *replicas, *search, '--',
                          *trainer_flags[2:], check=False)
     assert_one_line_error(unknown, 2, "small_cnn")
 
@@ -312,3 +316,21 @@ def test_sweep_trials_import_the_folder(digit_shards, tmp_path):
         with open(path) as f:
             recorded = f.read()
         assert f'--usr_dir={usr_dir}\n' in recorded and '--model=small_cnn\n' in recorded
+
+
+@pytest.mark.slow  # four trainer processes: ./run.sh test-slow
+def test_cluster_tasks_import_the_folder(digit_shards, tmp_path):
+    usr_dir = copy_example('small_cnn', tmp_path)
+    model_dir = str(tmp_path / 'model')
+    result = subprocess.run(
+        ['bash', os.path.join(REPO, 'run.sh'), 'cluster', '--cluster_workers=1', '--cluster_ps=1',
+         '--nocluster_private_network', f'--usr_dir={usr_dir}', '--model=small_cnn',
+         f'--model_dir={model_dir}', f'--train_files={digit_shards.train_pattern}',
+         f'--eval_files={digit_shards.validation_pattern}', '--eval_name=validation',
+         '--train_steps=8', '--save_checkpoints_steps=4', '--batch_size=16',
+         '--eval_throttle_secs=0'], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert sorted(os.listdir(os.path.join(model_dir, 'eval_validation', 'results'))) == [
+        'step-000000000.json', 'step-000000004.json', 'step-000000008.json']
+    with open(os.path.join(model_dir, 'flags.txt')) as f:
+        assert f'--usr_dir={usr_dir}\n' in f.read()

@@ -31,8 +31,8 @@ from common.errors import UserError
 from tools import sweep_study
 from trainer.config import search_space
 from trainer.config.flags import defaults as trainer_defaults
-from trainer.evaluation import ledger
-from trainer.evaluation.metric_goal import evaluated_by_step
+from trainer.model_dir import ledger
+from trainer.model_dir.metric_goal import evaluated_by_step
 from trainer.observe.tuner_metrics import scalar_metrics
 from trainer.usr_dir import command_line as usr_dir
 

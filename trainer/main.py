@@ -24,7 +24,7 @@ from common import bucket_probe, cli  # noqa: E402
 from common.errors import UserError, op_error_summary  # noqa: E402
 from trainer.config import flags as trainer_flags, modes  # noqa: E402
 from trainer.config.settings import Settings  # noqa: E402
-from trainer.evaluation import training_run  # noqa: E402
+from trainer.evaluation import wait_for_trainer  # noqa: E402
 from trainer.run import mode_runners  # noqa: E402
 from trainer.usr_dir import command_line as usr_dir  # noqa: E402
 
@@ -36,7 +36,7 @@ PATH_FLAGS = ('model_dir', 'train_files', 'eval_files', 'threshold_files', 'expo
 
 def run(settings: Settings, arguments):
     """Dispatches on the mode, as tf.estimator's training.py does on the task type."""
-    getattr(mode_runners, settings.mode)(settings, arguments)
+    mode_runners.RUNNERS[settings.mode](settings, arguments)
 
 
 def quiet_tensorflow_logging():
@@ -61,7 +61,7 @@ def main(argv):
         # A missing bucket or unreachable endpoint: one line now, not retries or empty listings later.
         bucket_probe.check_buckets([FLAGS[name].value for name in PATH_FLAGS] + argv[1:])
         if FLAGS.mode == 'continuous_eval' and FLAGS.model_dir:  # its settings read the model's flags.txt
-            training_run.wait_for_training_run(FLAGS.model_dir, FLAGS.eval_timeout_secs)
+            wait_for_trainer.wait_for_flags_or_checkpoint(FLAGS.model_dir, FLAGS.eval_timeout_secs)
         run(Settings.from_flags(FLAGS, trainer_flags.flagfile_text(FLAGS)), argv[1:])
     except tf.errors.OpError as e:  # found only while running, e.g. a record corrupt mid-file
         logging.debug('traceback', exc_info=True)
@@ -74,7 +74,7 @@ def main(argv):
               'the data) and train again, in a new --model_dir if the last checkpoint diverged too',
               file=sys.stderr)
         return cli.EXIT_FAILURE
-    except training_run.EvalTimeout as e:
+    except wait_for_trainer.EvalTimeout as e:
         print(f'error: {e}', file=sys.stderr)
         return cli.EXIT_FAILURE
     return cli.EXIT_OK

@@ -16,9 +16,9 @@ from common.errors import UserError
 from models import registry
 from trainer.config import modes, params_flag
 from trainer.config.flags import defaults as flag_defaults
-from trainer.evaluation.metric_goal import MetricGoal
 from trainer.input_kinds.base import InputOptions
-from trainer.run import run_files
+from trainer.model_dir import run_files
+from trainer.model_dir.metric_goal import MetricGoal
 
 FLAG_DEFAULTS = flag_defaults()
 # Input options that shape what the model sees at evaluation and in serving, not only in
@@ -180,11 +180,3 @@ def model_fn_params(settings: Settings, spec) -> Dict:
     """The params handed to the model_fn: the model's defaults, overridden by the settings."""
     return {**spec.default_params, **settings.model_param_overrides}
 
-
-def estimator_params(settings: Settings, spec) -> Dict:
-    """What the Estimator hands the model_fn: model_fn_params, and for a model built from its
-    data, params['schema'] (left out of model_fn_params: not a scalar hyperparameter)."""
-    params = model_fn_params(settings, spec)
-    if spec.schema is not None:
-        params['schema'] = spec.schema
-    return params

@@ -21,9 +21,9 @@ from absl import flags
 
 from common import cli, files
 from common.errors import UserError
-from trainer.evaluation import claims, export_policy, ledger
-from trainer.evaluation.metric_goal import MetricGoal, evaluated_by_step
-from trainer.run import checkpoints, run_files
+from trainer.evaluation import claims, export_policy
+from trainer.model_dir import checkpoints, ledger, run_files
+from trainer.model_dir.metric_goal import MetricGoal, evaluated_by_step
 from trainer.usr_dir import command_line as usr_dir
 
 NOT_METRICS = ('global_step',)

@@ -17,14 +17,13 @@ from common.errors import UserError
 from models import precision, training
 from trainer.cluster import devices, vertex_env
 from trainer.config import modes
-from trainer.config.settings import (Settings, estimator_params, hparam_settings,
-                                     model_fn_params)
-from trainer.evaluation import claims, eval_job, ledger, ledger_reports
+from trainer.config.settings import Settings, hparam_settings, model_fn_params
+from trainer.evaluation import claims, eval_job, ledger_reports
 from trainer.evaluation.export_policy import LedgerExports
 from trainer.input_kinds import registry as input_kinds
+from trainer.model_dir import checkpoints, ledger, run_files, train_lock
 from trainer.observe import hparams, tuner_metrics
-from trainer.run import (checkpoints, data_schema, hooks, job_end, model_fn_checks, run_files,
-                         train_lock)
+from trainer.run import data_schema, hooks, job_end, model_fn_checks
 from trainer.serving import export
 
 
@@ -42,8 +41,8 @@ def build_estimator(settings: Settings, spec, plan: devices.Plan) -> tf.estimato
     model_fn = checkpoints.with_checkpoint_check(precision.with_policy(
         training.with_weight_averaging(model_fn_checks.checked(spec.model_fn, spec.name)),
         plan.precision), spec.name)
-    params = estimator_params(settings, spec)
-    return tf.estimator.Estimator(model_fn, config=plan.run_config(config), params=params)
+    return tf.estimator.Estimator(model_fn, config=plan.run_config(config),
+                                  params=data_schema.estimator_params(settings, spec))
 
 
 class Experiment:

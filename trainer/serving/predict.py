@@ -123,7 +123,7 @@ def predict_files(saved_model_dir: str, image_paths: List[str],
         raise UserError(f'--signature={signature}: it takes {takes}, not image files; give one '
                         f'of {", ".join(_image_signatures(signatures))}')
     outputs = {key: value.numpy() for key, value in outputs.items()}
-    return [{**name, **{key: _json_value(value[i]) for key, value in sorted(outputs.items())}}
+    return [{**name, **{key: files.json_value(value[i]) for key, value in sorted(outputs.items())}}
             for i, name in enumerate(names)]
 
 
@@ -148,7 +148,7 @@ def predict_rest_bodies(saved_model_dir: str, body_paths: List[str],
         except (tf.errors.InvalidArgumentError, ValueError, TypeError) as e:
             summary = op_error_summary(e) if isinstance(e, tf.errors.OpError) else str(e)
             raise UserError(f'{where}: the model refused it ({summary.splitlines()[0]})') from None
-        found += [{'request': path, **{key: _json_value(value) for key, value in row.items()}}
+        found += [{'request': path, **{key: files.json_value(value) for key, value in row.items()}}
                   for row in rest_body.rows({k: v.numpy() for k, v in outputs.items()})]
     return found
 
@@ -173,17 +173,6 @@ def _image_signatures(signatures) -> List[str]:
                       {'image_bytes'}, {'image_bytes_a', 'image_bytes_b'}, {'inputs'})
                   and all(spec.dtype == tf.string
                           for spec in function.structured_input_signature[1].values()))
-
-
-def _json_value(value):
-    """An output's NumPy value as JSON; strings (class names) come out of TensorFlow as bytes."""
-    if hasattr(value, 'tolist'):  # NumPy arrays and scalars
-        value = value.tolist()
-    if isinstance(value, bytes):
-        return value.decode('utf-8')
-    if isinstance(value, list):
-        return [_json_value(item) for item in value]
-    return value
 
 
 def _serve(serve, image_paths, **batches):

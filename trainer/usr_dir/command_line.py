@@ -13,7 +13,7 @@ from absl import flags
 from common import files, paths
 from common.errors import UserError
 from trainer.cluster import vertex_env
-from trainer.run import run_files
+from trainer.model_dir import run_files
 from trainer.usr_dir import folders, modules
 
 HELP = ('A folder of your own modules (or a package), local or in a bucket, imported before '

@@ -67,7 +67,15 @@ def main(argv):
         if FLAGS.mode == 'continuous_eval' and FLAGS.model_dir:  # its settings read the model's flags.txt
             training_run.wait_for_training_run(FLAGS.model_dir, FLAGS.eval_timeout_secs)
         run(Settings.from_flags(FLAGS, trainer_flags.flagfile_text(FLAGS)), argv[1:])
-    except (tf.errors.OpError, OSError, RuntimeError) as e:  # e.g. a record corrupt mid-file
+    except tf.compat.v1.train.NanLossDuringTrainingError:
+        print('error: training diverged: the loss became NaN; lower --learning_rate (or check '
+              'the data) and train again, in a new --model_dir if the last checkpoint diverged too',
+              file=sys.stderr)
+        return cli.EXIT_FAILURE
+    except training_run.EvalTimeout as e:
+        print(f'error: {e}', file=sys.stderr)
+        return cli.EXIT_FAILURE
+    except (tf.errors.OpError, OSError, RuntimeError) as e:  # a record corrupt mid-file, a full disk
         logging.debug('traceback', exc_info=True)
         if full_disk_path(e):
             print(run_files.full_disk_message(full_disk_path(e), modes.MODES[FLAGS.mode].resumes),
@@ -79,14 +87,6 @@ def main(argv):
               'the traceback)', file=sys.stderr)
         # A damaged file is bad input; anything else (out of memory...) failed while running.
         return cli.EXIT_USAGE if isinstance(e, tf.errors.DataLossError) else cli.EXIT_FAILURE
-    except tf.compat.v1.train.NanLossDuringTrainingError:
-        print('error: training diverged: the loss became NaN; lower --learning_rate (or check '
-              'the data) and train again, in a new --model_dir if the last checkpoint diverged too',
-              file=sys.stderr)
-        return cli.EXIT_FAILURE
-    except training_run.EvalTimeout as e:
-        print(f'error: {e}', file=sys.stderr)
-        return cli.EXIT_FAILURE
     return cli.EXIT_OK
 
 

@@ -8,13 +8,17 @@
 #   ./run.sh test-container [--scenarios=a,b,c,d]   the image built and a TFJob run as containers
 #                            the way the training operator runs it (needs a docker daemon)
 #   ./run.sh faces [--lfw_dir=ROOT]   the face-pair demo (synthetic faces unless --lfw_dir)
+#   ./run.sh tabular         the table demo: a CSV (scikit-learn's breast cancer data) -> prepare csv
+#                            -> each canned model -> eval job -> export -> predict (offline)
+#   ./run.sh digit_photos --output_dir=ROOT   the offline digits as PNG class folders, for
+#                            `prepare images` (python -m demos.digit_photos)
 #   ./run.sh prepare ...     python -m input_fns.prepare ...
 #   ./run.sh trainer ...     python -m trainer.main ...
 #   ./run.sh cluster ...     python -m trainer.cluster.local_cluster ...: chief, workers, ps, evaluator on loopback
 #   ./run.sh status --model_dir=M [--format=json]   where a run stands: steps, checkpoints, eval jobs, exports
 #   ./run.sh bench [ARGS]    the input-pipeline benchmark (python -m benchmarks.input_bench)
 #   ./run.sh deploy tfjob|katib|vertex ...   print a Kubeflow TFJob, Katib Experiment or Vertex AI job
-#                            (python -m trainer.cluster.deploy)
+#                            (python -m trainer.deploy)
 #   ./run.sh sweep --study_dir=DIR --trials=N --param=... --objective=... -- TRAINER_FLAGS
 #                            a local Optuna sweep (python -m tools.sweep; installs requirements-sweep.txt)
 #   ./run.sh screenshots --model_dir=M [--output_dir=docs]   TensorBoard dashboards in headless Chromium
@@ -75,7 +79,7 @@ echo "$variant" > "$variant_stamp"
 # The offline demo's data (scikit-learn) only where the digits demo runs, and the test-only set
 # only for the tests (which prepare the digits too); neither is in the image.
 case "${1:-demo}" in
-  demo) install_pinned requirements-demo.txt "$venv/.requirements-demo.sha256" ;;
+  demo|tabular|digit_photos) install_pinned requirements-demo.txt "$venv/.requirements-demo.sha256" ;;
   prepare) [[ " $* " != *" digits "* ]] \
     || install_pinned requirements-demo.txt "$venv/.requirements-demo.sha256" ;;
   test|test-slow)  # the tests prepare the digits and run small sweeps too
@@ -91,6 +95,8 @@ command=${1:-demo}
 case "$command" in
   demo)    exec "$py" -m demos.digits "$@" ;;
   faces)   exec "$py" -m demos.faces "$@" ;;
+  tabular) exec "$py" -m demos.tabular "$@" ;;
+  digit_photos) exec "$py" -m demos.digit_photos "$@" ;;
   test)    exec "$py" -m pytest "$@" ;;  # pytest.ini: testpaths = tests, not the slow ones
   test-slow) exec "$py" -m pytest -m slow "$@" ;;
   test-container) exec "$py" -m tests.containers.scenarios "$@" ;;
@@ -98,11 +104,11 @@ case "$command" in
   trainer) exec "$py" -m trainer.main "$@" ;;
   cluster) exec "$py" -m trainer.cluster.local_cluster "$@" ;;
   bench)   exec "$py" -m benchmarks.input_bench "$@" ;;
-  deploy)  exec "$py" -m trainer.cluster.deploy "$@" ;;
+  deploy)  exec "$py" -m trainer.deploy "$@" ;;
   screenshots) exec "$py" -m tools.screenshots "$@" ;;
   serving-loader) exec "$py" -m tools.serving_loader "$@" ;;
   sweep)   exec "$py" -m tools.sweep "$@" ;;
   status)  exec "$py" -m trainer.observe.status "$@" ;;
   python)  exec "$py" "$@" ;;
-  *) echo "run.sh: unknown command '$command' (use: demo, faces, test, test-container, prepare, trainer, cluster, status, bench, screenshots, serving-loader, deploy, sweep, test-slow, python)" >&2; exit 2 ;;
+  *) echo "run.sh: unknown command '$command' (use: demo, faces, tabular, digit_photos, test, test-container, prepare, trainer, cluster, status, bench, screenshots, serving-loader, deploy, sweep, test-slow, python)" >&2; exit 2 ;;
 esac

@@ -20,7 +20,11 @@ as the Estimator runs it, the rows of each section interleaved (A B C, C B A, ..
      turns of the matmul ceiling;
   8. training against the ceiling: GFLOP/s of every 6. and 7. row, from the training FLOPs
      per example (benchmarks/flops.py), as a fraction of the same round's ceiling;
-  9. the MNIST CNN at each intra-op and inter-op thread setting.
+  9. the MNIST CNN at each intra-op and inter-op thread setting;
+  10. and 11. image folders: prepare images, an epoch from its shards vs
+     tf.keras.utils.image_dataset_from_directory on the same tree, and image_classifier
+     training from them vs in memory (benchmarks/image_bench.py; alone:
+     python -m benchmarks.image_bench).
 Prints a table and the targets (met, SHORT, or not resolved when the 95% interval of the
 median ratio holds the target), and writes everything, every repeat, to --output_json. Uses
 --data_dir/mnist and --data_dir/lfw-devtrain/lfw when they are there, synthetic
@@ -40,8 +44,8 @@ import numpy as np
 import tensorflow as tf
 from absl import flags, logging
 
-from benchmarks import (baselines, flops, gpu_use, machine, precision_bench, python_work,
-                        repeats)
+from benchmarks import (baselines, flops, gpu_use, image_bench, machine, precision_bench,
+                        python_work, repeats)
 from common import cli, files
 from input_fns import (digit_sources, face_images, face_pairs, face_records, image_records,
                        lfw_files, parallel_python, prepare, prepare_faces, shards, synthetic_faces)
@@ -58,6 +62,7 @@ FACE_GEOMETRY = face_images.FaceGeometry(image_size=64, channels=1, crop_fractio
 # Training with the input_fn vs in-memory input: the issue's bar on a CPU, where the input
 # pipeline shares the cores with the step, and on a GPU.
 ESTIMATOR_INPUT_TARGET = {'cpu': 0.97, 'gpu': 0.95}
+SECTIONS = ('mnist', 'faces', 'python', 'images')
 
 
 def fixed_targets(gpu: bool):
@@ -89,6 +94,11 @@ def fixed_targets(gpu: bool):
         ('shard bytes vs raw pixel bytes', 'convert.raw_bytes', 'convert.pixel_bytes', 1.1, False),
         ('training: best of bfloat16/XLA vs float32', precision_bench.faster_keys(gpu),
          'precision.float32', 1.5, True),
+        # Shards hold decoded, fitted pixels; Keras decodes and resizes every photo every epoch.
+        ('image folders: an epoch, shards vs image_dataset_from_directory', 'images.shards',
+         'images.from_directory', 2.0, True),
+        ('image_classifier: input_fn vs in-memory input', 'images.train_input_fn',
+         'images.train_in_memory', ESTIMATOR_INPUT_TARGET['gpu' if gpu else 'cpu'], True),
     ]
 
 
@@ -133,12 +143,14 @@ def define_flags():
                        lower_bound=0.001)
     flags.DEFINE_bool('quick', False, 'A short run for development: ' + ', '.join(
         f'--{name}={value}' for name, value in QUICK.items()) + ' (flags given win).')
+    image_bench.define_flags()
 
 
 # --quick: fewer rounds than a figure to report needs.
 QUICK = {'mnist_examples': 5000, 'face_people': 200, 'repetitions': 3, 'seconds': 0.3,
          'warmup_seconds': 0.2, 'train_steps': 5, 'pair_train_steps': 3, 'warmup_steps': 3,
-         'ceiling_size': 1024, 'ceiling_runs': 2, 'ceiling_seconds': 0.3}
+         'ceiling_size': 1024, 'ceiling_runs': 2, 'ceiling_seconds': 0.3, 'image_photos': 300,
+         'image_train_steps': 3}
 
 
 def apply_quick():
@@ -189,8 +201,10 @@ def feeding_timing():
                 warmup_seconds=FLAGS.warmup_seconds)
 
 
-def dataset_turn(make_dataset, per_element):
-    return lambda: timing.dataset_rate(make_dataset, **feeding_timing()).per_sec * per_element
+def dataset_turn(make_dataset, per_element, timed=None):
+    """timed: dataset_rate's timing (default: feeding_timing())."""
+    return lambda: (timing.dataset_rate(make_dataset, **(timed or feeding_timing())).per_sec
+                    * per_element)
 
 
 def thread_plan():
@@ -556,18 +570,29 @@ def count_flops():
     return counted
 
 
-def run_sections(work_dir, results):
-    images, labels, mnist_source = load_mnist()
-    progress(f'MNIST: {mnist_source}')
-    raw_files, float_files = convert_mnist(images, labels, work_dir, results)
-    mnist_feeding(images, labels, raw_files, float_files, results)
-    estimator_training(images, labels, raw_files, work_dir, results)
-    face_source = face_pair_rows(work_dir, results)
-    python_preprocessing(results)
-    return {'mnist': mnist_source, 'faces': face_source}
+def run_sections(work_dir, results, sections):
+    data = {}
+    if 'mnist' in sections:
+        images, labels, data['mnist'] = load_mnist()
+        progress(f'MNIST: {data["mnist"]}')
+        raw_files, float_files = convert_mnist(images, labels, work_dir, results)
+        mnist_feeding(images, labels, raw_files, float_files, results)
+        estimator_training(images, labels, raw_files, work_dir, results)
+    if 'faces' in sections:
+        data['faces'] = face_pair_rows(work_dir, results)
+    if 'python' in sections:
+        python_preprocessing(results)
+    if 'images' in sections:
+        data['images'] = image_bench.image_rows(
+            work_dir, results, measure, dataset_turn,
+            lambda spec, input_fn, batch_size: precision_bench.training_turn(
+                spec, input_fn, batch_size, thread_plan(), work_dir, FLAGS.image_train_steps,
+                FLAGS.warmup_steps))
+    return data
 
 
-def main(argv):
+def main(argv, sections=SECTIONS):
+    """sections: all of SECTIONS (`./run.sh bench`), or some (python -m benchmarks.image_bench)."""
     del argv
     if FLAGS.quick:
         apply_quick()
@@ -575,11 +600,11 @@ def main(argv):
     tf.get_logger().setLevel('ERROR')
     started = time.time()
     described, ceiling = measure_machine()
-    counted = count_flops()
+    counted = count_flops() if 'mnist' in sections else {}
     work_dir = tempfile.mkdtemp(prefix='input_bench-')
     results = Results()
     try:
-        data = run_sections(work_dir, results)
+        data = run_sections(work_dir, results, sections)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
     precision_bench.against_ceiling(
@@ -602,11 +627,12 @@ def main(argv):
         f'rows: graph mode (tf.compat.v1.Session), each section\'s rows interleaved for '
         f'{FLAGS.repetitions} rounds after warm-up{" (--quick)" if FLAGS.quick else ""}; '
         f'median +- half its 95% interval; {elapsed:.0f} s in all',
-        f'MNIST: {data["mnist"]}; batch {FLAGS.batch_size}',
-        f'faces: {data["faces"]}; batch {FLAGS.pair_batch_size} pairs, '
-        f'{FACE_GEOMETRY.image_size}x{FACE_GEOMETRY.image_size} grayscale; face_embedding '
-        'trains on random 96x96 pairs held in memory',
-    ]
+    ] + [{
+        'mnist': f'MNIST: {data.get("mnist")}; batch {FLAGS.batch_size}',
+        'faces': f'faces: {data.get("faces")}; batch {FLAGS.pair_batch_size} pairs, '
+                 f'{FACE_GEOMETRY.image_size}x{FACE_GEOMETRY.image_size} grayscale; '
+                 'face_embedding trains on random 96x96 pairs held in memory',
+        'images': f'image folders: {data.get("images")}'}[name] for name in data]
     checked = check_targets(results)
     print(report(results, header, checked), flush=True)
     os.makedirs(os.path.dirname(os.path.abspath(FLAGS.output_json)), exist_ok=True)

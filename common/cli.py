@@ -139,6 +139,18 @@ def cli_main(main):
     return wrapped
 
 
+def before_flags(step: Callable[[], object], user_errors: Tuple[Type[Exception], ...]) -> None:
+    """A step a command takes before absl parses its flags, with run's exit statuses for a
+    user error (2) and Ctrl-C (130)."""
+    try:
+        step()
+    except user_errors as error:
+        print(f'error: {error}', file=sys.stderr)
+        exit_process(EXIT_USAGE)
+    except KeyboardInterrupt:
+        exit_process(EXIT_INTERRUPTED)
+
+
 def run(main: Callable, own_modules: Sequence[str],
         user_errors: Tuple[Type[Exception], ...] = (),
         stopped_message: Union[str, Callable[[], str]] = 'stopped',

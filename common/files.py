@@ -14,6 +14,7 @@ import shutil
 import socket
 from typing import List
 
+import numpy as np
 import tensorflow as tf
 
 from common import bucket_probe
@@ -39,6 +40,18 @@ def read_text(path: str) -> str:
 
 def read_json(path: str):
     return json.loads(read_text(path))
+
+
+def json_value(value):
+    """What TensorFlow or NumPy gives, as JSON takes it: NumPy scalars and arrays as numbers
+    and lists, bytes (a SavedModel's class names) as text."""
+    if isinstance(value, (np.generic, np.ndarray)):
+        value = value.tolist()
+    if isinstance(value, bytes):
+        return value.decode('utf-8')
+    if isinstance(value, list):
+        return [json_value(item) for item in value]
+    return value
 
 
 def write_bytes_atomic(path: str, data: bytes) -> None:

@@ -7,7 +7,10 @@
       [--train_people_file=peopleDevTrain.txt | --validation_fraction=0.2] [--num_pairs=300]
   python -m input_fns.prepare face_pairs --source_dir=LFW_ROOT --pairs_file=pairs.txt \
       --output_dir=OUT
-  python -m input_fns.prepare csv --output_dir=OUT --num_shards=20   # generated example data
+  python -m input_fns.prepare csv --source=FILE_OR_GLOB --label=COLUMN --output_dir=OUT \
+      [--validation_fraction=0.2] [--column_types=NAME:float,...] [--task=classification]
+  python -m input_fns.prepare examples --source=PATTERN --label=NAME [--output_dir=OUT]
+  python -m input_fns.prepare csv_example --output_dir=OUT --num_shards=20   # generated, csv_mlp's
   python -m input_fns.prepare images --source_dir=ROOT --output_dir=OUT [--image_size=64x64] \
       [--channels=3] [--resize=pad|crop|stretch] [--validation_fraction=0.2]   # ROOT/<class>/*.png
 
@@ -24,10 +27,10 @@ from absl import flags
 
 from common import bucket_probe, cli, files
 from common.errors import UserError
-from input_fns import (csv_records, digit_sources, image_records, prepare_faces, prepare_images,
-                       shards)
+from input_fns import (csv_records, csv_tables, digit_sources, example_tables, image_records,
+                       prepare_faces, prepare_images, shards, table_schema)
 
-DATASETS = ('mnist', 'digits', 'faces', 'face_pairs', 'csv', 'images')
+DATASETS = ('mnist', 'digits', 'faces', 'face_pairs', 'csv', 'examples', 'images', 'csv_example')
 
 
 def define_flags():
@@ -35,14 +38,18 @@ def define_flags():
                         'mnist.npz, or the path of an .npz file. faces, face_pairs: the photo '
                         'folder ROOT/<Name>/<Name>_0001.jpg (or the folder holding lfw/). '
                         'images: ROOT/<class>/<image>, one sub-folder per class.')
-    flags.DEFINE_string('output_dir', None, 'Folder for the shards and manifest.json.')
+    flags.DEFINE_string('output_dir', None, 'Folder for the shards and manifest.json (examples: '
+                        'give it to reshard the records; without it, the manifest is written '
+                        'beside them).')
+    define_table_flags()
     flags.DEFINE_integer('num_shards', 10, 'Shards for the training split.', lower_bound=1)
     flags.DEFINE_integer('num_eval_shards', 2, 'Shards for each held-out split (validation, test).',
                          lower_bound=1)
     flags.DEFINE_integer('validation_size', 0, 'mnist: hold out this many training images as a '
                          '"validation" split.', lower_bound=0)
     flags.DEFINE_float('validation_fraction', 0.2, 'digits: fraction of images, faces: fraction '
-                       'of people, held out as the "validation" split; images: each file\'s '
+                       'of people, csv and examples (resharded): fraction of rows (by a hash of '
+                       'the row), held out as the "validation" split; images: each file\'s '
                        'chance, by a hash of its path below --source_dir.', lower_bound=0.0,
                        upper_bound=0.9)
     flags.DEFINE_float('calibration_fraction', 0.0, 'faces: fraction of the training people kept '
@@ -59,13 +66,14 @@ def define_flags():
     flags.DEFINE_string('pairs_file', None, 'face_pairs: an LFW pair list (pairsDevTrain.txt, '
                         'pairsDevTest.txt or the 10-fold pairs.txt).')
     flags.DEFINE_string('split', None, 'face_pairs: split name for the shards; default: the '
-                        'pairs file\'s name.')
+                        'pairs file\'s name. examples (without --output_dir): the split the '
+                        'records are; default: train.')
     flags.DEFINE_bool('strict', False, 'faces, face_pairs: stop at an undecodable or missing '
                       'photo instead of skipping it (skips are counted in manifest.json).')
-    flags.DEFINE_integer('rows_per_shard', 100, 'csv: rows in each generated shard.',
+    flags.DEFINE_integer('rows_per_shard', 100, 'csv_example: rows in each generated shard.',
                          lower_bound=1)
     flags.DEFINE_integer('num_features', csv_records.EXAMPLE_NUM_FEATURES,
-                         'csv: floats per generated row (the csv_mlp model takes 1024).',
+                         'csv_example: floats per generated row (the csv_mlp model takes 1024).',
                          lower_bound=1)
     flags.DEFINE_string('image_size', '64x64', 'images: HEIGHTxWIDTH the images are fitted to.')
     flags.DEFINE_enum('channels', '3', ['1', '3'], 'images: 1 (greyscale) or 3 (RGB).')
@@ -77,7 +85,25 @@ def define_flags():
     flags.DEFINE_integer('decode_workers', 0, 'images: worker processes decoding the images; 0: '
                          'one per CPU core; 1: none, decoded in the prepare process.', lower_bound=0)
     flags.DEFINE_integer('seed', 0, 'Seed for the hold-out split and the record order.')
-    flags.mark_flag_as_required('output_dir')
+
+
+def define_table_flags():
+    """The flags of csv and examples (a user's table)."""
+    flags.DEFINE_string('source', None, 'csv: a CSV file with a header (.csv or .csv.gz) or a '
+                        'glob of them; examples: a glob of TFRecord files of tf.Example.')
+    flags.DEFINE_string('label', None, 'csv, examples: the column to predict.')
+    flags.DEFINE_string('column_types', None, 'csv: NAME:TYPE,... (TYPE int, float or string) '
+                        'for columns whose type read from the first rows is not the right one.')
+    flags.DEFINE_enum('task', None, table_schema.TASKS, 'csv, examples: default: classification '
+                      'for a text label or an int label with few values, else regression.')
+    flags.DEFINE_string('weight_column', None, 'csv, examples: a number column weighing each row '
+                        'in the loss and the metrics (e.g. larger for a rare class); not a '
+                        'feature, not a serving input.')
+    flags.DEFINE_list('na_values', list(table_schema.DEFAULT_NA_VALUES), 'csv: the field values '
+                      'that mark a missing value (an empty field always does).')
+    flags.DEFINE_integer('max_vocabulary', 1000, 'csv, examples: a text column\'s most frequent '
+                         'values kept as its vocabulary; the rest are out of vocabulary.',
+                         lower_bound=1)
 
 
 def hold_out(images, labels, count, seed):
@@ -132,7 +158,7 @@ def prepare_digits(*, output_dir: str, validation_fraction: float, num_shards: i
                               num_eval_shards, seed)
 
 
-def prepare_csv(*, output_dir: str, rows_per_shard: int, num_features: int, num_shards: int,
+def prepare_csv_example(*, output_dir: str, rows_per_shard: int, num_features: int, num_shards: int,
                 num_eval_shards: int, seed: int) -> Dict:
     """The source documents' example: --num_shards training files (and --num_eval_shards
     validation files) of --rows_per_shard rows of --num_features floats."""
@@ -156,27 +182,32 @@ def main(argv):
               file=sys.stderr)
         return 2
     output_dir = flags.FLAGS.output_dir
+    if not output_dir and argv[1] != 'examples':
+        raise UserError(f'--output_dir is required for {argv[1]}: the folder for the shards')
     # A missing bucket or unreachable endpoint: one line now, not retries later.
-    bucket_probe.check_buckets([output_dir, flags.FLAGS.source_dir,
+    bucket_probe.check_buckets([output_dir, flags.FLAGS.source_dir, flags.FLAGS.source,
                          flags.FLAGS.pairs_file, flags.FLAGS.train_people_file])
     try:
-        files.makedirs(output_dir)
+        if output_dir:
+            files.makedirs(output_dir)
     except tf.errors.OpError as e:
         raise UserError(f'--output_dir={output_dir}: cannot make that folder '
                         f'({e.message.strip().splitlines()[0]}); give a folder path')
     prepare_fn = {'mnist': prepare_mnist, 'digits': prepare_digits,
                   'faces': prepare_faces.prepare_faces,
-                  'face_pairs': prepare_faces.prepare_face_pairs, 'csv': prepare_csv,
-                  'images': prepare_images.prepare_images}[argv[1]]
+                  'face_pairs': prepare_faces.prepare_face_pairs, 'csv': csv_tables.prepare_csv,
+                  'examples': example_tables.prepare_examples,
+                  'images': prepare_images.prepare_images, 'csv_example': prepare_csv_example}[argv[1]]
     try:
         entries = call_with_flags(prepare_fn, flags.FLAGS)
     except (OSError, tf.errors.OpError) as e:  # e.g. a full disk; the split is left unlisted
         reason = getattr(e, 'strerror', None) or getattr(e, 'message', None) or str(e)
-        print(f'error: writing under {output_dir} failed ({reason}); free space or fix the folder, '
+        print(f'error: writing under {output_dir or flags.FLAGS.source} failed ({reason}); free space or fix the folder, '
               'then run prepare again', file=sys.stderr)
         return 1
     counts = ', '.join(f'{split}: {entry["num_records"]}' for split, entry in entries.items())
-    print(f'wrote {counts} records to {flags.FLAGS.output_dir}')
+    print(f'wrote {counts} records to {output_dir}' if output_dir else
+          f'described {counts} records in {example_tables.manifest_folder(flags.FLAGS.source)}')
     return 0
 
 

@@ -88,7 +88,7 @@ def remove_killed_writers_files(output_dir: str) -> None:
             files.remove(path)
 
 
-def _remove_stale_shards(output_dir: str, split: str, keep: Iterable[str], suffix: str) -> None:
+def remove_stale_shards(output_dir: str, split: str, keep: Iterable[str], suffix: str) -> None:
     keep = set(keep)
     for path in files.glob(paths.join(output_dir, f'{split}-*-of-*{suffix}')):
         if os.path.basename(path) not in keep:
@@ -146,21 +146,20 @@ def write_split(output_dir: str,
         logging.info('%s: wrote %s (%d records, shard %d/%d)', split, name, written,
                      shard_index + 1, num_shards)
 
-    _remove_stale_shards(output_dir, split, [s['file'] for s in shards], suffix)
-    entry = {
-        'num_records': sum(s['records'] for s in shards),
-        'num_skipped': skipped,
-        'shards': shards,
-        'features': features,
-        'sources': sources,
-        'seed': seed,
-        'written_at': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
-    }
-    entry.update(extra or {})
+    remove_stale_shards(output_dir, split, [s['file'] for s in shards], suffix)
+    entry = split_entry(shards, skipped, features, sources, seed, extra)
     _set_manifest_split(output_dir, split, entry, dataset)
     logging.info('%s: %d records in %d shards under %s (%.1fs)', split, entry['num_records'],
                  num_shards, output_dir, time.time() - progress_log.start_time)
     return entry
+
+
+def split_entry(shards: List[Dict], skipped: int, features, sources: List[str], seed: int,
+                extra: Optional[Dict] = None) -> Dict:
+    """A split's manifest entry: its shards ({file, records, bytes}) and where they came from."""
+    return {'num_records': sum(s['records'] for s in shards), 'num_skipped': skipped,
+            'shards': shards, 'features': features, 'sources': sources, 'seed': seed,
+            'written_at': time.strftime('%Y-%m-%dT%H:%M:%S%z'), **(extra or {})}
 
 
 class _SplitProgress:

@@ -9,7 +9,8 @@ from typing import Callable, Dict, List, Optional, Tuple
 from common.registry import Registry
 
 MODEL_MODULES = ('models.mnist_cnn', 'models.face_diff', 'models.face_siamese',
-                 'models.face_embedding', 'models.csv_mlp', 'models.image_classifier')
+                 'models.face_embedding', 'models.csv_mlp', 'models.image_classifier',
+                 'models.canned')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,7 +34,12 @@ _MODELS: Registry[ModelSpec] = Registry('model', MODEL_MODULES)
 
 
 def register(spec: ModelSpec) -> ModelSpec:
-    return _MODELS.register(spec.name, spec)
+    return _MODELS.register(spec.name, spec, spec.model_fn.__module__)
+
+
+def module_of(name: str) -> str:
+    """The module that registered the model."""
+    return _MODELS.owner(name)
 
 
 def names():

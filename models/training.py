@@ -127,14 +127,17 @@ def scalar_summary(tag, value):
                                    tf.raw_ops.ScalarSummary(tags=tag, values=value))
 
 
-def train_op(loss, params, batch_accuracy, update_ops=()):
-    """Minimizes loss with params['optimizer']; summarizes the learning rate and batch accuracy.
+def train_op(loss, params, batch_accuracy=None, update_ops=()):
+    """Minimizes loss with params['optimizer'] at params['learning_rate'] (decayed as
+    learning_rate says), loss-scaled under --precision=mixed_float16; summarizes the learning
+    rate and, when given, the batch accuracy.
 
     update_ops (e.g. a Keras model's batch-norm moving averages) run with each step.
     """
     rate = learning_rate(params)
     scalar_summary('learning_rate', rate)
-    scalar_summary('accuracy', batch_accuracy)  # the tag evaluation uses: one chart for both
+    if batch_accuracy is not None:
+        scalar_summary('accuracy', batch_accuracy)  # the tag evaluation uses: one chart for both
     optimizer = precision.loss_scaled(OPTIMIZERS[params['optimizer']](rate))
     with tf.control_dependencies(list(update_ops)):
         return optimizer.minimize(loss, global_step=tf.compat.v1.train.get_or_create_global_step())

@@ -7,7 +7,7 @@ import sys
 import time
 from typing import Optional
 
-from conftest import REPO, default_sigint
+from helpers import REPO, default_sigint
 
 UNSHARE_ARGS = ['--pid', '--fork', '--mount-proc', '--uts']
 

@@ -19,8 +19,8 @@ def replayed_warmup(saved_model_dir):
     outputs = {}
     for record in tf.data.TFRecordDataset(path):
         log = prediction_log_pb2.PredictionLog.FromString(record.numpy())
-        if log.HasField('classify_log'):
-            request = log.classify_log.request
+        if log.HasField('classify_log') or log.HasField('regress_log'):  # tf.Example requests
+            request = (log.classify_log if log.HasField('classify_log') else log.regress_log).request
             inputs = {'inputs': tf.constant([example.SerializeToString()
                                              for example in request.input.example_list.examples])}
         else:

@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from common.errors import UserError
-from conftest import make_digit_arrays
+from helpers import make_digit_arrays
 from input_fns import face_images, face_pairs, image_augment, synthetic_faces
 from input_fns.face_records import PERSON_SPEC
 from models import registry
@@ -100,7 +100,7 @@ def test_csv_models_refuse_augment(tmp_path):
 def test_face_photos_augmented_in_training_only(tmp_path):
     root = str(tmp_path / 'lfw')
     synthetic_faces.write_faces(root, num_people=12, size=64, seed=3)
-    from conftest import run_prepare
+    from helpers import run_prepare
     from input_fns import prepare_faces
     out = str(tmp_path / 'shards')
     run_prepare(prepare_faces.prepare_faces, source_dir=str(tmp_path), output_dir=out,

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import assert_one_line_error, run_module, run_with_env
+from helpers import assert_one_line_error, run_module, run_with_env
 from input_fns import synthetic_faces
-from trainer.evaluation.ledger import Ledger
+from trainer.model_dir.ledger import Ledger
 
 
 def copy_shards(digit_shards, destination):
@@ -116,7 +116,7 @@ def test_bad_tf_config_json_is_one_line_error(digit_shards, tmp_path):
 
 
 def prepare_csv_args(output_dir):
-    return ['csv', f'--output_dir={output_dir}', '--num_shards=2', '--num_eval_shards=1',
+    return ['csv_example', f'--output_dir={output_dir}', '--num_shards=2', '--num_eval_shards=1',
             '--rows_per_shard=5', '--num_features=4']
 
 
@@ -149,7 +149,7 @@ def test_prepare_disk_full_is_one_line_error(tmp_path):
         resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))
 
     out = tmp_path / 'csv'
-    result = run_with_env('input_fns.prepare', 'csv', f'--output_dir={out}', '--num_shards=2',
+    result = run_with_env('input_fns.prepare', 'csv_example', f'--output_dir={out}', '--num_shards=2',
                           '--rows_per_shard=50', '--num_features=64', preexec_fn=small_file_limit)
     assert_one_line_error(result, 1, str(out))
     assert not [name for name in os.listdir(out) if '.tmp-' in name]

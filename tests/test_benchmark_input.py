@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import run_module, run_prepare
+from helpers import run_module, run_prepare
 from input_fns import prepare
 from models import registry
 from trainer.input_kinds import registry as input_kinds
@@ -44,8 +44,8 @@ def test_image_stages_build_on_each_other(digit_shards):
 
 def test_cli_prints_its_verdict(tmp_path):
     out = str(tmp_path / 'csv')
-    run_prepare(prepare.prepare_csv, output_dir=out, num_shards=2, num_eval_shards=1,
-                                      rows_per_shard=16, num_features=1024)
+    run_prepare(prepare.prepare_csv_example, output_dir=out, num_shards=2, num_eval_shards=1,
+                rows_per_shard=16, num_features=1024)
     result = run_module('trainer.main', '--model=csv_mlp', '--mode=benchmark_input',
                         f'--train_files={out}/train-*', '--batch_size=8',
                         '--benchmark_batches=6', '--benchmark_train_steps=3',

@@ -11,7 +11,9 @@ import pytest
 import tensorflow as tf
 from tensorboard.plugins.hparams import metadata as hparams_metadata
 
-from conftest import REPO, assert_one_line_error, default_sigint, run_module
+from helpers import REPO, assert_one_line_error, default_sigint, run_module
+from trainer.config.modes import MODES
+from trainer.run.mode_runners import RUNNERS
 
 
 @pytest.fixture(scope='module')
@@ -92,7 +94,7 @@ def test_evaluate_export_predict(trained, digit_shards):
 @pytest.mark.parametrize('args, message', [
     (['--batch_size=0'], '--batch_size=0: 0 is not a positive integer'),
     (['--mode=train', '--model_dir=/tmp/x'], '--mode=train needs --train_files'),
-    (['--model=resnet9000'], '--model must be one of: csv_mlp, face_diff, face_embedding, face_siamese, image_classifier, mnist_cnn'),
+    (['--model=resnet9000'], '--model must be one of: csv_mlp, dnn_classifier, dnn_regressor, face_diff, face_embedding, face_siamese, image_classifier, linear_classifier, linear_regressor, mnist_cnn, wide_deep_classifier, wide_deep_regressor'),
     (['--mode=dance'], 'value should be one of'),
     (['--model_dir=/tmp/x', '--train_files=x', '--model_params=similarity_scale=40'],
      "--model_params: mnist_cnn has no param 'similarity_scale'"),
@@ -108,6 +110,10 @@ def test_bad_flag_values_are_one_line_errors(args, message):
     assert result.returncode == 2
     assert message in result.stderr
     assert 'Traceback' not in result.stderr
+
+
+def test_every_mode_has_its_runner():
+    assert list(RUNNERS) == list(MODES)
 
 
 def test_help_lists_the_trainers_own_flags_first():

@@ -4,9 +4,9 @@ import re
 
 import pytest
 
-from conftest import run_module
-from trainer.evaluation.ledger import Ledger
-from trainer.run import checkpoints
+from helpers import run_module
+from trainer.model_dir import checkpoints
+from trainer.model_dir.ledger import Ledger
 
 pytestmark = pytest.mark.slow  # a whole loopback cluster: ./run.sh test-slow
 

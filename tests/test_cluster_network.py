@@ -7,10 +7,10 @@ import socket
 
 import pytest
 
-from conftest import start_module, wait_for_log
+from helpers import start_module, wait_for_log
 from test_cluster import ROLES, cluster_args
 from trainer.cluster import local_cluster
-from trainer.run import checkpoints
+from trainer.model_dir import checkpoints
 
 pytestmark = pytest.mark.slow  # a whole loopback cluster in a private network: ./run.sh test-slow
 

@@ -5,10 +5,10 @@ import re
 
 import pytest
 
-from conftest import run_module
+from helpers import run_module
 from test_cluster import cluster_args
-from trainer.evaluation.ledger import Ledger
-from trainer.run import checkpoints
+from trainer.model_dir import checkpoints
+from trainer.model_dir.ledger import Ledger
 
 pytestmark = pytest.mark.slow  # loopback clusters: ./run.sh test-slow
 

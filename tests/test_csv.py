@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from common.errors import UserError
-from conftest import run_module, run_prepare
+from helpers import run_module, run_prepare
 from serving_loader_checks import check_against_python
 from input_fns import csv_records, prepare
 
@@ -17,8 +17,8 @@ from input_fns import csv_records, prepare
 def mlp_csv(tmp_path_factory):
     """The csv_mlp model's data in small: 2 training shards and 1 validation shard of 1,024 floats."""
     out = str(tmp_path_factory.mktemp('csv'))
-    run_prepare(prepare.prepare_csv, output_dir=out, num_shards=2, num_eval_shards=1,
-                                      rows_per_shard=24, num_features=1024, seed=5)
+    run_prepare(prepare.prepare_csv_example, output_dir=out, num_shards=2, num_eval_shards=1,
+                rows_per_shard=24, num_features=1024, seed=5)
     return out
 
 
@@ -32,8 +32,8 @@ def collect(input_fn):
 
 def test_shards_parse_to_the_values_written(tmp_path):
     out = str(tmp_path)
-    entries = run_prepare(prepare.prepare_csv, output_dir=out, num_shards=3, num_eval_shards=1,
-                                                rows_per_shard=7, num_features=5, seed=2)
+    entries = run_prepare(prepare.prepare_csv_example, output_dir=out, num_shards=3, num_eval_shards=1,
+                rows_per_shard=7, num_features=5, seed=2)
     assert entries['train']['num_records'] == 21 and entries['validation']['num_records'] == 7
     assert sorted(map(os.path.basename, glob.glob(os.path.join(out, 'train-*')))) == [
         f'train-0000{i}-of-00003.csv' for i in range(3)]

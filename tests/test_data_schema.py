@@ -9,7 +9,8 @@ from common.errors import UserError
 from input_fns import csv_records, shards, split
 from models import registry
 from trainer.config.settings import Settings
-from trainer.run import data_schema, experiment, run_files
+from trainer.model_dir import run_files
+from trainer.run import data_schema, experiment
 
 TABLE = {'kind': 'table', 'features': [{'name': 'age', 'dtype': 'float'}]}
 

@@ -16,12 +16,12 @@ import yaml
 from absl import flags
 
 from common import tf_config
-from conftest import REPO, run_module
+from helpers import REPO, run_module
 from input_fns import image_records, pipeline
-from tests.containers.tfjob_operator import TFJobRun
 from models import registry
-from trainer.cluster import local_cluster, vertex_env, vertex_job
-from trainer.cluster import tfjob as tfjob_spec
+from tests.containers.tfjob_operator import TFJobRun
+from trainer.cluster import local_cluster, vertex_env
+from trainer.deploy import tfjob as tfjob_spec, vertex_job
 
 TRAINER_FLAGS = ['--model_dir=gs://bucket/runs/mnist', "--train_files=gs://bucket/mnist/train-*",
                  "--eval_files=gs://bucket/mnist/validation-*", '--train_steps=12000']
@@ -32,7 +32,7 @@ TFJOB_SCHEMA = os.path.join(REPO, 'tests', 'data', 'tfjob_v1_openapi_schema.json
 
 
 def print_spec(command, *deploy_flags, trainer_flags=TRAINER_FLAGS, check=True):
-    return run_module('trainer.cluster.deploy', command, *deploy_flags, '--', *trainer_flags, check=check)
+    return run_module('trainer.deploy', command, *deploy_flags, '--', *trainer_flags, check=check)
 
 
 @pytest.fixture(scope='module')

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from common import tf_config
-from conftest import assert_one_line_error, run_module
+from helpers import assert_one_line_error, run_module
 from test_deploy import (ARGS, TFJOB_SCHEMA, TRAINER_FLAGS, operator_tf_configs, print_spec)
 from trainer.cluster import local_cluster
 

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import run_module
-from input_fns import image_records
 from common.errors import UserError
+from helpers import run_module
+from input_fns import image_records
 from models import registry
 from trainer.cluster import devices
 

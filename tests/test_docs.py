@@ -15,11 +15,13 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 
 DOC_FILES = ['README.md', 'BUILD.md'] + sorted(
     os.path.relpath(path, REPO) for path in glob.glob(os.path.join(REPO, 'docs', '*.md')))
 QUICK_START_MARKER = '<!-- quick-start'
+TABLES_MARKER = '<!-- tables:'  # docs/your-data.md's block
+IMAGES_MARKER = '<!-- images:'  # and its image-folder block
 FENCE = re.compile(r'^```[^\n]*\n(.*?)^```', re.MULTILINE | re.DOTALL)
 INLINE_CODE = re.compile(r'`([^`]+)`')
 # What the run.sh subcommand runs: `  trainer) exec "$py" -m trainer.main "$@" ;;`
@@ -30,7 +32,7 @@ ABSL_PARSER_FLAGS = {'flagfile', 'undefok'}
 # Commands that hand flags on to the trainer: the launcher passes the flags it does not know
 # to every task; deploy puts the flags after `--` into each replica's command.
 PASSES_UNKNOWN_FLAGS_TO = {'trainer.cluster.local_cluster': 'trainer.main'}
-FLAGS_AFTER_DOUBLE_DASH_GO_TO = {'trainer.cluster.deploy': 'trainer.main', 'tools.sweep': 'trainer.main'}
+FLAGS_AFTER_DOUBLE_DASH_GO_TO = {'trainer.deploy': 'trainer.main', 'tools.sweep': 'trainer.main'}
 # The tour's training runs this many steps here rather than the README's.
 QUICK_START_TRAIN_STEPS = '4'
 
@@ -133,6 +135,11 @@ def module_file(module):
                  if os.path.isfile(path)), None)
 
 
+def runs_as(module):
+    """The module `python -m module` runs: a package's __main__, else the module itself."""
+    return f'{module}.__main__' if module_file(module).endswith('__main__.py') else module
+
+
 def main_block_statements(module):
     """The statements of a module's `if __name__ == '__main__':` block but the one running main."""
     with open(module_file(module)) as f:
@@ -155,13 +162,13 @@ def flags_each_module_defines(modules):
     """
     from absl import app, flags
     for module in modules:
-        importlib.import_module(module)
+        importlib.import_module(runs_as(module))
     app.define_help_flags()
     flag_values = flags.FLAGS
     result = {'': (sorted(flag_values), [])}
     for module in modules:
         before = set(flag_values)
-        namespace = vars(sys.modules[module])
+        namespace = vars(sys.modules[runs_as(module)])
         for statement in main_block_statements(module):
             exec(compile(ast.Module([statement], []), module_file(module), 'exec'), namespace)
         own = sorted(set(flag_values) - before)
@@ -293,33 +300,37 @@ def test_every_relative_link_and_anchor_resolves():
     assert not broken, 'broken links:\n' + '\n'.join(broken)
 
 
-def quick_start_commands():
-    """The README's quick-start block: its commands, in order."""
-    readme = read('README.md')
-    start = readme.index(QUICK_START_MARKER)
-    block = FENCE.search(readme, start)
-    assert block and not readme[start:block.start()].count('\n') > 1, \
-        f'the fenced block must follow {QUICK_START_MARKER} directly'
-    found = [command for command in doc_commands() if command.doc == 'README.md'
+def marked_block_commands(doc, marker):
+    """The commands of the fenced block that follows marker in doc, in order."""
+    text = read(doc)
+    start = text.index(marker)
+    block = FENCE.search(text, start)
+    assert block and not text[start:block.start()].count('\n') > 1, \
+        f'{doc}: the fenced block must follow {marker} directly'
+    found = [command for command in doc_commands() if command.doc == doc
              and command.text in block.group(1).replace('\\\n', ' ').splitlines()]
-    assert found, 'the quick-start block holds no commands'
+    assert found, f'{doc}: the block after {marker} holds no commands'
     return found
 
 
-@pytest.mark.slow  # the README's tour, each command a process: ./run.sh test-slow
-def test_quick_start_runs(tmp_path):
-    """The tour, step by step as the README gives it, in a temporary folder (its relative paths
-    land there; the repo files it names are copied in), training only a few steps."""
-    tour = quick_start_commands()
-    training = [command for command in tour if '--mode=train' in command.args]
+def quick_start_commands():
+    """The README's quick-start block: its commands, in order."""
+    return marked_block_commands('README.md', QUICK_START_MARKER)
+
+
+def run_block(commands, tmp_path):
+    """Runs a doc's block, command by command, in a temporary folder (its relative paths land
+    there; the repo files it names are copied in), training only a few steps; the commands
+    with their stdout."""
+    training = [command for command in commands if '--mode=train' in command.args]
     assert training and any(arg.startswith('--train_steps=') for arg in training[0].args), \
-        'the tour trains with --train_steps, so that this test can shorten it'
+        'the block trains with --train_steps, so that this test can shorten it'
     top_level = tracked_top_level_names()
-    for path in (path for command in tour for path in repo_paths(command, top_level)):
+    for path in (path for command in commands for path in repo_paths(command, top_level)):
         os.makedirs(tmp_path / os.path.dirname(path), exist_ok=True)
         shutil.copy(os.path.join(REPO, path), tmp_path / path)
     outputs = []
-    for command in tour:
+    for command in commands:
         args = [re.sub(r'^--train_steps=\d+$', f'--train_steps={QUICK_START_TRAIN_STEPS}', arg)
                 for arg in command.args]
         result = subprocess.run([sys.executable, '-m', command.module, *args], cwd=tmp_path,
@@ -328,9 +339,58 @@ def test_quick_start_runs(tmp_path):
         assert result.returncode == 0, \
             f'{command!r} exited {result.returncode}:\n{result.stderr[-3000:]}'
         outputs.append((command, result.stdout))
+    return outputs
+
+
+@pytest.mark.slow  # the README's tour, each command a process: ./run.sh test-slow
+def test_quick_start_runs(tmp_path):
+    """The tour, step by step as the README gives it, training only a few steps."""
+    outputs = run_block(quick_start_commands(), tmp_path)
     predictions = [json.loads(line) for command, stdout in outputs
                    if '--mode=predict' in command.args for line in stdout.splitlines()]
     assert predictions and all(prediction['classes'] in range(10) for prediction in predictions)
     status = [stdout for command, stdout in outputs if command.module == 'trainer.observe.status']
     steps = f'{QUICK_START_TRAIN_STEPS}/{QUICK_START_TRAIN_STEPS}'
     assert status and f'step {steps} (100%), finished' in status[0]
+
+
+def documented_answers(model, export_dir):
+    """serving.md's REST bodies for model (one predict, one classify) run through the best
+    export under export_dir, as {verb: the signature's outputs}."""
+    from test_serving import documented_requests, run_rest_body
+    best = (export_dir / 'best').read_text().strip()
+    bodies = {verb: body for name, verb, body in documented_requests() if name == model}
+    assert sorted(bodies) == ['classify', 'predict']
+    return {verb: run_rest_body(str(export_dir / best), verb, body) for verb, body in bodies.items()}
+
+
+def predictions_printed(outputs):
+    return [json.loads(line) for command, stdout in outputs
+            if '--mode=predict' in command.args for line in stdout.splitlines()]
+
+
+@pytest.mark.slow  # each command a process: ./run.sh test-slow
+def test_your_data_tables_block_runs(tmp_path):
+    """docs/your-data.md's table block, then serving.md's REST bodies for its model through the
+    export it made."""
+    outputs = run_block(marked_block_commands('docs/your-data.md', TABLES_MARKER), tmp_path)
+    predictions = predictions_printed(outputs)
+    assert len(predictions) == 200
+    assert {prediction['classes'] for prediction in predictions} <= {'<=50K', '>50K'}
+    answers = documented_answers('dnn_classifier', tmp_path / 'exports' / 'people')
+    assert answers['classify']['scores'].shape == answers['predict']['probabilities'].shape == (2, 2)
+
+
+@pytest.mark.slow  # each command a process: ./run.sh test-slow
+def test_your_data_images_block_runs(tmp_path):
+    """docs/your-data.md's image-folder block, then serving.md's REST bodies for its model
+    through the export it made."""
+    from demos.digit_photos import NAMES
+    outputs = run_block(marked_block_commands('docs/your-data.md', IMAGES_MARKER), tmp_path)
+    [prediction] = predictions_printed(outputs)
+    assert prediction['image'] == 'docs/seven.png' and prediction['class_name'] in NAMES
+    assert prediction['score'] == max(prediction['probabilities'])
+    answers = documented_answers('image_classifier', tmp_path / 'exports' / 'digit_photos')
+    names = answers['classify']['classes'].numpy().tolist()
+    assert names == [[name.encode() for name in sorted(NAMES)]]
+    assert answers['predict']['class_name'].numpy()[0].decode() in NAMES

@@ -10,7 +10,7 @@ import pytest
 from common import files
 from common.errors import UserError
 from trainer.evaluation import claims as step_claims
-from trainer.evaluation.ledger import Ledger
+from trainer.model_dir.ledger import Ledger
 
 DATA = 'data/validation-*'
 

@@ -7,10 +7,10 @@ import shutil
 
 import pytest
 
-from conftest import run_module, run_together
-from trainer.evaluation.ledger import Ledger
-from trainer.evaluation.metric_goal import MetricGoal
-from trainer.run import checkpoints
+from helpers import run_module, run_together
+from trainer.model_dir import checkpoints
+from trainer.model_dir.ledger import Ledger
+from trainer.model_dir.metric_goal import MetricGoal
 from trainer.serving import model_config
 
 

@@ -6,13 +6,14 @@ import re
 import pytest
 
 from common.errors import UserError
-from conftest import trainer_flags
+from helpers import trainer_flags
 from models import registry
 from trainer.config import flags, settings as settings_module
-from trainer.evaluation.metric_goal import MetricGoal
 from trainer.input_kinds.base import InputOptions
+from trainer.model_dir import run_files
+from trainer.model_dir.metric_goal import MetricGoal
 from trainer.observe import hparams
-from trainer.run import experiment, hooks, run_files
+from trainer.run import experiment, hooks
 
 
 def test_settings_from_flags():

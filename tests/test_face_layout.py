@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from common.errors import UserError
-from conftest import assert_one_line_error, run_module, run_prepare
+from helpers import assert_one_line_error, run_module, run_prepare
 from input_fns import face_images, face_pairs, prepare_faces, shards, synthetic_faces
 
 GEOMETRY = face_images.FaceGeometry(image_size=32)

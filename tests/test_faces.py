@@ -8,12 +8,11 @@ import pytest
 import tensorflow as tf
 
 from common.errors import UserError
-from conftest import cmyk_jpeg, run_module, run_prepare
+from helpers import cmyk_jpeg, run_module, run_prepare
 from input_fns import (face_images, face_pairs, face_records, face_sampler, lfw_files,
                        prepare_faces, synthetic_faces)
 from models import face_diff, face_embedding, face_siamese
-from trainer.evaluation import pair_protocol
-from trainer.input_kinds import registry as input_kinds
+from trainer.input_kinds import pair_protocol, registry as input_kinds
 
 GEOMETRY = face_images.FaceGeometry(image_size=64, channels=1, crop_fraction=0.5)
 

@@ -5,10 +5,10 @@ import signal
 
 import pytest
 
-from conftest import make_digit_arrays, run_module, start_module, wait_for_log
+from helpers import make_digit_arrays, run_module, start_module, wait_for_log
 from input_fns import prepare
-from trainer.evaluation.ledger import Ledger
-from trainer.run import checkpoints
+from trainer.model_dir import checkpoints
+from trainer.model_dir.ledger import Ledger
 
 pytestmark = pytest.mark.slow  # kill -9 and rerun, whole CLI runs: ./run.sh test-slow
 

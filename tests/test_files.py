@@ -6,6 +6,7 @@ import textwrap
 import time
 import uuid
 
+import numpy as np
 import pytest
 
 from common import files, paths
@@ -151,3 +152,12 @@ def test_cli_exit_status_survives_tensorflow_io_teardown(s3_bucket, fail):
         """, os.environ)
     assert result.stdout == 'wrote hi\n'
     assert result.returncode == (2 if fail else 0), result.stderr[-2000:]
+
+
+def test_json_value_makes_numpy_and_tensorflow_values_plain_json():
+    assert type(files.json_value(np.float32(0.5))) is float
+    assert type(files.json_value(np.int64(3))) is int
+    assert files.json_value(np.array([[1, 2]], np.int64)) == [[1, 2]]
+    assert files.json_value(np.array([b'cat', b'dog'])) == ['cat', 'dog']  # class names
+    assert files.json_value([b'x', 1.5]) == ['x', 1.5]
+    assert files.json_value('x') == 'x'

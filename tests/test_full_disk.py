@@ -10,8 +10,8 @@ import subprocess
 import pytest
 import tensorflow as tf
 
-from conftest import assert_one_line_error, run_module
-from trainer.evaluation.ledger import Ledger
+from helpers import assert_one_line_error, run_module
+from trainer.model_dir.ledger import Ledger
 from trainer.serving import export
 
 

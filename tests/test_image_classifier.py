@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import assert_one_line_error, run_module, run_prepare
+from helpers import assert_one_line_error, run_module, run_prepare
 from image_tree import class_image, encode, write_image_tree
 from input_fns import prepare_images
 from serving_loader_checks import as_array, check_against_python, replayed_warmup
@@ -145,3 +145,11 @@ def test_mixed_bfloat16_trains(trained, tmp_path):
                f'--train_files={trained.root}/data/train-*', '--train_steps=2', '--batch_size=8',
                '--precision=mixed_bfloat16', SMALL_NETWORK)
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith('model.ckpt-2')
+
+
+def test_benchmark_input_builds_the_model_from_the_schema(trained):
+    result = run_module('trainer.main', '--model=image_classifier', '--mode=benchmark_input',
+                        f'--train_files={trained.root}/data/train-*', '--batch_size=8',
+                        '--benchmark_batches=6', '--benchmark_train_steps=3', SMALL_NETWORK)
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report['model'] == 'image_classifier' and report['train_steps_per_sec'] > 0

@@ -5,7 +5,7 @@ import statistics
 import pytest
 
 from benchmarks import input_bench, repeats
-from conftest import run_module
+from helpers import run_module
 
 
 @pytest.mark.slow  # the whole bench on tiny data, two rounds: ./run.sh test-slow

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from common import tf_config
 from common.errors import UserError
-from conftest import make_digit_arrays
+from helpers import make_digit_arrays
 from input_fns import image_records, pipeline
 
 SHAPE = (28, 28, 1)

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import trainer_flags
+from common.errors import UserError
+from helpers import trainer_flags
 from models import registry
 from trainer.input_kinds import registry as input_kinds
 from trainer.input_kinds.base import InputOptions
@@ -30,7 +31,7 @@ def test_every_model_has_a_registered_input_kind():
     for name in registry.names():
         spec = registry.get(name)
         assert input_kinds.for_model(spec).name == spec.input_kind
-    with pytest.raises(KeyError, match='unknown input kind'):
+    with pytest.raises(UserError, match='unknown input kind'):
         input_kinds.get('no_such_kind')
 
 

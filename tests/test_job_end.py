@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from conftest import run_module, run_together
-from trainer.evaluation.ledger import Ledger
+from helpers import run_module, run_together
+from trainer.model_dir.ledger import Ledger
 
 pytestmark = pytest.mark.slow  # a chief and a real eval job in processes: ./run.sh test-slow
 

@@ -7,12 +7,12 @@ from tensorflow_serving.config import model_server_config_pb2
 
 from common import files
 from common.errors import UserError
-from trainer.evaluation.eval_job import EvalJob
 from trainer.evaluation import export_policy
+from trainer.evaluation.eval_job import EvalJob
 from trainer.evaluation.export_policy import LedgerExports
-from trainer.evaluation.ledger import Ledger
-from trainer.evaluation.metric_goal import MetricGoal
-from trainer.run import checkpoints
+from trainer.model_dir import checkpoints
+from trainer.model_dir.ledger import Ledger
+from trainer.model_dir.metric_goal import MetricGoal
 from trainer.serving import model_config
 
 

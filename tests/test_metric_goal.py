@@ -4,7 +4,7 @@ import math
 import pytest
 
 from common.errors import UserError
-from trainer.evaluation.metric_goal import MetricGoal
+from trainer.model_dir.metric_goal import MetricGoal
 
 
 def evaluated(step, **metrics):

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from common.errors import UserError
 from models import mnist_cnn, registry
 
 BATCH = 4
@@ -83,5 +84,5 @@ def test_registry():
     assert 'mnist_cnn' in registry.names()
     spec = registry.get('mnist_cnn')
     assert spec.model_fn is mnist_cnn.model_fn and spec.image_shape == (28, 28, 1)
-    with pytest.raises(KeyError, match='unknown model'):
+    with pytest.raises(UserError, match='unknown model'):
         registry.get('no_such_model')

@@ -12,10 +12,10 @@ import subprocess
 import pytest
 import tensorflow as tf
 
-from conftest import (assert_one_line_error, copy_model_dir, run_module, start_module,
+from helpers import (assert_one_line_error, copy_model_dir, run_module, start_module,
                       wait_for_log)
-from trainer.evaluation.ledger import Ledger
-from trainer.run import checkpoints
+from trainer.model_dir import checkpoints
+from trainer.model_dir.ledger import Ledger
 
 
 def train_args(model_dir, shards, steps, *extra):

@@ -4,7 +4,7 @@ import json
 import pytest
 import tensorflow as tf
 
-from conftest import run_module
+from helpers import run_module
 from models import precision, registry
 from trainer.cluster import devices
 

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from common.errors import UserError
-from conftest import make_digit_arrays, run_module, run_prepare, write_idx
+from helpers import make_digit_arrays, run_module, run_prepare, write_idx
 from input_fns import digit_sources, image_records, prepare, shards
 
 

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from common.errors import UserError
-from conftest import assert_one_line_error, run_module, run_prepare
+from helpers import assert_one_line_error, run_module, run_prepare
 from image_tree import TINY_GIF, bmp_bytes, write_image_tree
 from input_fns import image_records, prepare_images, split
 

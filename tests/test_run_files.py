@@ -2,11 +2,10 @@
 import os
 import re
 
-import numpy as np
 import pytest
 
 from common.errors import UserError
-from trainer.run import run_files
+from trainer.model_dir import run_files
 
 
 def test_record_flags_writes_the_flagfile_and_refuses_another_model(tmp_path):
@@ -36,9 +35,3 @@ def test_unreadable_train_finished_is_a_user_error(tmp_path):
     (tmp_path / run_files.TRAIN_FINISHED_FILE).write_text('{"step": 3}')
     with pytest.raises(UserError, match='train_finished.json: unreadable .*delete it'):
         run_files.train_finished(str(tmp_path))
-
-
-def test_json_value_turns_numpy_scalars_into_plain_numbers():
-    assert type(run_files.json_value(np.float32(0.5))) is float
-    assert type(run_files.json_value(np.int64(3))) is int
-    assert run_files.json_value('x') == 'x'

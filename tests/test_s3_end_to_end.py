@@ -12,9 +12,9 @@ import pytest
 import tensorflow as tf
 
 from common import files, paths
-from conftest import REPO, run_module, run_together, start_module, wait_for_log
+from helpers import REPO, run_module, run_together, start_module, wait_for_log
 from tests.s3_server import free_port
-from trainer.run import checkpoints
+from trainer.model_dir import checkpoints
 from trainer.serving import model_config
 
 TRAIN_STEPS = 12

@@ -1,7 +1,6 @@
 """Serving as TF Serving users do (issue 27): --saved_model as a base path, a version or a
 pointer; MNIST's classify signature; the face decision baked into the export; warm-up
 records; the REST bodies of docs/serving.md; what predict says about inputs it cannot use."""
-import base64
 import json
 import os
 import re
@@ -13,12 +12,12 @@ import tensorflow as tf
 from google.protobuf import text_format
 from tensorflow_serving.config import model_server_config_pb2
 
-from conftest import REPO, assert_one_line_error, run_module, synthetic_face_shards
+from helpers import REPO, assert_one_line_error, run_module, synthetic_face_shards
 from input_fns import lfw_files
 from serving_loader_checks import as_array, check_against_python, replayed_warmup
-from trainer.evaluation.ledger import Ledger
 from trainer.input_kinds.image_classification import image_example
-from trainer.serving import export, model_config, predict
+from trainer.model_dir.ledger import Ledger
+from trainer.serving import export, model_config, predict, rest_body
 
 
 @pytest.fixture(scope='module')
@@ -145,48 +144,17 @@ def test_documented_models_config_is_the_one_eval_jobs_write():
     assert block == model_config.config_text('mnist_cnn', '/abs/path/EXPORT_DIR', 1200)
 
 
-def rest_value(value):
-    """A JSON value as TF Serving's REST API reads it: {"b64": ...} is bytes."""
-    if isinstance(value, dict) and set(value) == {'b64'}:
-        return base64.b64decode(value['b64'])
-    if isinstance(value, list):
-        return [rest_value(item) for item in value]
-    return value
-
-
-def rest_predict_inputs(body, signature):
-    """The signature's inputs from a REST predict body in the row ("instances") format."""
-    names = sorted(signature.structured_input_signature[1])
-    columns = {name: [] for name in names}
-    for instance in body['instances']:
-        named = isinstance(instance, dict) and set(instance) == set(names)
-        assert named or len(names) == 1, f'instance {instance} does not name {names}'
-        for name in names:
-            columns[name].append(rest_value(instance[name] if named else instance))
-    return {name: tf.constant(values) for name, values in columns.items()}
-
-
-def rest_example(features):
-    """One REST classify example as the tf.Example TF Serving builds from it."""
-    example = tf.train.Example()
-    for key, value in features.items():
-        values = rest_value(value if isinstance(value, list) else [value])
-        feature = example.features.feature[key]
-        if all(isinstance(item, bytes) for item in values):
-            feature.bytes_list.value.extend(values)
-        elif all(isinstance(item, int) for item in values):
-            feature.int64_list.value.extend(values)
-        else:
-            feature.float_list.value.extend(values)
-    return example.SerializeToString()
+# The REST verbs and the signature method each sends.
+REST_METHODS = {'predict': tf.saved_model.PREDICT_METHOD_NAME,
+                'classify': tf.saved_model.CLASSIFY_METHOD_NAME,
+                'regress': tf.saved_model.REGRESS_METHOD_NAME}
 
 
 def run_rest_body(saved_model_dir, verb, body):
+    """A REST body through the signature it names, as --mode=predict runs a .json file."""
     signatures = tf.saved_model.load(saved_model_dir).signatures
     signature = signatures[body.get('signature_name', 'serving_default')]
-    if verb == 'classify':
-        return signature(inputs=tf.constant([rest_example(e) for e in body['examples']]))
-    return signature(**rest_predict_inputs(body, signature))
+    return signature(**rest_body.signature_inputs(body, signature, REST_METHODS[verb], verb))
 
 
 def test_documented_mnist_rest_bodies_run_through_the_signatures(exports):

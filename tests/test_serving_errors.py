@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from common.errors import op_error_summary
-from conftest import cmyk_jpeg, run_module
+from helpers import cmyk_jpeg, run_module
 from models import registry
 from trainer.input_kinds import registry as input_kinds
 from trainer.input_kinds.base import InputOptions

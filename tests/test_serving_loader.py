@@ -8,7 +8,7 @@ import os
 import pytest
 import tensorflow as tf
 
-from conftest import run_module, run_with_env, synthetic_face_shards
+from helpers import run_module, run_with_env, synthetic_face_shards
 from serving_loader_checks import check_against_python, run_loader
 from trainer.serving import export, predict
 

@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 from common import store_settings
-from conftest import REPO
+from helpers import REPO
 
 
 def test_defaults_fill_only_what_the_user_left_unset():

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import REPO, assert_one_line_error, default_sigint
+from helpers import REPO, assert_one_line_error, default_sigint
 
 pytestmark = pytest.mark.slow  # each test runs whole sweeps: ./run.sh test-slow
 

@@ -9,11 +9,12 @@ import pytest
 import yaml
 
 from common.errors import UserError
-from conftest import run_module
+from helpers import run_module
 from test_deploy import (FILES, TFJOB_SCHEMA, TRAINER_FLAGS, operator_tf_configs, print_spec,
                          roles_and_shares)
-from trainer.cluster import devices, multi_worker, vertex_job
+from trainer.cluster import devices, multi_worker
 from trainer.config.settings import Settings
+from trainer.deploy import vertex_job
 
 CPU_ONLY = devices.Devices(cpu_cores=2, gpus=())
 SYNC = '--distribution=multi_worker_mirrored'

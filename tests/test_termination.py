@@ -10,12 +10,12 @@ import pytest
 import tensorflow as tf
 
 from common import files
-from conftest import (copy_model_dir, make_digit_arrays, run_module, start_module,
+from helpers import (copy_model_dir, make_digit_arrays, run_module, start_module,
                       wait_for_log)
 from input_fns import prepare
 from pid_namespace import start_as_pid1, unavailable_reason
-from trainer.evaluation.ledger import Ledger
-from trainer.run import checkpoints
+from trainer.model_dir import checkpoints
+from trainer.model_dir.ledger import Ledger
 
 pytestmark = pytest.mark.slow  # real processes stopped by signals, then resumed: ./run.sh test-slow
 
@@ -160,7 +160,7 @@ def test_sigterm_during_export_leaves_no_half_written_export(trained_model, tmp_
 def test_sigterm_during_prepare_leaves_no_half_written_shard(store, request, tmp_path):
     output_dir = (request.getfixturevalue('s3_bucket') + '/csv' if store == 's3'
                   else str(tmp_path / 'csv'))
-    args = ['csv', f'--output_dir={output_dir}', '--num_shards=4', '--num_eval_shards=1',
+    args = ['csv_example', f'--output_dir={output_dir}', '--num_shards=4', '--num_eval_shards=1',
             '--rows_per_shard=20000', '--num_features=64']
     log = tmp_path / 'prepare.log'
     preparer = start_module('input_fns.prepare', *args, log_path=log)

@@ -1,4 +1,4 @@
-"""trainer.run.train_lock: an OS lock on a local model_dir, a lease object on a bucket, which a
+"""trainer.model_dir.train_lock: an OS lock on a local model_dir, a lease object on a bucket, which a
 trainer restarted in place, or after its holder died or went silent, takes over."""
 import logging
 import os
@@ -12,9 +12,9 @@ import pytest
 
 from common import files
 from common.errors import UserError
-from conftest import wait_for_log
+from helpers import wait_for_log
 from pid_namespace import start_as_pid1, unavailable_reason
-from trainer.run import checkpoints, train_lock
+from trainer.model_dir import checkpoints, train_lock
 
 
 def test_local_lock_refuses_a_second_holder_until_released(tmp_path):

@@ -12,8 +12,11 @@ import pytest
 import tensorflow as tf
 from tensorboard.backend.event_processing import event_accumulator, plugin_event_accumulator
 
-from conftest import run_with_env
-from trainer.evaluation import ledger, ledger_reports, pair_protocol, reported_metrics
+from helpers import run_with_env
+from trainer.config import reported_metrics
+from trainer.evaluation import ledger_reports
+from trainer.input_kinds import pair_protocol
+from trainer.model_dir import ledger
 from trainer.observe import tuner_metrics
 
 # Katib's StdOut collector's default filter (pkg/metricscollector/v1beta1/common/const.go).

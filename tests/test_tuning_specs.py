@@ -9,12 +9,14 @@ types; the CRD manifest itself, manifests/v1beta1/components/crd/experiment.yaml
 import json
 import os
 import shlex
+import subprocess
+import sys
 
 import jsonschema
 import pytest
 import yaml
 
-from conftest import REPO, assert_one_line_error, run_module
+from helpers import REPO, assert_one_line_error, run_module
 
 KATIB_SCHEMA = os.path.join(REPO, 'tests', 'data', 'katib-v1beta1-swagger.json')
 REPLICAS = ['--name=mnist-tune', '--image=gcr.io/project/trainer:1', '--workers=1', '--ps=1',
@@ -26,7 +28,7 @@ TRAINER = ["--train_files=gs://bucket/mnist/train-*", '--eval_files=gs://bucket/
 
 
 def deploy(command, *flags, trainer=TRAINER, check=True):
-    return run_module('trainer.cluster.deploy', command, *flags, '--', *trainer, check=check)
+    return run_module('trainer.deploy', command, *flags, '--', *trainer, check=check)
 
 
 def strict_schema():
@@ -46,6 +48,20 @@ def strict_schema():
 def experiment():
     return yaml.safe_load(deploy('katib', *REPLICAS, *SEARCH, '--goal=0.99', trainer=[
         '--model_dir=gs://bucket/tuning/mnist/', *TRAINER]).stdout)
+
+
+def test_main_called_from_python_builds_the_experiment_too(experiment):
+    """deploy's main() is the same whether `python -m` runs it or a program imports it (the
+    tuning specs were once imported only under `__main__`: katib from Python was a NameError)."""
+    code = ('import sys; from absl import flags; from trainer.deploy import options; '
+            'from trainer.deploy.__main__ import main; options.define_flags(); '
+            'sys.exit(main(flags.FLAGS(sys.argv)))')
+    result = subprocess.run(
+        [sys.executable, '-c', code, 'katib', *REPLICAS, *SEARCH, '--goal=0.99', '--',
+         '--model_dir=gs://bucket/tuning/mnist/', *TRAINER],
+        cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert yaml.safe_load(result.stdout) == experiment
 
 
 def test_the_experiment_is_valid_against_katibs_schema(experiment):

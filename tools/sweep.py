@@ -31,9 +31,10 @@ from common.errors import UserError
 from tools import sweep_study
 from trainer.config import search_space
 from trainer.config.flags import defaults as trainer_defaults
-from trainer.evaluation import ledger
-from trainer.evaluation.metric_goal import evaluated_by_step
+from trainer.model_dir import ledger
+from trainer.model_dir.metric_goal import evaluated_by_step
 from trainer.observe.tuner_metrics import scalar_metrics
+from trainer.usr_dir import command_line as usr_dir
 
 FLAGS = flags.FLAGS
 POLL_SECS = 1.0
@@ -192,6 +193,8 @@ def main(argv):
                         'local folder; give one')
     model = next((arg.split('=', 1)[1] for arg in trainer_flags if arg.startswith('--model=')),
                  trainer_defaults()['model'])
+    # A model of the user's own: its params are looked up as each trial's trainer will.
+    usr_dir.import_for_command([sys.argv[0], *trainer_flags], read_model_dir=False)
     params = search_space.parse_params(FLAGS.param, model)
     objective = search_space.parse_objective(FLAGS.objective, model)
     check_trainer_flags(trainer_flags, params)

@@ -25,8 +25,10 @@ from common.errors import (UserError, full_disk_path, op_error_summary,  # noqa:
                            quiet_full_disk_in_threads)
 from trainer.config import flags as trainer_flags, modes  # noqa: E402
 from trainer.config.settings import Settings  # noqa: E402
-from trainer.evaluation import training_run  # noqa: E402
-from trainer.run import mode_runners, run_files  # noqa: E402
+from trainer.evaluation import wait_for_trainer  # noqa: E402
+from trainer.model_dir import run_files  # noqa: E402
+from trainer.run import mode_runners  # noqa: E402
+from trainer.usr_dir import command_line as usr_dir  # noqa: E402
 
 FLAGS = flags.FLAGS
 # Flags that name files or folders: each may be in a bucket (gs://, s3://).
@@ -36,7 +38,7 @@ PATH_FLAGS = ('model_dir', 'train_files', 'eval_files', 'threshold_files', 'expo
 
 def run(settings: Settings, arguments):
     """Dispatches on the mode, as tf.estimator's training.py does on the task type."""
-    getattr(mode_runners, settings.mode)(settings, arguments)
+    mode_runners.RUNNERS[settings.mode](settings, arguments)
 
 
 def quiet_tensorflow_logging():
@@ -65,14 +67,14 @@ def main(argv):
             if FLAGS[flag].value:
                 files.check_writable(FLAGS[flag].value, flag)
         if FLAGS.mode == 'continuous_eval' and FLAGS.model_dir:  # its settings read the model's flags.txt
-            training_run.wait_for_training_run(FLAGS.model_dir, FLAGS.eval_timeout_secs)
+            wait_for_trainer.wait_for_flags_or_checkpoint(FLAGS.model_dir, FLAGS.eval_timeout_secs)
         run(Settings.from_flags(FLAGS, trainer_flags.flagfile_text(FLAGS)), argv[1:])
     except tf.compat.v1.train.NanLossDuringTrainingError:
         print('error: training diverged: the loss became NaN; lower --learning_rate (or check '
               'the data) and train again, in a new --model_dir if the last checkpoint diverged too',
               file=sys.stderr)
         return cli.EXIT_FAILURE
-    except training_run.EvalTimeout as e:
+    except wait_for_trainer.EvalTimeout as e:
         print(f'error: {e}', file=sys.stderr)
         return cli.EXIT_FAILURE
     except (tf.errors.OpError, OSError, RuntimeError) as e:  # a record corrupt mid-file, a full disk
@@ -91,6 +93,8 @@ def main(argv):
 
 
 if __name__ == '__main__':
+    # The user's models and their params' flags exist before the flags are defined and parsed.
+    cli.before_flags(lambda: usr_dir.import_for_command(sys.argv), user_errors=(UserError,))
     trainer_flags.define_flags()
     cli.run(main, own_modules=[trainer_flags.__name__], user_errors=(UserError,),
             stopped_message=stopped_message)

@@ -1,4 +1,4 @@
-"""`./run.sh test-container`: the image, and the TFJob that `trainer.cluster.deploy` prints, run
+"""`./run.sh test-container`: the image, and the TFJob that `trainer.deploy` prints, run
 as containers the way the training operator runs them (tests/containers/tfjob_operator.py).
 
   ./run.sh test-container [--scenarios=a,b,c,d,e] [--python_image=IMAGE]
@@ -34,12 +34,12 @@ from absl import flags
 
 from common import cli, files
 from input_fns import prepare
-from tests.conftest import REPO, make_digit_arrays
+from tests.helpers import REPO, make_digit_arrays
 from tests.containers import tensorboard_check
 from tests.containers.tfjob_operator import TFJobRun, docker
 from tests.s3_server import running_server
-from trainer.evaluation.ledger import Ledger
-from trainer.run import checkpoints
+from trainer.model_dir import checkpoints
+from trainer.model_dir.ledger import Ledger
 
 FLAGS = flags.FLAGS
 
@@ -116,10 +116,10 @@ def write_shards(data_dir: str):
 
 
 def print_tfjob(name, root, data, server_env, wait_for_eval, *extra_trainer_flags) -> dict:
-    """The TFJob `trainer.cluster.deploy` prints, run as a user runs it."""
+    """The TFJob `trainer.deploy` prints, run as a user runs it."""
     env_flags = [f'--env={key}={server_env[key]}' for key in
                  ('S3_ENDPOINT', 'AWS_REGION', 'S3_VERIFY_SSL', 'AWS_EC2_METADATA_DISABLED')]
-    command = [sys.executable, '-m', 'trainer.cluster.deploy', 'tfjob', f'--name={name}',
+    command = [sys.executable, '-m', 'trainer.deploy', 'tfjob', f'--name={name}',
                f'--image={IMAGE}', '--workers=1', '--ps=1', '--evaluator',
                f'--env_from_secret={SECRET}', *env_flags,
                *([] if wait_for_eval else ['--wait_for_eval_secs=0']), '--',

@@ -14,6 +14,7 @@ from models import registry, training
 from trainer.cluster import vertex_env
 from trainer.config import modes
 from trainer.input_kinds.base import InputOptions
+from trainer.usr_dir import command_line as usr_dir
 
 OPTIMIZER_NAMES = ', '.join(list(training.OPTIMIZERS)[:-1]) + ' or ' + list(training.OPTIMIZERS)[-1]
 EVAL_NAME = re.compile(r'[A-Za-z0-9_.-]+')
@@ -24,7 +25,8 @@ TRAINING_FLAGS_THAT_ARE_PARAMS = ('learning_rate', 'learning_rate_decay_steps', 
 def _definers(flag_values) -> types.SimpleNamespace:
     """absl's DEFINE_* functions bound to flag_values."""
     kinds = {'string': flags.DEFINE_string, 'integer': flags.DEFINE_integer,
-             'float': flags.DEFINE_float, 'enum': flags.DEFINE_enum, 'bool': flags.DEFINE_bool}
+             'float': flags.DEFINE_float, 'enum': flags.DEFINE_enum, 'bool': flags.DEFINE_bool,
+             'multi_string': flags.DEFINE_multi_string}
     return types.SimpleNamespace(**{kind: functools.partial(define, flag_values=flag_values)
                                     for kind, define in kinds.items()})
 
@@ -51,6 +53,7 @@ def defaults() -> types.MappingProxyType:
 
 def define_base(d):
     d.string('model', 'mnist_cnn', 'Registered model: ' + ', '.join(registry.names()))
+    d.multi_string('usr_dir', [], usr_dir.HELP)
     d.enum('mode', 'train', list(modes.MODES), modes.help_text())
     d.string('model_dir', None, 'Checkpoints, summaries and the flags used.')
     d.string('train_files', None, 'Glob (or comma-separated globs) of training shards; '
@@ -207,8 +210,8 @@ def register_checks(flag_values):
     check = functools.partial(flags.register_validator, flag_values=flag_values)
     check_together = functools.partial(flags.register_multi_flags_validator,
                                        flag_values=flag_values)
-    check('model', lambda name: name in registry.names(),
-          message='--model must be one of: ' + ', '.join(registry.names()))
+    check('model', lambda name: name in registry.names(), message='--model must be one of: '
+          + ', '.join(registry.names()) + '; yours: add --usr_dir=FOLDER (docs/your-model.md)')
     check('optimizer', lambda name: name is None or name in training.OPTIMIZERS,
           message=f'--optimizer must be {OPTIMIZER_NAMES}')
     check('learning_rate', lambda rate: rate is None or rate > 0,
@@ -241,6 +244,7 @@ def _required_for_mode(values):
 
 
 def flagfile_text(flag_values) -> str:
-    """The trainer's flags as --flagfile lines, sorted (what MODEL_DIR/flags.txt holds)."""
-    lines = [flag.serialize() for flag in flag_values.get_flags_for_module(__name__)]
-    return ''.join(f'{line}\n' for line in sorted(lines) if line)
+    """The trainer's flags as --flagfile lines, sorted (MODEL_DIR/flags.txt), then --usr_dir's."""
+    lines = [flag.serialize() for flag in flag_values.get_flags_for_module(__name__)
+             if flag.name != 'usr_dir']
+    return ''.join(f'{line}\n' for line in sorted(lines) if line) + usr_dir.flagfile_lines()

@@ -3,7 +3,7 @@
 The --mode flag's choices and help, the flags each mode cannot run without, which modes
 resume when run again, which build the model as MODEL_DIR/flags.txt recorded it, and which
 files a bad record is looked for in, all come from MODES. trainer.main dispatches each mode
-to the function of the same name in trainer.run.mode_runners.
+to its runner, run_<mode> in trainer.run.mode_runners.RUNNERS.
 """
 import dataclasses
 from typing import Dict, Tuple

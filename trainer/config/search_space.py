@@ -99,7 +99,7 @@ def parse_objective(text: Optional[str], model: str, flag: str = '--objective') 
     if not metric or goal not in GOALS:
         raise UserError(f'{flag}={text or ""}: write METRIC:maximize or METRIC:minimize, e.g. '
                         f'{flag}=accuracy:maximize')
-    from trainer.evaluation import reported_metrics  # TensorFlow: only once it is needed
+    from trainer.config import reported_metrics  # TensorFlow: only once it is needed
     reported = reported_metrics.objective_metrics(model)
     if metric not in reported:
         raise UserError(f'{flag}={text}: {model}\'s evaluation does not report {metric}; it '

@@ -16,9 +16,9 @@ from common.errors import UserError
 from models import registry
 from trainer.config import modes, params_flag
 from trainer.config.flags import defaults as flag_defaults
-from trainer.evaluation.metric_goal import MetricGoal
 from trainer.input_kinds.base import InputOptions
-from trainer.run import run_files
+from trainer.model_dir import run_files
+from trainer.model_dir.metric_goal import MetricGoal
 
 FLAG_DEFAULTS = flag_defaults()
 # Input options that shape what the model sees at evaluation and in serving, not only in

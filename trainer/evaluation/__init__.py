@@ -1,1 +1,1 @@
-"""The eval job: its ledger, the one "better" (MetricGoal), export policies, the pair protocol."""
+"""The eval job: its checkpoint claims, export policies, waiting for the trainer, ledger reports."""

@@ -27,8 +27,7 @@ from absl import logging
 
 from common import files, paths, process_lock, tf_config
 from common.errors import UserError
-from trainer.evaluation import ledger
-from trainer.run import train_lock
+from trainer.model_dir import ledger, train_lock
 
 CLAIMS_DIR = 'claims'
 LOCK_NAME = '.lock'

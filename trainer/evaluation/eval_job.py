@@ -17,12 +17,11 @@ from typing import Callable, Dict, List, Optional, Set, Tuple
 import tensorflow as tf
 from absl import logging
 
-from common import termination
+from common import files, termination
 from common.errors import UserError
-from trainer.evaluation import claims as step_claims
-from trainer.evaluation import ledger, training_run
+from trainer.evaluation import claims as step_claims, wait_for_trainer
 from trainer.evaluation.export_policy import LedgerExports
-from trainer.run import checkpoints, run_files
+from trainer.model_dir import checkpoints, ledger
 
 POLL_SECS = 1.0
 
@@ -84,7 +83,7 @@ class EvalJob:
 
     def with_extra_metrics(self, metrics: Dict, path: str) -> Dict:
         """Estimator's metrics as JSON numbers, without its pictures, and the kind's own."""
-        metrics = {key: run_files.json_value(value) for key, value in metrics.items()
+        metrics = {key: files.json_value(value) for key, value in metrics.items()
                    if not isinstance(value, bytes)}  # pictures, already in TensorBoard
         if self.extra_metrics:
             metrics.update(self.extra_metrics(path))
@@ -134,7 +133,7 @@ def continuous_eval(job: EvalJob, model_dir: str, train_steps: Optional[int],
     checkpoint up to the final one. train_steps: the trainer's --train_steps if known; None
     takes the trainer's word.
     """
-    training_run.wait_for_model_dir(model_dir, timeout_secs)
+    wait_for_trainer.wait_for_model_dir(model_dir, timeout_secs)
     name = job.ledger.eval_name
     with job.ledger.lock(shared=True):
         job.start()
@@ -148,7 +147,7 @@ def continuous_eval(job: EvalJob, model_dir: str, train_steps: Optional[int],
             listed.update(checkpoints.list_checkpoints(model_dir))
             done = recorded_steps(job)
             pending = sorted(step for step in listed if step not in done)
-            if not pending and training_run.is_final(max(done, default=-1), model_dir, train_steps):
+            if not pending and wait_for_trainer.is_final(max(done, default=-1), model_dir, train_steps):
                 break
             if _evaluate_first_unclaimed(job, pending, listed):
                 waiting_since, said = time.time(), None
@@ -163,7 +162,7 @@ def continuous_eval(job: EvalJob, model_dir: str, train_steps: Optional[int],
                     f'a checkpoint after step {max(done)}' if done else 'the first checkpoint'))
             elif time.time() - waiting_since > timeout_secs:
                 if not done:
-                    raise training_run.no_checkpoint(model_dir, timeout_secs)
+                    raise wait_for_trainer.no_checkpoint(model_dir, timeout_secs)
                 logging.info('eval_%s: no new checkpoint in %d s (--eval_timeout_secs); '
                              'stopping after step %d', name, timeout_secs, max(done))
                 return

@@ -13,8 +13,8 @@ from typing import Callable, Dict, List, Optional, Set
 from absl import logging
 
 from common import files, paths
-from trainer.evaluation.metric_goal import MetricGoal, evaluated_by_step
-from trainer.run import checkpoints
+from trainer.model_dir import checkpoints
+from trainer.model_dir.metric_goal import MetricGoal, evaluated_by_step
 from trainer.serving import export, model_config
 
 POLICIES = export.POINTERS  # each also names the pointer to the chosen export

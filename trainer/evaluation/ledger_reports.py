@@ -11,7 +11,7 @@ import tensorflow as tf
 from absl import logging
 
 from trainer.evaluation.eval_job import EvalJob
-from trainer.evaluation.metric_goal import evaluated_by_step
+from trainer.model_dir.metric_goal import evaluated_by_step
 
 
 class LedgerRecorder(tf.estimator.Exporter):

@@ -6,6 +6,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 import tensorflow as tf
 
+from common.errors import UserError
 from input_fns import pipeline
 
 Stages = List[Tuple[str, Callable[[], tf.data.Dataset]]]
@@ -140,6 +141,42 @@ class RecordFileKind(InputKind):
 
         return [('read: interleave, shuffle, batch', up_to(None)),
                 ('+ parse the batch', up_to(self.parse_batch_fn(spec)))]
+
+
+class TFRecordKind(RecordFileKind):
+    """A kind over TFRecord files of one's own record format (tf.Example or any other): a
+    subclass gives parse_batch, the serving receiver and the warm-up inputs; reading (shuffled,
+    a share per cluster worker, one deterministic pass at evaluation), benchmark stages and
+    finding a bad file come from the shared pipeline."""
+
+    @abc.abstractmethod
+    def parse_batch(self, spec, serialized) -> Tuple[Dict, tf.Tensor]:
+        """[batch] serialized records -> (features, labels) of the batch."""
+        ...
+
+    def record_shape(self, spec):
+        return None  # the format is parse_batch's own
+
+    def parse_batch_fn(self, spec) -> Callable:
+        return lambda serialized: self.parse_batch(spec, serialized)
+
+    def _input_fn(self, spec, file_pattern, flag_name, batch_size, training, seed, options):
+        return pipeline.record_input_fn(pipeline.list_record_files(file_pattern, flag_name),
+                                        self.parse_batch_fn(spec), batch_size, training,
+                                        seed=seed, shuffle_buffer=options.shuffle_buffer,
+                                        reader=self.reader)
+
+
+class WithoutAugmentation:
+    """Mixed into a kind whose records have no augmentation: --augment is refused, naming them."""
+    records_are = 'records'  # what the kind reads, for the message
+
+    def train_input_fn(self, spec, file_pattern, flag_name, batch_size, seed, options):
+        for name in ('augment', 'augment_flip'):
+            if getattr(options, name):
+                raise UserError(f'--{name}: {spec.name} reads {self.records_are}, which have no '
+                                f'augmentation; leave --{name} off')
+        return super().train_input_fn(spec, file_pattern, flag_name, batch_size, seed, options)
 
 
 def decode_batch(encoded, decode_one, shape):

@@ -1,6 +1,6 @@
 """Face photos for training (pairs drawn at random) and fixed pair shards for evaluation.
 
-Evaluation adds LFW's protocol (trainer/evaluation/pair_protocol.py) to Estimator's metrics.
+Evaluation adds LFW's protocol (trainer/input_kinds/pair_protocol.py) to Estimator's metrics.
 """
 import numpy as np
 import tensorflow as tf
@@ -9,8 +9,7 @@ from absl import logging
 from common.errors import UserError
 from input_fns import face_images, face_pairs
 from models import binary_head
-from trainer.evaluation import pair_protocol
-from trainer.input_kinds import base, registry
+from trainer.input_kinds import base, pair_protocol, registry
 
 
 def face_geometry(spec, options: base.InputOptions) -> face_images.FaceGeometry:

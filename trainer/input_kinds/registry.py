@@ -7,13 +7,17 @@ from common.registry import Registry
 from trainer.input_kinds.base import InputKind
 
 KIND_MODULES = ('trainer.input_kinds.image_classification', 'trainer.input_kinds.face_pairs',
-                'trainer.input_kinds.csv_features')
+                'trainer.input_kinds.csv_features', 'trainer.input_kinds.table')
 
 _KINDS: Registry[InputKind] = Registry('input kind', KIND_MODULES)
 
 
 def register(kind: InputKind) -> InputKind:
-    return _KINDS.register(kind.name, kind)
+    return _KINDS.register(kind.name, kind, type(kind).__module__)
+
+
+def names():
+    return _KINDS.names()
 
 
 def get(name: str) -> InputKind:

@@ -21,9 +21,10 @@ from absl import flags
 
 from common import cli, files
 from common.errors import UserError
-from trainer.evaluation import claims, export_policy, ledger
-from trainer.evaluation.metric_goal import MetricGoal, evaluated_by_step
-from trainer.run import checkpoints, run_files
+from trainer.evaluation import claims, export_policy
+from trainer.model_dir import checkpoints, ledger, run_files
+from trainer.model_dir.metric_goal import MetricGoal, evaluated_by_step
+from trainer.usr_dir import command_line as usr_dir
 
 NOT_METRICS = ('global_step',)
 FLAGS = flags.FLAGS
@@ -38,6 +39,8 @@ class Snapshot:
     train_finished: Optional[Dict]  # what the chief recorded when training ended, if it did
     eval_ledgers: Dict[str, List[Dict]]  # eval name -> ledger entries
     exports: Dict[str, Dict]  # export dir -> {'steps': [...], 'pointers': {'best': step}}
+    # The last training run's --usr_dir folders -> sha256 of their files (flags.txt).
+    usr_dirs: Dict[str, Optional[str]] = dataclasses.field(default_factory=dict)
 
 
 def summarize(snapshot: Snapshot) -> Dict:
@@ -45,6 +48,8 @@ def summarize(snapshot: Snapshot) -> Dict:
         'model_dir': snapshot.model_dir,
         'model': snapshot.flags.get('model'),
         'flags': snapshot.flags,
+        'usr_dirs': [{'usr_dir': path, 'sha256': sha256}
+                     for path, sha256 in snapshot.usr_dirs.items()],
         'training': training_summary(snapshot),
         'checkpoints': snapshot.checkpoints,
         'eval_jobs': [eval_job_summary(name, entries, snapshot.checkpoints)
@@ -134,9 +139,12 @@ def render_text(report: Dict) -> str:
     flags = report['flags']
     if flags:
         shown = [f'--{name}={value}' for name, value in sorted(flags.items())
-                 if name not in ('model', 'model_dir')]
+                 if name not in ('model', 'model_dir', 'usr_dir')]
         lines += textwrap.wrap(' '.join(shown), width=100, initial_indent='flags       ',
                                subsequent_indent=' ' * 12, break_on_hyphens=False)
+    lines += [f'usr_dir     {folder["usr_dir"]}' + (f' (sha256 {folder["sha256"][:12]})'
+                                                      if folder['sha256'] else '')
+              for folder in report['usr_dirs']]
     training = report['training']
     progress = f'step {_number(training["latest_step"])}'
     if training['train_steps']:
@@ -181,7 +189,8 @@ def read_snapshot(model_dir: str, export_dirs: List[str] = ()) -> Snapshot:
     Exports: the --export_dir of each eval job (from its ledger), of the trainer's flags,
     and export_dirs.
     """
-    flags = run_files.read_flagfile(run_files.recorded_flags(model_dir) or '')
+    flags_text = run_files.recorded_flags(model_dir) or ''
+    flags = run_files.read_flagfile(flags_text)
     listed = checkpoints.list_checkpoints(model_dir)
     ledgers = {name: ledger.Ledger(model_dir, name).entries()
                for name in ledger.eval_names(model_dir)}
@@ -190,7 +199,8 @@ def read_snapshot(model_dir: str, export_dirs: List[str] = ()) -> Snapshot:
     if flags.get('export_dir'):
         export_dirs.add(flags['export_dir'])
     return Snapshot(
-        model_dir=model_dir, flags=flags, checkpoints=[step for step, _ in listed],
+        model_dir=model_dir, flags=flags, usr_dirs=usr_dir.recorded_folders(flags_text),
+        checkpoints=[step for step, _ in listed],
         latest_checkpoint_age_secs=checkpoints.age_secs(listed[-1][1]) if listed else None,
         train_finished=run_files.train_finished(model_dir), eval_ledgers=ledgers,
         exports={export_dir: export_policy.listed_exports(export_dir) for export_dir in export_dirs})

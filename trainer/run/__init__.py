@@ -1,1 +1,1 @@
-"""Running a model_dir: the Experiment's parts, hooks, checkpoints, the training lease, run files."""
+"""Running a model_dir: the Experiment's parts, the mode runners, hooks, the end of a job."""

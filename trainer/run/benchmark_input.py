@@ -16,9 +16,10 @@ import tensorflow as tf
 
 from common.errors import UserError
 from trainer.cluster import devices
-from trainer.config.settings import Settings, model_fn_params
+from trainer.config.settings import Settings
 from trainer.input_kinds import registry as input_kinds
 from trainer.observe import timing
+from trainer.run import data_schema
 
 REPETITIONS = 3
 
@@ -78,7 +79,8 @@ def run(settings: Settings, spec) -> dict:
 
     model_dir = tempfile.mkdtemp(prefix='benchmark_input-')
     try:
-        estimator = timing.timing_estimator(spec.model_fn, model_fn_params(settings, spec),
+        estimator = timing.timing_estimator(spec.model_fn,
+                                            data_schema.estimator_params(settings, spec),
                                             model_dir, plan)
         steps = max(1, settings.benchmark_train_steps // REPETITIONS)
         train = timing.training_rate(estimator, in_memory_input_fn(stages[-1][1]), steps,

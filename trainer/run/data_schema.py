@@ -11,7 +11,8 @@ from typing import Tuple
 from common.errors import UserError
 from input_fns import shards
 from trainer.config import modes
-from trainer.run import run_files
+from trainer.config.settings import model_fn_params
+from trainer.model_dir import run_files
 
 # What prepares data of each schema kind, for messages.
 PREPARED_BY = {'table': '`prepare csv` or `prepare examples`', 'images': '`prepare images`'}
@@ -23,6 +24,15 @@ def _from_manifest(settings, flag_name: str) -> Tuple[dict, str]:
         raise UserError(f'--model={settings.model} is built from its data\'s schema: give '
                         f'--{flag_name}')
     return shards.read_schema(pattern, f'--{flag_name}'), f'the manifest of --{flag_name}={pattern}'
+
+
+def estimator_params(settings, spec) -> dict:
+    """The params an Estimator's model_fn gets: model_fn_params, and a model built from its data
+    gets its schema too (not a scalar hyperparameter, so not among model_fn_params)."""
+    params = model_fn_params(settings, spec)
+    if spec.schema is not None:
+        params['schema'] = spec.schema
+    return params
 
 
 def with_schema(settings, spec):

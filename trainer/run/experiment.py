@@ -18,11 +18,12 @@ from models import precision, training
 from trainer.cluster import devices, vertex_env
 from trainer.config import modes
 from trainer.config.settings import Settings, hparam_settings, model_fn_params
-from trainer.evaluation import claims, eval_job, ledger, ledger_reports
+from trainer.evaluation import claims, eval_job, ledger_reports
 from trainer.evaluation.export_policy import LedgerExports
 from trainer.input_kinds import registry as input_kinds
+from trainer.model_dir import checkpoints, ledger, run_files, train_lock
 from trainer.observe import hparams, tuner_metrics
-from trainer.run import checkpoints, data_schema, hooks, job_end, run_files, train_lock
+from trainer.run import data_schema, hooks, job_end, model_fn_checks
 from trainer.serving import export
 
 
@@ -38,11 +39,10 @@ def build_estimator(settings: Settings, spec, plan: devices.Plan) -> tf.estimato
         # Given here, not by replace(): the constructor alone sets up the distribute coordinator.
         train_distribute=plan.strategy() if plan.sync_workers else None)
     model_fn = checkpoints.with_checkpoint_check(precision.with_policy(
-        training.with_weight_averaging(spec.model_fn), plan.precision), spec.name)
-    params = model_fn_params(settings, spec)
-    if spec.schema is not None:  # a model built from its data: not a scalar hyperparameter
-        params['schema'] = spec.schema
-    return tf.estimator.Estimator(model_fn, config=plan.run_config(config), params=params)
+        training.with_weight_averaging(model_fn_checks.checked(spec.model_fn, spec.name)),
+        plan.precision), spec.name)
+    return tf.estimator.Estimator(model_fn, config=plan.run_config(config),
+                                  params=data_schema.estimator_params(settings, spec))
 
 
 class Experiment:
@@ -172,8 +172,10 @@ class Experiment:
     def check_checkpoint_fits(self) -> None:
         """Builds the training graph once, aside, so that a latest checkpoint the model no longer
         fits stops training before anything in model_dir changes
-        (checkpoints.with_checkpoint_check)."""
-        if not tf.train.latest_checkpoint(self.settings.model_dir):
+        (checkpoints.with_checkpoint_check). A model built from its data's schema is built so
+        even without a checkpoint: whether it fits the data (the label's task, the features its
+        params name) shows only then."""
+        if not tf.train.latest_checkpoint(self.settings.model_dir) and self.spec.schema is None:
             return
         with tf.Graph().as_default():
             features, labels = tf.nest.map_structure(

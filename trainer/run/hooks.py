@@ -6,7 +6,7 @@ import tensorflow as tf
 from absl import logging
 
 from common import progress, termination
-from trainer.evaluation.metric_goal import MetricGoal
+from trainer.model_dir.metric_goal import MetricGoal
 
 
 class ProgressHook(tf.estimator.SessionRunHook):

@@ -13,8 +13,7 @@ import tensorflow as tf
 from absl import logging
 
 from common import paths, termination
-from trainer.evaluation import ledger
-from trainer.run import checkpoints, run_files
+from trainer.model_dir import checkpoints, ledger, run_files
 
 POLL_SECS = 1.0
 # How long a parameter server told to stop serves on for the chief's last save (within

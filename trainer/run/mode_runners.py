@@ -1,19 +1,18 @@
-"""One function per mode of trainer.main, named as the mode (trainer.config.modes.MODES).
+"""One function per mode of trainer.main, run_<mode> (trainer.config.modes.MODES), in RUNNERS.
 
 Each takes the Settings and the arguments after the flags (the files --mode=predict reads).
 """
 import json
-from typing import Callable, List
+from typing import Callable, Dict, List
 
 import tensorflow as tf
 
 from models import registry
 from trainer.cluster import multi_worker
 from trainer.evaluation import eval_job, ledger_reports
-from trainer.run import benchmark_input as input_benchmark
-from trainer.run import checkpoints, experiment, job_end
-from trainer.serving import export as export_files
-from trainer.serving import predict as serving_predict
+from trainer.model_dir import checkpoints
+from trainer.run import benchmark_input, data_schema, experiment, job_end
+from trainer.serving import export, predict
 
 
 def _on_experiment(run_on: Callable[[experiment.Experiment], None]):
@@ -29,7 +28,7 @@ def _on_experiment(run_on: Callable[[experiment.Experiment], None]):
 
 
 @_on_experiment
-def train(run: experiment.Experiment):
+def run_train(run: experiment.Experiment):
     with run.training():
         run.estimator.train(run.train_spec.input_fn, max_steps=run.train_spec.max_steps,
                             hooks=run.train_spec.hooks)
@@ -41,11 +40,11 @@ def _continuous_eval(run: experiment.Experiment):
                              run.settings.eval_timeout_secs)
 
 
-continuous_eval = _on_experiment(_continuous_eval)
+run_continuous_eval = _on_experiment(_continuous_eval)
 
 
 @_on_experiment
-def train_and_evaluate(run: experiment.Experiment):
+def run_train_and_evaluate(run: experiment.Experiment):
     if run.estimator.config.task_type == 'evaluator':  # tf.estimator's own skips checkpoints
         return _continuous_eval(run)
     if not run.estimator.config.cluster_spec:  # one machine: it evaluates, into the ledger
@@ -74,27 +73,34 @@ def train_and_evaluate(run: experiment.Experiment):
 
 
 @_on_experiment
-def evaluate(run: experiment.Experiment):
+def run_evaluate(run: experiment.Experiment):
     run.check_model()
     chosen = checkpoints.resolve(run.settings.model_dir, run.settings.checkpoint)
     entries = eval_job.evaluate_once(run.eval_job, chosen)
-    serving_predict.print_json_lines(entry.get('metrics', entry) for entry in entries)
+    predict.print_json_lines(entry.get('metrics', entry) for entry in entries)
 
 
 @_on_experiment
-def export(run: experiment.Experiment):
+def run_export(run: experiment.Experiment):
     run.check_model()
     [(_, path)] = checkpoints.resolve(run.settings.model_dir, run.settings.checkpoint)
     saved_model = run.export_checkpoint(path)
-    export_files.point_latest(run.settings.export_dir)
+    export.point_latest(run.settings.export_dir)
     print(json.dumps({'saved_model': saved_model}), flush=True)
 
 
-def predict(settings, arguments: List[str]):
-    serving_predict.print_json_lines(serving_predict.predict_files(settings.saved_model, arguments,
-                                                                   settings.signature))
+def run_predict(settings, arguments: List[str]):
+    predict.print_json_lines(predict.predict_files(settings.saved_model, arguments,
+                                                   settings.signature))
 
 
-def benchmark_input(settings, arguments: List[str]):
+def run_benchmark_input(settings, arguments: List[str]):
     """Trains in a temporary folder, never in --model_dir."""
-    input_benchmark.run(settings, registry.get(settings.model))
+    benchmark_input.run(settings, data_schema.with_schema(settings, registry.get(settings.model)))
+
+
+RUNNERS: Dict[str, Callable] = {
+    'train': run_train, 'evaluate': run_evaluate, 'continuous_eval': run_continuous_eval,
+    'train_and_evaluate': run_train_and_evaluate, 'export': run_export, 'predict': run_predict,
+    'benchmark_input': run_benchmark_input,
+}

@@ -23,7 +23,7 @@ from absl import logging
 from tensorflow.core.protobuf import saved_model_pb2
 
 from common import files, paths, process_lock, termination
-from trainer.run import checkpoints
+from trainer.model_dir import checkpoints
 from trainer.serving import warmup
 
 COMPLETE_MARKER = 'export_complete.json'

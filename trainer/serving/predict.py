@@ -1,4 +1,6 @@
-"""--mode=predict: a signature of a SavedModel (no Estimator) on image files.
+"""--mode=predict: a signature of a SavedModel (no Estimator) on image files, on TF Serving REST
+request bodies (.json files: trainer/serving/rest_body.py), or on rows (CSV or JSON lines files:
+trainer/serving/predict_table.py) for a table model.
 
 --saved_model takes what a TF Serving user has: the base path EXPORT_DIR (its newest complete
 version, the one TF Serving serves by default), a version folder EXPORT_DIR/STEP, or a pointer
@@ -14,7 +16,7 @@ from absl import logging
 from common import files, paths
 from common.errors import UserError, op_error_summary
 from trainer.input_kinds.image_classification import image_example
-from trainer.serving import export
+from trainer.serving import export, predict_table, rest_body
 
 DEFAULT_SIGNATURE = 'serving_default'
 
@@ -88,7 +90,13 @@ def predict_files(saved_model_dir: str, image_paths: List[str],
     per pair of images for a model that compares two photos."""
     saved_model_dir = resolve_saved_model(saved_model_dir)
     if not image_paths:
-        raise UserError('predict: give one or more image files after the flags')
+        raise UserError('predict: give one or more image files (or CSV or JSON lines files, '
+                        'for a table model; or TF Serving REST request bodies) after the flags')
+    if all(rest_body.is_request_body(path) for path in image_paths):
+        return predict_rest_bodies(saved_model_dir, image_paths, signature)
+    if all(predict_table.is_table_file(path) for path in image_paths):
+        signatures = tf.saved_model.load(saved_model_dir).signatures
+        return predict_table.predict_rows(signatures, saved_model_dir, image_paths)
     encoded = [_read_image(path) for path in image_paths]
     signatures = tf.saved_model.load(saved_model_dir).signatures
     if signature not in signatures:
@@ -115,8 +123,34 @@ def predict_files(saved_model_dir: str, image_paths: List[str],
         raise UserError(f'--signature={signature}: it takes {takes}, not image files; give one '
                         f'of {", ".join(_image_signatures(signatures))}')
     outputs = {key: value.numpy() for key, value in outputs.items()}
-    return [{**name, **{key: _json_value(value[i]) for key, value in sorted(outputs.items())}}
+    return [{**name, **{key: files.json_value(value[i]) for key, value in sorted(outputs.items())}}
             for i, name in enumerate(names)]
+
+
+def predict_rest_bodies(saved_model_dir: str, body_paths: List[str],
+                        signature: str = DEFAULT_SIGNATURE) -> List[dict]:
+    """Each TF Serving REST request body (a .json file) through the signature it names (else
+    --signature): one row per instance or example."""
+    loaded = tf.saved_model.load(saved_model_dir)
+    methods = {name: definition.method_name
+               for name, definition in export.signature_defs(saved_model_dir).items()}
+    found = []
+    for path in body_paths:
+        body = rest_body.read_body(path)
+        name = body.get('signature_name', signature)
+        if name not in loaded.signatures:
+            raise UserError(f'{path}: signature_name {name}: {saved_model_dir} has no such '
+                            f'signature; it has {", ".join(sorted(loaded.signatures))}')
+        where = f'{path} (signature {name})'
+        try:
+            outputs = loaded.signatures[name](**rest_body.signature_inputs(
+                body, loaded.signatures[name], methods[name], where))
+        except (tf.errors.InvalidArgumentError, ValueError, TypeError) as e:
+            summary = op_error_summary(e) if isinstance(e, tf.errors.OpError) else str(e)
+            raise UserError(f'{where}: the model refused it ({summary.splitlines()[0]})') from None
+        found += [{'request': path, **{key: files.json_value(value) for key, value in row.items()}}
+                  for row in rest_body.rows({k: v.numpy() for k, v in outputs.items()})]
+    return found
 
 
 def _read_image(path: str) -> bytes:
@@ -139,17 +173,6 @@ def _image_signatures(signatures) -> List[str]:
                       {'image_bytes'}, {'image_bytes_a', 'image_bytes_b'}, {'inputs'})
                   and all(spec.dtype == tf.string
                           for spec in function.structured_input_signature[1].values()))
-
-
-def _json_value(value):
-    """An output's NumPy value as JSON; strings (class names) come out of TensorFlow as bytes."""
-    if hasattr(value, 'tolist'):  # NumPy arrays and scalars
-        value = value.tolist()
-    if isinstance(value, bytes):
-        return value.decode('utf-8')
-    if isinstance(value, list):
-        return [_json_value(item) for item in value]
-    return value
 
 
 def _serve(serve, image_paths, **batches):

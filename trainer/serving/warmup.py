@@ -10,29 +10,40 @@ from typing import Dict, List
 
 import numpy as np
 import tensorflow as tf
-from tensorflow_serving.apis import classification_pb2, predict_pb2, prediction_log_pb2
+from tensorflow_serving.apis import (classification_pb2, predict_pb2, prediction_log_pb2,
+                                     regression_pb2)
 
 from common import files
+from common.errors import UserError
 
 FILE_NAME = 'tf_serving_warmup_requests'
+# Signatures whose requests carry serialized tf.Example protos (input 'inputs'):
+# {method: (request, log, PredictionLog field)}.
+EXAMPLE_REQUESTS = {
+    tf.saved_model.CLASSIFY_METHOD_NAME: (classification_pb2.ClassificationRequest,
+                                          prediction_log_pb2.ClassifyLog, 'classify_log'),
+    tf.saved_model.REGRESS_METHOD_NAME: (regression_pb2.RegressionRequest,
+                                         prediction_log_pb2.RegressLog, 'regress_log')}
 
 
 def prediction_logs(signature_defs: Dict, inputs: Dict[str, np.ndarray]
                     ) -> List[prediction_log_pb2.PredictionLog]:
     """One request per signature, by name; inputs: a batch for each signature input name (the
-    classify signature's 'inputs': serialized tf.Example protos)."""
+    classify and regress signatures' 'inputs': serialized tf.Example protos)."""
     logs = []
     for name, signature in sorted(signature_defs.items()):
         missing = sorted(set(signature.inputs) - set(inputs))
         if missing:
-            raise ValueError(f'no warm-up input for {", ".join(missing)} of signature {name}')
-        if signature.method_name == tf.saved_model.CLASSIFY_METHOD_NAME:
-            request = classification_pb2.ClassificationRequest()
+            raise UserError(f'no warm-up input for {", ".join(missing)} of signature {name}: '
+                            'the input kind\'s warmup_inputs() must give a batch for each '
+                            'input of every signature')
+        if signature.method_name in EXAMPLE_REQUESTS:  # classify, regress: tf.Example protos
+            request_type, log_type, log_field = EXAMPLE_REQUESTS[signature.method_name]
+            request = request_type()
             request.model_spec.signature_name = name
             for serialized in inputs[tf.saved_model.CLASSIFY_INPUTS]:
                 request.input.example_list.examples.add().ParseFromString(serialized)
-            log = prediction_log_pb2.PredictionLog(
-                classify_log=prediction_log_pb2.ClassifyLog(request=request))
+            log = prediction_log_pb2.PredictionLog(**{log_field: log_type(request=request)})
         elif signature.method_name == tf.saved_model.PREDICT_METHOD_NAME:
             request = predict_pb2.PredictRequest()
             request.model_spec.signature_name = name
@@ -41,7 +52,8 @@ def prediction_logs(signature_defs: Dict, inputs: Dict[str, np.ndarray]
             log = prediction_log_pb2.PredictionLog(
                 predict_log=prediction_log_pb2.PredictLog(request=request))
         else:
-            raise ValueError(f'no warm-up request for signature {name} ({signature.method_name})')
+            raise UserError(f'no warm-up request for signature {name} ({signature.method_name}):'
+                            ' give it a predict, classify or regress export output')
         logs.append(log)
     return logs
 

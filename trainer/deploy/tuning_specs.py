@@ -1,10 +1,10 @@
 """Hyperparameter tuning jobs: a Katib Experiment, and a Vertex AI HyperparameterTuningJob.
 
-  python -m trainer.cluster.deploy katib --name=NAME --image=IMAGE --workers=1 --ps=1 \
+  python -m trainer.deploy katib --name=NAME --image=IMAGE --workers=1 --ps=1 \
       --evaluator --objective=accuracy:maximize --param=dropout_rate:double:0.1:0.6 \
       --param=learning_rate:double:1e-4:1e-2:log --max_trials=12 --parallel_trials=3 \
       -- --model_dir=gs://BUCKET/tuning --train_files=... --eval_files=...
-  python -m trainer.cluster.deploy vertex --hptune --name=NAME --image=IMAGE ... \
+  python -m trainer.deploy vertex --hptune --name=NAME --image=IMAGE ... \
       --base_output_dir=gs://BUCKET/tuning -- --train_files=... --eval_files=...
 
 Each trial is the job `deploy tfjob` or `deploy vertex` prints for the same replica flags,
@@ -19,14 +19,12 @@ import shlex
 from typing import Dict, List
 
 import yaml
-from absl import flags
 
 from common.errors import UserError
-from trainer.cluster import deploy, job_args
+from trainer.deploy import job_args, job_specs
+from trainer.deploy.options import DeployOptions
 from trainer.config import search_space
 
-FLAGS = flags.FLAGS
-ALGORITHMS = ('random', 'bayesianoptimization', 'tpe', 'grid')
 # Vertex AI's names; its default (ALGORITHM_UNSPECIFIED) is Bayesian optimization. No TPE.
 VERTEX_ALGORITHMS = {'random': 'RANDOM_SEARCH', 'grid': 'GRID_SEARCH',
                      'bayesianoptimization': 'ALGORITHM_UNSPECIFIED'}
@@ -37,51 +35,38 @@ CHIEF_POD = {'training.kubeflow.org/replica-type': 'chief'}
 TRIAL_NAME = 'trialName'  # the trial parameter Katib fills with the trial's own name
 
 
-def define_flags():
-    flags.DEFINE_multi_string('param', [], 'katib, vertex --hptune: a param to tune, '
-                              f'repeatable: {search_space.PARAM_FORMS}.')
-    flags.DEFINE_string('objective', None, 'katib, vertex --hptune: METRIC:maximize or '
-                        'METRIC:minimize, a metric of the model\'s evaluation.')
-    flags.DEFINE_float('goal', None, 'katib: stop once a trial reaches this objective value.')
-    flags.DEFINE_enum('algorithm', 'random', ALGORITHMS, 'katib, vertex --hptune: the search '
-                      'algorithm (Vertex AI has no tpe; bayesianoptimization is its default).')
-    flags.DEFINE_integer('max_trials', 12, 'Trials in all.', lower_bound=1)
-    flags.DEFINE_integer('parallel_trials', 3, 'Trials at once.', lower_bound=1)
-    flags.DEFINE_integer('max_failed_trials', 3, 'Failed trials before the search stops.',
-                         lower_bound=0)
-    flags.DEFINE_boolean('hptune', False, 'vertex: print a HyperparameterTuningJob whose trials '
-                         'are the CustomJob, rather than the CustomJob.')
-
-
-def search(trainer_flags: List[str]):
+def search(options: DeployOptions, trainer_flags: List[str]):
     """(model, [Param], Objective) from the flags, checked against the model and the trainer
     flags (a tuned param must not also be fixed there)."""
     from trainer.config.flags import defaults  # TensorFlow: only for katib and --hptune
+    from trainer.usr_dir import command_line as usr_dir
     model = job_args.flag_value(trainer_flags, 'model') or defaults()['model']
-    params = search_space.parse_params(FLAGS.param, model)
+    # A model of the user's own: its params are checked here as each trial's trainer reads them.
+    usr_dir.import_for_command(['deploy', *trainer_flags], read_model_dir=False)
+    params = search_space.parse_params(options.param, model)
     fixed = job_args.flag_value(trainer_flags, 'model_params') or ''
     for param in params:
         if (job_args.flag_value(trainer_flags, param.name) is not None
                 or re.search(rf'(^|,)\s*{param.name}\s*=', fixed)):
             raise UserError(f'--param={param.name}: the trainer flags after -- set it too; drop '
                             'it there, each trial passes its own')
-        if FLAGS.algorithm == 'grid' and param.kind == 'double':
+        if options.algorithm == 'grid' and param.kind == 'double':
             raise UserError(f'--algorithm=grid: --param={param.name} is a double range; grid '
                             'search takes int and categorical params')
-    if FLAGS.parallel_trials > FLAGS.max_trials:
-        raise UserError(f'--parallel_trials={FLAGS.parallel_trials} is above --max_trials='
-                        f'{FLAGS.max_trials}; lower it')
-    return model, params, search_space.parse_objective(FLAGS.objective, model)
+    if options.parallel_trials > options.max_trials:
+        raise UserError(f'--parallel_trials={options.parallel_trials} is above --max_trials='
+                        f'{options.max_trials}; lower it')
+    return model, params, search_space.parse_objective(options.objective, model)
 
 
-def check_trial_replicas() -> None:
+def check_trial_replicas(options: DeployOptions) -> None:
     """A trial's metrics come from its evaluator; its chief, given --wait_for_eval_secs like
     any chief of a job with an evaluator, waits for the final evaluation, then reports the
     ledger (a trial ends with its chief, and Katib reads the chief's output)."""
-    if not deploy.evaluator_count():
+    if not options.evaluators:
         raise UserError('--evaluator is required: a trial\'s metrics come from its evaluator '
                         '(on a cluster the chief trains and does not evaluate)')
-    if not FLAGS.wait_for_eval_secs:
+    if not options.wait_for_eval_secs:
         raise UserError('--wait_for_eval_secs=0: a trial\'s chief must wait for the final '
                         'evaluation, or the trial ends without its metric; give it seconds')
 
@@ -99,16 +84,17 @@ def katib_parameter(param: search_space.Param) -> Dict:
     return {'name': param.name, 'parameterType': param.kind, 'feasibleSpace': space}
 
 
-def katib_experiment(trainer_flags: List[str]) -> Dict:
-    _, params, objective = search(trainer_flags)
-    check_trial_replicas()
+def katib_experiment(options: DeployOptions, trainer_flags: List[str]) -> Dict:
+    _, params, objective = search(options, trainer_flags)
+    check_trial_replicas(options)
     args = job_args.trainer_args(trainer_flags, needs_model_dir=True)
     model_dir = job_args.flag_value(args, 'model_dir').rstrip('/')
     # Each trial trains in its own folder, so trials never share a training lease.
     args = [arg for arg in args if not arg.startswith('--model_dir=')] + [
         f'--model_dir={model_dir}/${{trialParameters.{TRIAL_NAME}}}'] + [
         f'--{param.name}=${{trialParameters.{param.name}}}' for param in params]
-    tfjob = deploy.tfjob_from_flags(args)[0]  # a NetworkPolicy, if asked for, is not a trial's
+    # A NetworkPolicy, if asked for, is not a trial's.
+    tfjob = job_specs.tfjob_spec(options, args)[0]
     # Katib runs the primary container's (the chief's) command and args as one `sh -c` line,
     # then `1>FILE 2>&1` for its StdOut collector: the command is given, so Katib need not ask
     # the registry for the image's entry point, and each argument is quoted for the shell
@@ -117,16 +103,17 @@ def katib_experiment(trainer_flags: List[str]) -> Dict:
     chief['command'] = ['python', '-m', 'trainer.main']
     chief['args'] = [f'"{arg}"' if '${' in arg else shlex.quote(arg) for arg in chief['args']]
     objective_spec = {'type': objective.goal, 'objectiveMetricName': objective.metric}
-    if FLAGS.goal is not None:
-        objective_spec['goal'] = FLAGS.goal
-    metadata = {'name': FLAGS.name, **({'namespace': FLAGS.namespace} if FLAGS.namespace else {})}
+    if options.goal is not None:
+        objective_spec['goal'] = options.goal
+    metadata = {'name': options.name,
+                **({'namespace': options.namespace} if options.namespace else {})}
     return {
         'apiVersion': 'kubeflow.org/v1beta1', 'kind': 'Experiment', 'metadata': metadata,
         'spec': {
             'objective': objective_spec,
-            'algorithm': {'algorithmName': FLAGS.algorithm},
-            'parallelTrialCount': FLAGS.parallel_trials, 'maxTrialCount': FLAGS.max_trials,
-            'maxFailedTrialCount': FLAGS.max_failed_trials,
+            'algorithm': {'algorithmName': options.algorithm},
+            'parallelTrialCount': options.parallel_trials, 'maxTrialCount': options.max_trials,
+            'maxFailedTrialCount': options.max_failed_trials,
             'metricsCollectorSpec': {'collector': {'kind': 'StdOut'}},
             'parameters': [katib_parameter(param) for param in params],
             'trialTemplate': {
@@ -156,39 +143,38 @@ def vertex_parameter(param: search_space.Param) -> Dict:
             'scaleType': 'UNIT_LOG_SCALE' if param.log else 'UNIT_LINEAR_SCALE'}
 
 
-def vertex_tuning_job(trainer_flags: List[str]) -> Dict:
-    _, params, objective = search(trainer_flags)
-    if FLAGS.algorithm not in VERTEX_ALGORITHMS:
-        raise UserError(f'--algorithm={FLAGS.algorithm}: Vertex AI offers '
+def vertex_tuning_job(options: DeployOptions, trainer_flags: List[str]) -> Dict:
+    _, params, objective = search(options, trainer_flags)
+    if options.algorithm not in VERTEX_ALGORITHMS:
+        raise UserError(f'--algorithm={options.algorithm}: Vertex AI offers '
                         f'{", ".join(VERTEX_ALGORITHMS)}')
-    if FLAGS.goal is not None:
+    if options.goal is not None:
         raise UserError('--goal is Katib\'s: a Vertex AI study has no target value; drop it')
-    if job_args.flag_value(trainer_flags, 'model_dir') or not FLAGS.base_output_dir:
+    if job_args.flag_value(trainer_flags, 'model_dir') or not options.base_output_dir:
         raise UserError('vertex --hptune: give --base_output_dir=gs://... and no --model_dir: '
                         'Vertex AI gives each trial its own folder under it (AIP_MODEL_DIR...)')
-    if not FLAGS.base_output_dir.startswith('gs://'):
-        raise UserError(f'--base_output_dir={FLAGS.base_output_dir}: Vertex AI needs a gs:// '
+    if not options.base_output_dir.startswith('gs://'):
+        raise UserError(f'--base_output_dir={options.base_output_dir}: Vertex AI needs a gs:// '
                         'folder')
-    check_trial_replicas()
+    check_trial_replicas(options)
     args = job_args.trainer_args(trainer_flags, needs_model_dir=False) + [
         f'--hypertune_metric={objective.metric}']
-    custom_job = deploy.vertex_job_from_flags(args)
+    custom_job = job_specs.vertex_job_spec(options, args)
     return {
-        'displayName': FLAGS.name,
+        'displayName': options.name,
         'studySpec': {
             'metrics': [{'metricId': objective.metric, 'goal': objective.goal.upper()}],
             'parameters': [vertex_parameter(param) for param in params],
-            'algorithm': VERTEX_ALGORITHMS[FLAGS.algorithm],
+            'algorithm': VERTEX_ALGORITHMS[options.algorithm],
         },
-        'maxTrialCount': FLAGS.max_trials, 'parallelTrialCount': FLAGS.parallel_trials,
-        'maxFailedTrialCount': FLAGS.max_failed_trials,
+        'maxTrialCount': options.max_trials, 'parallelTrialCount': options.parallel_trials,
+        'maxFailedTrialCount': options.max_failed_trials,
         'trialJobSpec': custom_job['jobSpec'],  # Vertex AI adds --NAME=VALUE per param
     }
 
 
-def build(command: str, trainer_flags: List[str]) -> str:
-    """deploy's `katib` and `vertex --hptune`."""
-    deploy.check_common('tfjob' if command == 'katib' else 'vertex', FLAGS.name, FLAGS.image)
-    if command == 'katib':
-        return yaml.safe_dump(katib_experiment(trainer_flags), sort_keys=False)
-    return json.dumps(vertex_tuning_job(trainer_flags), indent=2) + '\n'
+def build(options: DeployOptions, trainer_flags: List[str]) -> str:
+    """deploy's `katib` (YAML) and `vertex --hptune` (JSON)."""
+    if options.platform == 'tfjob':
+        return yaml.safe_dump(katib_experiment(options, trainer_flags), sort_keys=False)
+    return json.dumps(vertex_tuning_job(options, trainer_flags), indent=2) + '\n'

@@ -6,7 +6,7 @@ from absl import logging
 
 from common import files, paths
 from common.errors import UserError
-from trainer.run import checkpoints, run_files
+from trainer.model_dir import checkpoints, run_files
 
 POLL_SECS = 1.0
 # How long an eval job waits for a model_dir that does not exist yet.
@@ -17,7 +17,7 @@ class EvalTimeout(RuntimeError):
     """No checkpoint ever came: a runtime failure (exit 1), not bad input."""
 
 
-def wait_for_training_run(model_dir: str, timeout_secs: float) -> None:
+def wait_for_flags_or_checkpoint(model_dir: str, timeout_secs: float) -> None:
     """Waits until a trainer has written model_dir's flags.txt, or any checkpoint.
 
     An eval job started beside its trainer must read the model's flags.txt (which model,

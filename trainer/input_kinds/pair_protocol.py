@@ -15,7 +15,7 @@ import numpy as np
 
 from common import paths
 from input_fns import face_records
-from trainer.evaluation import ledger
+from trainer.model_dir import ledger
 
 REPORT_KEY = 'lfw_protocol'  # the ledger metric that holds the protocol's report
 

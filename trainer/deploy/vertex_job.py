@@ -3,7 +3,7 @@ import re
 from typing import List
 
 from common.errors import UserError
-from trainer.cluster.job_args import chief_args, replica_counts
+from trainer.deploy.job_args import chief_args, replica_counts
 
 # Vertex AI's worker pools, in its order: chief, workers, parameter servers, evaluator.
 VERTEX_POOLS = ('chief', 'worker', 'ps', 'evaluator')

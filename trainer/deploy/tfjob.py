@@ -5,7 +5,7 @@ from typing import Dict, List
 import yaml
 
 from common.errors import UserError
-from trainer.cluster.job_args import chief_args, replica_counts
+from trainer.deploy.job_args import chief_args, replica_counts
 
 PORT = 2222  # the TFJob operator's default port, named tfjob-port
 JOB_LABEL = 'estimator-service/job'

@@ -8,7 +8,7 @@ import math
 from typing import Dict, List, Optional
 
 from common.errors import UserError
-from trainer.evaluation import ledger
+from trainer.model_dir import ledger
 
 
 def default_mode(metric: str) -> str:

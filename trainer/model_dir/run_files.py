@@ -3,12 +3,11 @@ import re
 import time
 from typing import Dict, Optional
 
-import numpy as np
 import tensorflow as tf
 
 from common import files, paths
 from common.errors import UserError
-from trainer.run import checkpoints
+from trainer.model_dir import checkpoints
 
 # The flags of the last training run, in --flagfile format: rerun with --flagfile=MODEL_DIR/flags.txt.
 FLAGS_FILE = 'flags.txt'
@@ -104,11 +103,6 @@ def train_finished(model_dir: str):
         return None
     except (ValueError, KeyError, TypeError) as e:
         raise UserError(f'{path}: unreadable ({e}); delete it')
-
-
-def json_value(value):
-    """NumPy scalars from Estimator results as plain JSON numbers."""
-    return value.item() if isinstance(value, np.generic) else value
 
 
 # What a file under model_dir or export_dir is, by its name, for the full-disk error.

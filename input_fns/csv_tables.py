@@ -1,0 +1,218 @@
+"""`prepare csv`: a user's CSV files (a header, then rows) -> tf.Example shards and their schema.
+
+One streaming pass: Python's csv module over a tf.io.gfile stream (gunzipped for .csv.gz, so
+buckets work), each row typed, added to the training split's statistics and written to its
+split's shard (input_fns/stream_shards.py). Column types come from a sample of the first rows
+(--column_types overrides); a later value that does not read as its column's type stops the
+run, naming the row, before anything in --output_dir changes.
+"""
+import csv
+import gzip
+import io
+import itertools
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+from absl import logging
+
+from common import files
+from common.errors import UserError
+from input_fns import split as data_split
+from input_fns import stream_shards, table_records, table_schema
+
+SAMPLE_ROWS = 10_000  # rows the column types and the task are inferred from
+CHUNK_ROWS = 4096  # rows summarized at a time (numpy per column)
+
+
+def source_files(source: str) -> List[str]:
+    matched = sorted(files.glob(source)) if source else []
+    if not matched:
+        raise UserError(f'--source={source}: no such file; give a CSV file (.csv or .csv.gz) '
+                        'or a glob of them')
+    return matched
+
+
+class _GFileStream(io.RawIOBase):
+    """A tf.io.gfile file (local or bucket) as the raw stream io's buffered readers take."""
+
+    def __init__(self, path: str):
+        self._file = files.open_file(path, 'rb')
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        data = self._file.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
+
+
+def open_text(path: str) -> io.TextIOBase:
+    raw = io.BufferedReader(_GFileStream(path), buffer_size=1 << 20)
+    stream = gzip.GzipFile(fileobj=raw, mode='rb') if path.endswith('.gz') else raw
+    return io.TextIOWrapper(stream, encoding='utf-8', newline='')
+
+
+def read_rows(path: str) -> Iterator[Tuple[int, List[str]]]:
+    """(line number, fields) of each row of a CSV file, the header first; blank lines skipped."""
+    with open_text(path) as text:
+        reader = csv.reader(text)
+        try:
+            for fields in reader:
+                if fields:
+                    yield reader.line_num, fields
+        except UnicodeDecodeError:
+            raise UserError(f'{path}: not UTF-8 text (near line {reader.line_num + 1}); save the '
+                            'file as UTF-8 CSV') from None
+        except (csv.Error, EOFError, OSError, gzip.BadGzipFile) as e:
+            raise UserError(f'{path}: unreadable as CSV near line {reader.line_num + 1} ({e}); '
+                            'fix the file') from None
+
+
+def parse_column_types(text: Optional[str], columns: List[str]) -> Dict[str, str]:
+    """--column_types=NAME:float,...: {column: dtype}."""
+    types = {}
+    for item in filter(None, (part.strip() for part in (text or '').split(','))):
+        name, _, dtype = item.rpartition(':')
+        if dtype not in table_schema.DTYPES or not name:
+            raise UserError(f'--column_types: cannot read {item!r}; write NAME:TYPE with TYPE '
+                            f'one of {", ".join(table_schema.DTYPES)}')
+        if name not in columns:
+            raise UserError(f'--column_types: no column {name!r}; the columns: '
+                            f'{", ".join(columns)}')
+        types[name] = dtype
+    return types
+
+
+def row_key(fields: List[str]) -> str:
+    """What a row's split is decided by (input_fns/split.py): its fields, not their quoting."""
+    return '\x1f'.join(fields)
+
+
+class Table:
+    """A CSV source's header, column types and task, from its first file's first rows."""
+
+    def __init__(self, paths: List[str], label: str, column_types: Optional[str],
+                 task: Optional[str], na_values: Sequence[str]):
+        self.paths, self.na_values = paths, frozenset(na_values)
+        rows = itertools.islice(read_rows(paths[0]), SAMPLE_ROWS + 1)
+        header = next(rows, None)
+        if header is None:
+            raise UserError(f'{paths[0]}: empty; a CSV file starts with a header naming its '
+                            'columns')
+        self.columns = [name.strip() for name in header[1]]
+        table_schema.check_names(self.columns, f'{paths[0]} line 1')
+        if label not in self.columns:
+            raise UserError(f'--label={label}: {paths[0]} has no such column; its columns: '
+                            f'{", ".join(self.columns)}')
+        self.label, self.label_index = label, self.columns.index(label)
+        given = parse_column_types(column_types, self.columns)
+        sample = [fields for _, fields in rows if len(fields) == len(self.columns)]
+        present = [[value for value in (field.strip() for field in column)
+                    if value not in self.na_values] for column in zip(*sample)] or [
+            [] for _ in self.columns]
+        self.dtypes = [given.get(name) or table_schema.infer_dtype(values)
+                       for name, values in zip(self.columns, present)]
+        label_dtype = self.dtypes[self.label_index]
+        if task == 'classification' and label_dtype == 'float':
+            raise UserError(f'--task=classification: the label {label!r} holds decimals; pass '
+                            f'--column_types={label}:string to take its values as class names')
+        if task == 'regression' and label_dtype == 'string':
+            raise UserError(f'--task=regression: the label {label!r} holds text; pass '
+                            f'--column_types={label}:float if it is a number')
+        self.task = task or table_schema.infer_task(label_dtype, present[self.label_index])
+        self.names = [table_schema.feature_name(column) for column in self.columns]
+
+    def typed_rows(self) -> Iterator[Tuple[str, List]]:
+        """(the row's key for the split, its values typed, None for missing) of every file's rows."""
+        for path in self.paths:
+            rows = read_rows(path)
+            header = next(rows, (0, []))[1]
+            if [name.strip() for name in header] != self.columns:
+                raise UserError(f'{path}: its header differs from {self.paths[0]}\'s; give '
+                                'files with the same columns in --source')
+            for line, fields in rows:
+                yield row_key(fields), self._typed(path, line, fields)
+
+    def _typed(self, path: str, line: int, fields: List[str]) -> List:
+        if len(fields) != len(self.columns):
+            raise UserError(f'{path} line {line}: {len(fields)} fields, but the header names '
+                            f'{len(self.columns)} columns; fix that row (quote a field that '
+                            'holds a comma)')
+        values = []
+        for column, dtype, field in zip(self.columns, self.dtypes, fields):
+            field = field.strip()
+            if field in self.na_values:
+                values.append(None)
+                continue
+            try:
+                values.append(table_schema.parse_value(field, dtype))
+            except ValueError:
+                wider = 'float' if dtype == 'int' else 'string'
+                raise UserError(f'{path} line {line}, column {column!r}: {field!r} is not '
+                                f'{"an int" if dtype == "int" else "a number"} (the type read '
+                                f'from the first rows); pass --column_types={column}:{wider}, '
+                                'or --na_values if it marks a missing value') from None
+        return values
+
+
+def write_table(output_dir: str, rows: Iterator[Tuple[bytes, List, bytes]], stats,
+                label: str, validation_fraction: float, num_shards: int, num_eval_shards: int,
+                what: str):
+    """Writes rows ((split key, typed values, serialized record)) to the train and validation
+    splits, the training rows into stats; rows without a label are skipped and counted.
+    Returns ({split: SplitWriter}, {split: rows skipped}), the shards not yet in place."""
+    shard_counts = {'train': num_shards}
+    if validation_fraction:
+        shard_counts['validation'] = num_eval_shards
+    skipped = {split: 0 for split in shard_counts}
+    chunk = []
+    with stream_shards.streamed_splits(output_dir, shard_counts) as writers:
+        for count, (key, values, record) in enumerate(rows, 1):
+            split = 'validation' if data_split.is_validation(key, validation_fraction) else 'train'
+            if values[stats.label_index] is None:
+                skipped[split] += 1
+                continue
+            writers[split].write(record)
+            if split == 'train':
+                chunk.append(values)
+            if len(chunk) == CHUNK_ROWS:
+                stats.add_rows(chunk)
+                chunk = []
+            if count % 1_000_000 == 0:
+                logging.info('%s: %d rows read', what, count)
+        if chunk:
+            stats.add_rows(chunk)
+        if not writers['train'].written:
+            raise UserError(f'{what}: no training rows (rows with a {label!r} value, outside '
+                            '--validation_fraction); give data with rows')
+    return writers, skipped
+
+
+def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optional[str],
+                task: Optional[str], na_values: List[str], max_vocabulary: int,
+                weight_column: Optional[str],
+                validation_fraction: float, num_shards: int, num_eval_shards: int,
+                seed: int) -> Dict:
+    """Writes the 'train' (and 'validation') split of a CSV source, and the schema."""
+    data_split.check_fraction(validation_fraction)
+    if not label:
+        raise UserError('--label is required for csv: the column to predict')
+    table = Table(source_files(source), label, column_types, task, na_values)
+    stats = table_schema.TableStats(table.columns, table.dtypes, label, table.task,
+                                    max_vocabulary, seed, weight_column)
+    rows = ((key.encode(), values, table_records.encode_example(table.names, table.dtypes, values))
+            for key, values in table.typed_rows())
+    writers, skipped = write_table(output_dir, rows, stats, label, validation_fraction,
+                                   num_shards, num_eval_shards, f'--source={source}')
+    schema = stats.schema(na_values)
+    schema['label']['missing'] = sum(skipped.values())
+    entries = {split: dict(skipped=skipped[split], features=dict(zip(table.names, table.dtypes)),
+                           sources=table.paths, seed=seed,
+                           extra={'skipped_because': 'the label is missing',
+                                  'validation_fraction': validation_fraction})
+               for split in writers}
+    return stream_shards.publish(output_dir, writers, entries, 'csv', {**schema, 'source': source})

@@ -1,0 +1,167 @@
+"""`prepare examples`: a user's TFRecord files of tf.Example, described by a schema.
+
+The features and their types come from a sample of the records (int64_list -> int,
+float_list -> float, bytes_list -> string, one value each); the statistics from every record.
+Without --output_dir the records are read where they are: manifest.json, written beside them,
+lists them as one split (--split, default train) with their sizes, and the schema. With
+--output_dir they are resharded into train and validation splits by a hash of each record,
+as `prepare csv` writes them.
+"""
+import itertools
+import os
+from typing import Dict, Iterator, List, Optional, Tuple
+
+import tensorflow as tf
+from google.protobuf.message import DecodeError
+
+from common import files, paths
+from common.errors import UserError
+from input_fns import csv_tables, shards, stream_shards, table_schema
+from input_fns import split as data_split
+
+SAMPLE_RECORDS = 10_000
+_KINDS = {'int64_list': 'int', 'float_list': 'float', 'bytes_list': 'string'}
+GZIP_MAGIC = b'\x1f\x8b'
+
+
+def manifest_folder(source: str) -> str:
+    return os.path.dirname(source) or '.'
+
+
+def _compression(path: str) -> str:
+    with files.open_file(path, 'rb') as f:
+        return 'GZIP' if f.read(2) == GZIP_MAGIC else ''
+
+
+def _records(path_list: List[str]) -> Iterator[Tuple[str, int, tf.train.Example, bytes]]:
+    """(file, record number, the parsed Example, its bytes) of every record."""
+    for path in path_list:
+        dataset = tf.data.TFRecordDataset(path, compression_type=_compression(path))
+        number = 0
+        try:
+            for number, serialized in enumerate(dataset.as_numpy_iterator(), 1):
+                yield path, number, _parse(path, number, serialized), serialized
+        except tf.errors.OpError as e:
+            raise UserError(f'{path}: not a readable TFRecord file after record {number} '
+                            f'({e.message.splitlines()[0]}); give TFRecord files of tf.Example '
+                            '(plain or GZIP)') from None
+
+
+def _parse(path: str, number: int, serialized: bytes) -> tf.train.Example:
+    try:
+        example = tf.train.Example.FromString(serialized)
+    except DecodeError:
+        example = None
+    if example is None or not example.features.feature:
+        raise UserError(f'{path} record {number}: not a tf.Example (no features in it); give '
+                        'TFRecord files of tf.train.Example records')
+    return example
+
+
+def _column_types(sample, label: str, where: str) -> Tuple[List[str], List[str]]:
+    """The features (sorted) and their types, from a sample of Examples."""
+    kinds: Dict[str, str] = {}
+    for example in sample:
+        for name, feature in example.features.feature.items():
+            kinds.setdefault(name, feature.WhichOneof('kind'))
+    if label not in kinds:
+        raise UserError(f'--label={label}: {where} has no such feature; its features: '
+                        f'{", ".join(sorted(kinds))}')
+    for name in kinds:
+        if table_schema.feature_name(name) != name:
+            raise UserError(f'{where}: feature {name!r} has a name TensorFlow cannot take in a '
+                            'model; rename it in the records')
+    columns = sorted(kinds)
+    return columns, [_KINDS.get(kinds[name], 'string') for name in columns]
+
+
+def _typed(example, path: str, number: int, columns: List[str], dtypes: List[str]) -> List:
+    values = []
+    for name, dtype in zip(columns, dtypes):
+        feature = example.features.feature.get(name)
+        kind = feature.WhichOneof('kind') if feature is not None else None
+        found = list(getattr(feature, kind).value) if kind else []
+        if not found:
+            values.append(None)
+            continue
+        if _KINDS.get(kind) != dtype or len(found) > 1:
+            what = f'{len(found)} values' if len(found) > 1 else kind
+            raise UserError(f'{path} record {number}, feature {name!r}: {what}, where the first '
+                            f'records hold one {dtype}; the canned models take one int, float or '
+                            'text value per feature: rewrite the records so')
+        value = found[0]
+        if dtype == 'string':
+            try:
+                value = value.decode('utf-8')
+            except UnicodeDecodeError:
+                raise UserError(f'{path} record {number}, feature {name!r}: bytes that are not '
+                                'text; the canned models take numbers and text') from None
+        values.append(value)
+    return values
+
+
+def prepare_examples(*, source: str, label: str, output_dir: Optional[str], task: Optional[str],
+                     max_vocabulary: int, weight_column: Optional[str], split: Optional[str], validation_fraction: float,
+                     num_shards: int, num_eval_shards: int, seed: int) -> Dict:
+    if not label:
+        raise UserError('--label is required for examples: the feature to predict')
+    path_list = sorted(files.glob(source)) if source else []
+    if not path_list:
+        raise UserError(f'--source={source}: no such file; give a glob of TFRecord files')
+    sample = [example for _, _, example, _ in itertools.islice(_records(path_list),
+                                                               SAMPLE_RECORDS)]
+    columns, dtypes = _column_types(sample, label, f'--source={source}')
+    label_index = columns.index(label)
+    label_values = [values[label_index] for values in
+                    (_typed(e, source, i, columns, dtypes) for i, e in enumerate(sample, 1))
+                    if values[label_index] is not None]
+    task = task or table_schema.infer_task(dtypes[label_index], label_values)
+    stats = table_schema.TableStats(columns, dtypes, label, task, max_vocabulary, seed,
+                                    weight_column)
+    if output_dir:
+        data_split.check_fraction(validation_fraction)
+        rows = ((record, _typed(example, path, number, columns, dtypes), record)
+                for path, number, example, record in _records(path_list))
+        features = dict(zip(columns, dtypes))
+        writers, skipped = csv_tables.write_table(output_dir, rows, stats, label,
+                                                  validation_fraction, num_shards,
+                                                  num_eval_shards, f'--source={source}')
+        entries = {name: dict(skipped=skipped[name], features=features, sources=path_list,
+                              seed=seed, extra={'skipped_because': 'the label is missing'})
+                   for name in writers}
+        schema = {**stats.schema([]), 'source': source}
+        return stream_shards.publish(output_dir, writers, entries, 'examples', schema)
+    return _describe_in_place(path_list, stats, columns, dtypes, split or 'train', source)
+
+
+def _describe_in_place(path_list, stats, columns, dtypes, split, source) -> Dict:
+    """The manifest beside the user's records: them as one split, and the schema."""
+    folder = manifest_folder(source)
+    if any(os.path.dirname(path) != os.path.dirname(path_list[0]) for path in path_list) or \
+            any(_compression(path) for path in path_list):
+        raise UserError(f'--source={source}: files in several folders, or GZIP files, cannot be '
+                        'read in place; pass --output_dir to reshard them')
+    counts = dict.fromkeys(path_list, 0)
+    chunk = []
+    for path, number, example, _ in _records(path_list):
+        values = _typed(example, path, number, columns, dtypes)
+        if values[stats.label_index] is None:
+            raise UserError(f'{path} record {number}: no {columns[stats.label_index]!r} (the '
+                            'label); pass --output_dir to reshard the records without such ones')
+        counts[path] += 1
+        chunk.append(values)
+        if len(chunk) == csv_tables.CHUNK_ROWS:
+            stats.add_rows(chunk)
+            chunk = []
+    if chunk:
+        stats.add_rows(chunk)
+    listed = [{'file': os.path.basename(path), 'records': counts[path], 'bytes': files.size(path)}
+              for path in path_list]
+    manifest = shards.read_manifest(folder)
+    if split == 'train' or 'schema' not in manifest:
+        manifest['schema'] = {**stats.schema([]), 'source': source}
+    manifest.setdefault('splits', {})[split] = shards.split_entry(
+        listed, 0, dict(zip(columns, dtypes)), path_list, 0, {'read_in_place': True})
+    manifest.setdefault('dataset', 'examples')
+    files.write_json_atomic(paths.join(folder, shards.MANIFEST_NAME), manifest)
+    return {split: manifest['splits'][split]}

@@ -1,0 +1,87 @@
+"""Table rows as tf.Example records: one feature per column, a missing value left out.
+
+A record holds each column's value as it was read (int64, float or bytes), so the shards stay
+the user's data; what a model makes of a value (normalized, bucketized, looked up in a
+vocabulary) comes from the schema, at training time. A missing value is absent from its
+record and parsed as its column's fill: the training mean for numbers (0 once normalized), ''
+for strings (out of vocabulary). Parsed a batch at a time with tf.io.parse_example.
+"""
+from typing import Dict, List, Optional
+
+import tensorflow as tf
+
+from input_fns import pipeline
+
+_TF_DTYPES = {'int': tf.int64, 'float': tf.float32, 'string': tf.string}
+
+
+def encode_example(names: List[str], dtypes: List[str], values: List) -> bytes:
+    """A serialized tf.train.Example of one row (values typed as dtypes; None: missing)."""
+    feature = {}
+    for name, dtype, value in zip(names, dtypes, values):
+        if value is None:
+            continue
+        if dtype == 'string':
+            feature[name] = tf.train.Feature(bytes_list=tf.train.BytesList(value=[value.encode()]))
+        elif dtype == 'int':
+            feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
+        else:
+            feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=[value]))
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+def tf_dtype(dtype: str) -> tf.DType:
+    return _TF_DTYPES[dtype]
+
+
+def fill_value(entry: Dict):
+    """What a missing value of a feature reads as: its mean (an int column's, rounded), or ''."""
+    if entry['dtype'] == 'string':
+        return ''
+    mean = entry.get('mean', 0.0)
+    return int(round(mean)) if entry['dtype'] == 'int' else float(mean)
+
+
+def feature_spec(schema: Dict, with_label: bool = True) -> Dict[str, tf.io.FixedLenFeature]:
+    """tf.io.parse_example's spec: every feature with its fill; with_label: the label, required,
+    and the weight column, if any (1 when missing), which serving takes neither of."""
+    spec = {entry['name']: tf.io.FixedLenFeature([], tf_dtype(entry['dtype']),
+                                                 default_value=fill_value(entry))
+            for entry in schema['features']}
+    if with_label:
+        label = schema['label']
+        spec[label['name']] = tf.io.FixedLenFeature([], tf_dtype(label['dtype']))
+        if 'weight' in schema:
+            spec[schema['weight']['name']] = tf.io.FixedLenFeature([], tf.float32, default_value=1.0)
+    return spec
+
+
+def label_tensor(values: tf.Tensor, schema: Dict) -> tf.Tensor:
+    """The label as the canned heads take it: class names as strings (the head looks them up in
+    the schema's classes), or float32 for regression."""
+    if schema['label']['task'] == 'classification':
+        return values if values.dtype == tf.string else tf.strings.as_string(values)
+    return tf.cast(values, tf.float32)
+
+
+def parse_batch_fn(schema: Dict):
+    """[batch] serialized Examples -> ({feature name: [batch] tensor}, [batch] labels)."""
+    spec = feature_spec(schema)
+    label = schema['label']['name']
+
+    def parse_batch(serialized):
+        features = tf.io.parse_example(serialized, spec)
+        return features, label_tensor(features.pop(label), schema)
+
+    return parse_batch
+
+
+def make_input_fn(file_pattern: str, schema: Dict, batch_size: int, training: bool,
+                  seed: Optional[int] = None, flag_name: str = 'file pattern',
+                  shuffle_buffer: int = pipeline.DEFAULT_SHUFFLE_BUFFER):
+    """An Estimator input_fn over table shards; checks the files now (listed in their manifest,
+    at its sizes; the first record of each parses as the schema says), not mid-training."""
+    files = pipeline.list_record_files(file_pattern, flag_name)
+    pipeline.check_record_files(files, feature_spec(schema))
+    return pipeline.record_input_fn(files, parse_batch_fn(schema), batch_size, training, seed,
+                                    shuffle_buffer)

@@ -1,0 +1,240 @@
+"""A table's schema: column types inferred from a sample, and statistics gathered in one stream.
+
+The schema (manifest.json's 'schema', kind 'table') is what the canned models are built from:
+each feature's name and dtype; for numbers count, missing, mean, std, min, max and quantiles
+(numbers are normalized with the mean and std, and bucketized at the quantiles for trees); for
+strings the vocabulary (the most frequent values, with counts, the rest counted as out of
+vocabulary); the label's task and classes. Statistics are of the training split only, so
+nothing of the validation rows leaks into the model.
+
+Rows arrive in chunks of typed values (None for a missing value); each column is summarized
+with numpy a chunk at a time, in memory bounded by the sample and vocabulary sizes, not the
+table's length.
+"""
+import collections
+import re
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from common.errors import UserError
+
+DTYPES = ('int', 'float', 'string')
+TASKS = ('classification', 'regression')
+DEFAULT_NA_VALUES = ('', 'NA', 'N/A', 'NaN', 'nan', 'null', 'NULL', 'None', '?')
+QUANTILES = tuple(i / 20 for i in range(21))  # 0%, 5%, ..., 100%
+QUANTILE_SAMPLE = 10_000  # values per number column the quantiles are read from (exact below it)
+MAX_INFERRED_CLASSES = 20  # an int label with at most this many values in the sample: classes
+MAX_CLASSES = 1000
+_NAME_CHARACTER = re.compile(r'[^A-Za-z0-9_.\-]')
+
+
+def feature_name(column: str) -> str:
+    """A column's name as TensorFlow takes it in scope and signature names ('mean radius' ->
+    'mean_radius'); serving and predict use these names."""
+    name = _NAME_CHARACTER.sub('_', column.strip())
+    return name if re.match(r'[A-Za-z0-9.]', name) else f'c{name}'
+
+
+def parse_value(text: str, dtype: str):
+    """A field as its column's type; ValueError if it does not read as one."""
+    if dtype == 'int':
+        return int(text)
+    if dtype == 'float':
+        value = float(text)
+        if not np.isfinite(value):
+            raise ValueError(f'{text!r} is not a finite number')
+        return value
+    return text
+
+
+def infer_dtype(values: Sequence[str]) -> str:
+    """'int', 'float' or 'string': the narrowest type every (non-missing) sample value reads as;
+    a column with no value in the sample is a string (--column_types overrides)."""
+    for dtype in ('int', 'float'):
+        try:
+            for value in values:
+                parse_value(value, dtype)
+        except ValueError:
+            continue
+        return dtype if values else 'string'
+    return 'string'
+
+
+def infer_task(label_dtype: str, sample_labels: Sequence) -> str:
+    """Classification for a string label, or an int label with few distinct values."""
+    if label_dtype == 'string':
+        return 'classification'
+    if label_dtype == 'int' and len(set(sample_labels)) <= MAX_INFERRED_CLASSES:
+        return 'classification'
+    return 'regression'
+
+
+def _chunk_moments(values: np.ndarray):
+    return len(values), float(values.mean()), float(((values - values.mean()) ** 2).sum())
+
+
+class NumberStats:
+    """count, missing, mean, std, min, max, and quantiles from a uniform sample of the values."""
+
+    def __init__(self, seed: int):
+        self.count = self.missing = 0
+        self.mean = self.m2 = 0.0
+        self.min = self.max = None
+        self._random = np.random.RandomState(seed)
+        self._sample, self._keys = np.zeros(0), np.zeros(0)
+
+    def add(self, values: List, missing: int) -> None:
+        self.missing += missing
+        if not values:
+            return
+        chunk = np.asarray(values, np.float64)
+        n, mean, m2 = _chunk_moments(chunk)
+        total = self.count + n  # Chan et al.'s pairwise combination of mean and variance
+        delta = mean - self.mean
+        self.mean += delta * n / total
+        self.m2 += m2 + delta * delta * self.count * n / total
+        self.count = total
+        low, high = float(chunk.min()), float(chunk.max())
+        self.min = low if self.min is None else min(self.min, low)
+        self.max = high if self.max is None else max(self.max, high)
+        # A uniform sample: the values with the QUANTILE_SAMPLE smallest random keys.
+        keys = np.concatenate([self._keys, self._random.random_sample(n)])
+        sample = np.concatenate([self._sample, chunk])
+        if len(keys) > QUANTILE_SAMPLE:
+            kept = np.argpartition(keys, QUANTILE_SAMPLE)[:QUANTILE_SAMPLE]
+            keys, sample = keys[kept], sample[kept]
+        self._keys, self._sample = keys, sample
+
+    def summary(self, dtype: str) -> Dict:
+        if not self.count:
+            return {'count': 0, 'missing': self.missing}
+        as_type = int if dtype == 'int' else float
+        return {'count': self.count, 'missing': self.missing, 'mean': self.mean,
+                'std': (self.m2 / self.count) ** 0.5, 'min': as_type(self.min),
+                'max': as_type(self.max),
+                'quantiles': [float(q) for q in np.quantile(self._sample, QUANTILES)]}
+
+
+class StringStats:
+    """count, missing, and the most frequent values with their counts.
+
+    Distinct values are counted exactly up to a bound; past it the rarest are dropped (counts
+    then are lower bounds, and 'approximate' says so), so a column of unique ids cannot exhaust
+    memory.
+    """
+
+    def __init__(self, max_vocabulary: int):
+        self.max_vocabulary = max_vocabulary
+        self.bound = max(100 * max_vocabulary, 100_000)
+        self.count = self.missing = 0
+        self.counts = collections.Counter()
+        self.approximate = False
+
+    def add(self, values: List, missing: int) -> None:
+        self.missing += missing
+        self.count += len(values)
+        self.counts.update(values)
+        if len(self.counts) > self.bound:
+            self.counts = collections.Counter(dict(self.counts.most_common(self.bound // 2)))
+            self.approximate = True
+
+    def summary(self, dtype: str = 'string') -> Dict:
+        top = sorted(self.counts.items(), key=lambda item: (-item[1], item[0]))
+        top = top[:self.max_vocabulary]
+        in_vocabulary = sum(count for _, count in top)
+        summary = {'count': self.count, 'missing': self.missing,
+                   'vocabulary': [value for value, _ in top],
+                   'vocabulary_counts': [count for _, count in top],
+                   'oov_count': self.count - in_vocabulary}
+        if self.approximate:
+            summary['approximate'] = True
+        return summary
+
+
+class TableStats:
+    """The statistics of every column of a table, fed chunks of typed rows."""
+
+    def __init__(self, columns: List[str], dtypes: List[str], label: str, task: str,
+                 max_vocabulary: int, seed: int = 0, weight: Optional[str] = None):
+        self.columns, self.dtypes, self.label, self.task = columns, dtypes, label, task
+        self.label_index = columns.index(label)
+        self.weight = weight
+        if weight is not None:
+            if weight not in columns or weight == label:
+                raise UserError(f'--weight_column={weight}: no such column (besides the label); '
+                                f'the columns: {", ".join(columns)}')
+            if dtypes[columns.index(weight)] == 'string':
+                raise UserError(f'--weight_column={weight}: a text column; a weight is a number '
+                                f'per row (pass --column_types={weight}:float if it is one)')
+        self.stats = []
+        for index, dtype in enumerate(dtypes):
+            if index == self.label_index and task == 'classification':
+                self.stats.append(StringStats(MAX_CLASSES))
+            elif dtype == 'string':
+                self.stats.append(StringStats(max_vocabulary))
+            else:
+                self.stats.append(NumberStats(seed + index))
+
+    def add_rows(self, rows: List[List]) -> None:
+        for index, column in enumerate(zip(*rows)):
+            present = [value for value in column if value is not None]
+            if index == self.label_index and self.task == 'classification':
+                present = [str(value) for value in present]
+            self.stats[index].add(present, len(column) - len(present))
+        self._check_classes()
+
+    def _check_classes(self) -> None:
+        if self.task == 'classification' and len(self.stats[self.label_index].counts) > MAX_CLASSES:
+            raise UserError(f'--label={self.label}: more than {MAX_CLASSES} distinct values; '
+                            'for a number to predict pass --task=regression')
+
+    def schema(self, na_values: Sequence[str]) -> Dict:
+        features = []
+        for index, (column, dtype) in enumerate(zip(self.columns, self.dtypes)):
+            entry = {'name': feature_name(column), 'dtype': dtype,
+                     **self.stats[index].summary(dtype)}
+            if entry['name'] != column:
+                entry['column'] = column
+            if column == self.weight:
+                weight = entry
+            elif index != self.label_index:
+                features.append(entry)
+        label = self.stats[self.label_index]
+        label_entry = {'name': feature_name(self.label), 'column': self.label,
+                       'dtype': self.dtypes[self.label_index], 'task': self.task,
+                       'missing': label.missing}
+        if self.task == 'classification':
+            classes = sorted(label.counts, key=_class_order(self.dtypes[self.label_index]))
+            label_entry.update(classes=classes, class_counts=[label.counts[c] for c in classes])
+        else:
+            label_entry.update(label.summary(self.dtypes[self.label_index]))
+        schema = {'kind': 'table', 'features': features, 'label': label_entry,
+                  'statistics_of': 'train', 'na_values': list(na_values)}
+        if self.weight is not None:
+            schema['weight'] = weight  # each row's weight in the loss and metrics; 1 if missing
+        return schema
+
+
+def _class_order(dtype: str):
+    """Classes in numeric order for an int label (0, 1, 2, 10), else alphabetical."""
+    return (lambda value: (int(value), value)) if dtype == 'int' else (lambda value: value)
+
+
+def check_names(columns: List[str], where: str) -> None:
+    """A header's names: none empty, none twice (also once made TensorFlow names)."""
+    seen: Dict[str, str] = {}
+    for position, column in enumerate(columns, 1):
+        if not column.strip():
+            raise UserError(f'{where}: column {position} of the header has no name; name every '
+                            'column in the first line')
+        name = feature_name(column)
+        if name in seen:
+            same = 'twice' if seen[name] == column else f'as {seen[name]!r} (both read {name!r})'
+            raise UserError(f'{where}: the header names {column!r} {same}; give each column '
+                            'a name of its own')
+        seen[name] = column
+
+
+def feature(schema: Dict, name: str) -> Optional[Dict]:
+    return next((entry for entry in schema['features'] if entry['name'] == name), None)

@@ -1,0 +1,116 @@
+"""tf.estimator's canned models over a table's schema: --model=dnn_classifier, linear_classifier,
+wide_deep_classifier and their _regressor forms.
+
+Each is the canned Estimator's own model_fn (DNNClassifier's, LinearClassifier's,
+DNNLinearCombinedClassifier's, in their TF2 form), called with feature columns and a head made
+from the schema (models/table_columns.py), inside the service's Estimator: its RunConfig,
+hooks, eval job, exports and serving are the same as every model's. Classifiers or regressors
+follow the schema's label task; the _classifier/_regressor name must match it.
+"""
+import tensorflow as tf
+from tensorflow_estimator.python.estimator.canned import dnn, dnn_linear_combined, linear
+
+from common.errors import UserError
+from models import eval_pictures, registry, table_columns
+
+# The canned models' optimizers (tf.keras legacy optimizers, as the canned models make them).
+OPTIMIZERS = {'adagrad': 'Adagrad', 'adam': 'Adam', 'ftrl': 'Ftrl', 'rmsprop': 'RMSprop',
+              'sgd': 'SGD'}
+DEEP_PARAMS = {'hidden_units': (128, 64), 'dropout_rate': 0.0, 'embedding_dimension': 8,
+               'batch_norm': False, 'optimizer': 'adagrad', 'learning_rate': 0.05}
+LINEAR_PARAMS = {'l1_regularization': 0.0, 'l2_regularization': 0.0, 'crosses': '',
+                 'cross_hash_buckets': 1000}
+
+
+def optimizer(name: str, rate: float, l1: float = 0.0, l2: float = 0.0):
+    if name not in OPTIMIZERS:
+        raise UserError(f'--optimizer={name}: the canned models take '
+                        f'{", ".join(OPTIMIZERS)}')
+    make = getattr(tf.keras.optimizers.legacy, OPTIMIZERS[name])
+    if name == 'ftrl':
+        return make(learning_rate=rate, l1_regularization_strength=l1,
+                    l2_regularization_strength=l2)
+    if l1 or l2:
+        raise UserError(f'--l1_regularization, --l2_regularization: the Ftrl optimizer applies '
+                        f'them, not {name}; pass --optimizer=ftrl or leave them 0')
+    return make(learning_rate=rate)
+
+
+def _dropout(params):
+    return params['dropout_rate'] or None
+
+
+def dnn_fn(features, labels, mode, head, schema, params):
+    return dnn.dnn_model_fn_v2(
+        features, labels, mode, head, hidden_units=list(params['hidden_units']),
+        feature_columns=table_columns.deep_columns(schema, params),
+        optimizer=optimizer(params['optimizer'], params['learning_rate']),
+        dropout=_dropout(params), batch_norm=params['batch_norm'])
+
+
+def linear_fn(features, labels, mode, head, schema, params):
+    return linear._linear_model_fn_v2(  # LinearClassifier's own model_fn (TF2)
+        features, labels, mode, head, table_columns.linear_columns(schema, params),
+        optimizer(params['optimizer'], params['learning_rate'], params['l1_regularization'],
+                  params['l2_regularization']), config=None)
+
+
+def wide_deep_fn(features, labels, mode, head, schema, params):
+    return dnn_linear_combined._dnn_linear_combined_model_fn_v2(  # DNNLinearCombined's own
+        features, labels, mode, head,
+        linear_feature_columns=table_columns.linear_columns(schema, params),
+        linear_optimizer=optimizer('ftrl', params['linear_learning_rate'],
+                                   params['l1_regularization'], params['l2_regularization']),
+        dnn_feature_columns=table_columns.deep_columns(schema, params),
+        dnn_optimizer=optimizer(params['optimizer'], params['learning_rate']),
+        dnn_hidden_units=list(params['hidden_units']), dnn_dropout=_dropout(params),
+        batch_norm=params['batch_norm'])
+
+
+def with_pictures(spec, labels, schema):
+    """Evaluation adds, for a binary label, the PR curve; for several classes, each class's
+    accuracy and the confusion matrix (TensorBoard's), to the canned head's metrics."""
+    if spec.mode != tf.estimator.ModeKeys.EVAL or schema['label']['task'] != 'classification':
+        return spec
+    classes = [str(value) for value in schema['label']['classes']]
+    labels = tf.reshape(labels, [-1])
+    label_ids = tf.argmax(tf.cast(tf.equal(labels[:, None], tf.constant(classes)[None, :]),
+                                  tf.int32), axis=1)
+    predicted = tf.reshape(spec.predictions['class_ids'], [-1])
+    metrics = dict(spec.eval_metric_ops)
+    if len(classes) == 2:
+        metrics['pr_curve'] = eval_pictures.pr_curve(
+            tf.cast(label_ids, tf.float32), tf.reshape(spec.predictions['logistic'], [-1]))
+    else:
+        metrics.update(eval_pictures.accuracy_of_each_class(label_ids, predicted, classes))
+        metrics['confusion_matrix'] = eval_pictures.confusion_matrix(label_ids, predicted,
+                                                                     len(classes))
+    return spec._replace(eval_metric_ops=metrics)
+
+
+def _model_fn(build, task: str, name: str):
+    def model_fn(features, labels, mode, params):
+        schema = params['schema']
+        if schema['label']['task'] != task:
+            other = name.replace('_classifier' if task == 'classification' else '_regressor',
+                                 '_regressor' if task == 'classification' else '_classifier')
+            raise UserError(f'--model={name}: the label {schema["label"]["name"]!r} is a '
+                            f'{schema["label"]["task"]} label; pass --model={other} (or prepare '
+                            f'the data with --task={task})')
+        head = table_columns.head(schema)
+        spec = build(features, labels, mode, head, schema, params)
+        return with_pictures(spec, labels, schema)
+
+    return model_fn
+
+
+FAMILIES = {
+    'dnn': (dnn_fn, {**DEEP_PARAMS}),
+    'linear': (linear_fn, {'optimizer': 'ftrl', 'learning_rate': 0.1, **LINEAR_PARAMS}),
+    'wide_deep': (wide_deep_fn, {**DEEP_PARAMS, 'linear_learning_rate': 0.1, **LINEAR_PARAMS}),
+}
+for _family, (_build, _params) in FAMILIES.items():
+    for _task, _suffix in (('classification', 'classifier'), ('regression', 'regressor')):
+        registry.register(registry.ModelSpec(
+            name=f'{_family}_{_suffix}', model_fn=_model_fn(_build, _task, f'{_family}_{_suffix}'),
+            default_params=_params, input_kind='table', schema_kind='table'))

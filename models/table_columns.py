@@ -1,0 +1,91 @@
+"""Feature columns made from a table's schema (input_fns/table_schema.py), for the canned models.
+
+Numbers are normalized with the schema's mean and std (training-split statistics); text columns
+look their values up in the schema's vocabulary (one bucket for every other value and for a
+missing one); the deep part embeds them, the linear part takes them as indicators, with
+--crosses of columns (numbers bucketized at the schema's quantiles) hashed into buckets.
+"""
+from typing import Dict, List
+
+import tensorflow as tf
+
+from common.errors import UserError
+
+fc = tf.feature_column
+
+
+def _normalizer(mean: float, std: float):
+    scale = 1.0 / std if std > 0 else 1.0
+    return lambda values: (tf.cast(values, tf.float32) - mean) * scale
+
+
+def features(schema: Dict) -> List[Dict]:
+    """The schema's features the model reads: those with a value in the training split."""
+    return [entry for entry in schema['features'] if entry.get('count')]
+
+
+def boundaries(entry: Dict) -> List[float]:
+    """Bucket boundaries at a number column's quantiles (each once)."""
+    return sorted(set(entry.get('quantiles', [])[1:-1]))
+
+
+def numeric(entry: Dict):
+    return fc.numeric_column(entry['name'], normalizer_fn=_normalizer(entry['mean'], entry['std']))
+
+
+def categorical(entry: Dict):
+    return fc.categorical_column_with_vocabulary_list(entry['name'], entry['vocabulary'],
+                                                      num_oov_buckets=1)
+
+
+def deep_columns(schema: Dict, params: Dict) -> List:
+    """Numbers normalized; text embedded in params['embedding_dimension'] dimensions."""
+    return [numeric(entry) if entry['dtype'] != 'string'
+            else fc.embedding_column(categorical(entry), params['embedding_dimension'])
+            for entry in features(schema)]
+
+
+def linear_columns(schema: Dict, params: Dict) -> List:
+    """Numbers normalized, text as vocabulary columns, and the crosses of params['crosses']."""
+    entries = features(schema)
+    columns = [numeric(entry) if entry['dtype'] != 'string' else categorical(entry)
+               for entry in entries]
+    by_name = {entry['name']: entry for entry in entries}
+    for cross in parse_crosses(params.get('crosses', '')):
+        parts = []
+        for name in cross:
+            if name not in by_name:
+                raise UserError(f'--crosses: no feature {name!r}; the features: '
+                                f'{", ".join(by_name)}')
+            entry = by_name[name]
+            parts.append(categorical(entry) if entry['dtype'] == 'string' else
+                         fc.bucketized_column(fc.numeric_column(name), boundaries(entry)))
+        columns.append(fc.crossed_column(parts, params['cross_hash_buckets']))
+    return columns
+
+
+def parse_crosses(text: str) -> List[List[str]]:
+    """'a:b,c:d' (or 'a:b c:d') -> [['a', 'b'], ['c', 'd']]."""
+    crosses = [item.split(':') for item in text.replace(',', ' ').split()]
+    for cross in crosses:
+        if len(cross) < 2 or not all(cross):
+            raise UserError(f'--crosses: {":".join(cross)!r} is not a cross; write two or more '
+                            'feature names joined by colons, e.g. --crosses=age:education')
+    return crosses
+
+
+def head(schema: Dict):
+    """The canned head the label calls for: binary, multi-class (the schema's classes as the
+    label vocabulary) or regression; rows weighted by the schema's weight column, if any."""
+    label = schema['label']
+    weight = schema.get('weight', {}).get('name')
+    if label['task'] == 'regression':
+        return tf.estimator.RegressionHead(weight_column=weight)
+    classes = [str(value) for value in label['classes']]
+    if len(classes) < 2:
+        raise UserError(f'the label {label["name"]!r} has {len(classes)} class in the training '
+                        'split; a classifier needs two or more')
+    if len(classes) == 2:
+        return tf.estimator.BinaryClassHead(weight_column=weight, label_vocabulary=classes)
+    return tf.estimator.MultiClassHead(len(classes), weight_column=weight,
+                                       label_vocabulary=classes)

@@ -1,0 +1,131 @@
+"""The canned models over a prepared table, through the CLI: training, the eval job's ledger and
+best export, TensorBoard's metrics, status, the export's signatures and warm-up, predict on
+rows, and the errors for a model that does not fit its data or params."""
+import json
+import os
+import random
+
+import pytest
+import tensorflow as tf
+
+from helpers import assert_one_line_error, run_module, run_prepare
+from input_fns import csv_tables, prepare
+from serving_loader_checks import replayed_warmup
+
+STEPS = ['--train_steps=40', '--save_checkpoints_steps=20', '--batch_size=16',
+         '--log_every_n_steps=20']
+
+
+def write_table(path, label_of, rows=240, seed=0):
+    """age (int), color (text, some missing), x (float), weight (float), then the label."""
+    rng = random.Random(seed)
+    with open(path, 'w') as f:
+        f.write('age,color,x,weight,label\n')
+        for _ in range(rows):
+            age, color, x = rng.randint(18, 80), rng.choice(['red', 'blue', 'green', '']), rng.random()
+            f.write(f'{age},{color},{x:.3f},{rng.choice([1.0, 2.0])},{label_of(age, color, x)}\n')
+    return str(path)
+
+
+def prepared(tmp_path_factory, name, label_of, **overrides):
+    folder = tmp_path_factory.mktemp(name)
+    source = write_table(folder / 'table.csv', label_of)
+    args = dict(source=source, label='label', column_types=None, task=None, max_vocabulary=100,
+                na_values=['', 'NA'], validation_fraction=0.25, num_shards=2,
+                num_eval_shards=1, weight_column=None)
+    args.update(overrides)
+    run_prepare(csv_tables.prepare_csv, output_dir=str(folder / 'data'), **args)
+    return str(folder)
+
+
+@pytest.fixture(scope='module')
+def binary(tmp_path_factory):
+    return prepared(tmp_path_factory, 'binary', lambda age, color, x: 'rich' if age > 45 else 'poor',
+                    weight_column='weight')
+
+
+def files_flags(folder):
+    return [f'--train_files={folder}/data/train-*', f'--eval_files={folder}/data/validation-*']
+
+
+def trainer(*args, check=True):
+    return run_module('trainer.main', *args, check=check)
+
+
+def last_json(result):
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_dnn_classifier_trains_then_the_eval_job_exports_the_best_and_it_serves(binary):
+    model_dir, export_dir = f'{binary}/run', f'{binary}/exports'
+    common = ['--model=dnn_classifier', f'--model_dir={model_dir}', *files_flags(binary)]
+    trainer(*common, '--mode=train', *STEPS, '--hidden_units=16,8')
+    trainer(*common, '--mode=continuous_eval', '--eval_name=validation',
+            f'--export_dir={export_dir}', '--export_metric=accuracy')
+    ledger = json.load(open(f'{model_dir}/eval_validation/results/step-000000040.json'))
+    assert {'accuracy', 'auc', 'precision', 'recall'} <= set(ledger['metrics'])
+    assert os.path.exists(f'{export_dir}/best')
+    status = run_module('trainer.observe.status', f'--model_dir={model_dir}').stdout
+    assert 'eval_validation' in status and 'best ->' in status
+
+    version = f'{export_dir}/{open(f"{export_dir}/best").read().strip()}'
+    signatures = tf.saved_model.load(version).signatures
+    assert sorted(signatures) == ['classify', 'predict_examples', 'regress', 'serving_default']
+    assert sorted(signatures['serving_default'].structured_input_signature[1]) == [
+        'age', 'color', 'x']  # the weight column is not an input
+    warmed = replayed_warmup(version)
+    assert sorted(warmed) == ['classify', 'predict_examples', 'regress', 'serving_default']
+    rest = signatures['serving_default'](age=tf.constant([70, 20], tf.int64),
+                                         color=tf.constant(['red', 'purple']),
+                                         x=tf.constant([0.5, 0.5]))
+    assert rest['classes'].numpy()[:, 0].tolist() == [b'rich', b'poor']
+
+    rows = f'{binary}/rows.jsonl'
+    with open(rows, 'w') as f:
+        f.write('{"age": 75, "color": "red"}\n{"age": 19, "x": 0.1}\n')
+    lines = trainer('--mode=predict', f'--saved_model={export_dir}/best', rows,
+                    f'{binary}/table.csv').stdout.strip().splitlines()
+    assert [json.loads(line)['classes'] for line in lines[:2]] == ['rich', 'poor']
+    assert len(lines) == 2 + 240
+
+
+def test_linear_and_wide_deep_classifiers_report_each_class_and_the_confusion_matrix(
+        tmp_path_factory):
+    folder = prepared(tmp_path_factory, 'three', lambda age, color, x: 'abc'[age % 3])
+    for model, extra in (('linear_classifier', ['--crosses=age:color']),
+                         ('wide_deep_classifier', ['--hidden_units=8'])):
+        common = [f'--model={model}', f'--model_dir={folder}/{model}', *files_flags(folder)]
+        trainer(*common, '--mode=train', *STEPS, *extra)
+        metrics = last_json(trainer(*common, '--mode=evaluate'))
+        assert {'accuracy', 'accuracy_of_class/a', 'accuracy_of_class/c'} <= set(metrics)
+    events = tf.io.gfile.glob(f'{folder}/linear_classifier/eval_default/events.*')
+    tags = {value.tag for path in events for event in tf.compat.v1.train.summary_iterator(path)
+            for value in event.summary.value}
+    assert 'confusion_matrix/0' in tags  # the image
+
+
+def test_dnn_regressor_on_a_number_label(tmp_path_factory):
+    folder = prepared(tmp_path_factory, 'number', lambda age, color, x: round(age * 0.1 + x, 3))
+    common = ['--model=dnn_regressor', f'--model_dir={folder}/run', *files_flags(folder)]
+    trainer(*common, '--mode=train', *STEPS)
+    assert 'average_loss' in last_json(trainer(*common, '--mode=evaluate'))
+    saved = last_json(trainer(*common, '--mode=export', f'--export_dir={folder}/exports'))
+    assert 'regress' in tf.saved_model.load(saved['saved_model']).signatures
+
+
+def test_a_model_that_does_not_fit_its_data_or_params_is_one_line(binary, tmp_path):
+    common = [f'--model_dir={tmp_path}/run', *files_flags(binary), '--mode=train', *STEPS]
+    result = trainer('--model=dnn_regressor', *common, check=False)
+    assert_one_line_error(result, 2, "--model=dnn_regressor: the label 'label' is a "
+                          'classification label; pass --model=dnn_classifier')
+    assert not os.path.exists(f'{tmp_path}/run/flags.txt')  # refused before anything was written
+    result = trainer('--model=dnn_classifier', '--crosses=age:color', *common, check=False)
+    assert_one_line_error(result, 2, '--crosses: a param of', 'not of dnn_classifier')
+    result = trainer('--model=linear_classifier', '--crosses=age:size', *common, check=False)
+    assert_one_line_error(result, 2, "--crosses: no feature 'size'")
+    digits = str(tmp_path / 'digits')
+    run_prepare(prepare.prepare_csv_example, output_dir=digits, num_shards=1, num_eval_shards=1,
+                rows_per_shard=4, num_features=3)
+    result = trainer('--model=dnn_classifier', f'--model_dir={tmp_path}/run2', '--mode=train',
+                     f'--train_files={digits}/train-*', check=False)
+    assert_one_line_error(result, 2, 'no data schema in it', 'prepare csv')

@@ -1,0 +1,183 @@
+"""prepare csv and prepare examples: the schema in the manifest, the split, the records as read
+back, and one-line errors that leave the prepared data as it was."""
+import csv
+import glob
+import gzip
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from common.errors import UserError
+from helpers import assert_one_line_error, run_module, run_prepare
+from input_fns import csv_tables, example_tables, table_records
+
+PEOPLE = '''age,workclass,"hours, per week",score,income
+39,State-gov,40,1.5,<=50K
+50,"Self-emp, inc",13,NA,<=50K
+38,Private,,2.25,>50K
+53,?,40,3,>50K
+28,Private,40,N/A,<=50K
+37,Private,45,0.5,>50K
+'''
+
+
+def table_args(**overrides):
+    values = dict(label='income', column_types=None, task=None, max_vocabulary=1000,
+                  na_values=['', 'NA', 'N/A', '?'], validation_fraction=0.0, num_shards=2,
+                  num_eval_shards=1, weight_column=None)
+    values.update(overrides)
+    return values
+
+
+def write(path, text, compress=False):
+    with (gzip.open(path, 'wt') if compress else open(path, 'w')) as f:
+        f.write(text)
+    return str(path)
+
+
+def read_back(output_dir, schema, split='train'):
+    input_fn = table_records.make_input_fn(os.path.join(output_dir, f'{split}-*'), schema, 100,
+                                           training=False)
+    return [(features, labels) for features, labels in input_fn()]
+
+
+def test_csv_schema_holds_types_statistics_vocabularies_and_classes(tmp_path):
+    source = write(tmp_path / 'people.csv.gz', PEOPLE, compress=True)
+    out = str(tmp_path / 'out')
+    entries = run_prepare(csv_tables.prepare_csv, source=source, output_dir=out,
+                          **table_args(max_vocabulary=2))
+    assert entries['train']['num_records'] == 6
+    schema = json.load(open(os.path.join(out, 'manifest.json')))['schema']
+    by_name = {entry['name']: entry for entry in schema['features']}
+    assert [(e['name'], e['dtype']) for e in schema['features']] == [
+        ('age', 'int'), ('workclass', 'string'), ('hours__per_week', 'int'), ('score', 'float')]
+    assert by_name['hours__per_week']['column'] == 'hours, per week'
+    ages = np.array([39, 50, 38, 53, 28, 37])
+    assert by_name['age']['mean'] == pytest.approx(ages.mean())
+    assert by_name['age']['std'] == pytest.approx(ages.std())
+    assert (by_name['age']['min'], by_name['age']['max']) == (28, 53)
+    assert by_name['age']['quantiles'][10] == pytest.approx(np.median(ages))
+    assert (by_name['score']['count'], by_name['score']['missing']) == (4, 2)
+    assert by_name['workclass'] == {
+        'name': 'workclass', 'dtype': 'string', 'count': 5, 'missing': 1,
+        'vocabulary': ['Private', 'Self-emp, inc'], 'vocabulary_counts': [3, 1], 'oov_count': 1}
+    assert schema['label'] == {'name': 'income', 'column': 'income', 'dtype': 'string',
+                               'task': 'classification', 'missing': 0,
+                               'classes': ['<=50K', '>50K'], 'class_counts': [3, 3]}
+    # Read back: missing numbers are the training mean, missing text is '' (out of vocabulary).
+    [(features, labels)] = read_back(out, schema)
+    rows = {int(age): i for i, age in enumerate(features['age'].numpy())}
+    assert features['score'].numpy()[rows[50]] == pytest.approx(by_name['score']['mean'])
+    assert features['workclass'].numpy()[rows[53]] == b''
+    assert features['hours__per_week'].numpy()[rows[38]] == round(by_name['hours__per_week']['mean'])
+    assert labels.numpy()[rows[37]] == b'>50K'
+
+
+def test_split_is_by_a_hash_of_the_row_and_the_same_every_time(tmp_path):
+    rows = ''.join(f'{i},{i % 3},{"yes" if i % 2 else "no"}\n' for i in range(400))
+    source = write(tmp_path / 'rows.csv', 'id,group,label\n' + rows)
+    splits = []
+    for name in ('a', 'b'):
+        out = str(tmp_path / name)
+        run_prepare(csv_tables.prepare_csv, source=source, output_dir=out,
+                    **table_args(label='label', validation_fraction=0.25))
+        schema = json.load(open(os.path.join(out, 'manifest.json')))['schema']
+        splits.append(sorted(int(i) for features, _ in read_back(out, schema, 'validation')
+                             for i in features['id'].numpy()))
+    assert splits[0] == splits[1] and 70 < len(splits[0]) < 130
+    assert schema['features'][1]['dtype'] == 'int' and schema['label']['task'] == 'classification'
+
+
+@pytest.mark.parametrize('text, overrides, fragments', [
+    (PEOPLE, dict(label='salary'), ['--label=salary', 'its columns: age, workclass']),
+    (PEOPLE + '40,Private,40,1,>50K,extra\n', {}, ['line 8', '6 fields', '5 columns']),
+    (PEOPLE + '4O,Private,40,1,>50K\n', {}, ['line 8', "column 'age'", "'4O' is not an int",
+                                             '--column_types=age:float']),
+    ('a,b,a\n1,2,3\n', dict(label='b'), ["names 'a' twice"]),
+    ('a,,c\n1,2,3\n', dict(label='a'), ['column 2 of the header has no name']),
+    (PEOPLE, dict(column_types='age:decimal'), ['--column_types', 'age:decimal']),
+])
+def test_bad_csv_is_one_error_naming_the_place_and_changes_nothing(tmp_path, monkeypatch, text,
+                                                                  overrides, fragments):
+    monkeypatch.setattr(csv_tables, 'SAMPLE_ROWS', 6)  # types from PEOPLE's rows alone
+    out = str(tmp_path / 'out')
+    good = write(tmp_path / 'good.csv', PEOPLE)
+    run_prepare(csv_tables.prepare_csv, source=good, output_dir=out, **table_args())
+    before = {path: os.path.getsize(path) for path in glob.glob(os.path.join(out, '*'))}
+    with pytest.raises(UserError) as error:
+        run_prepare(csv_tables.prepare_csv, source=write(tmp_path / 'bad.csv', text),
+                    output_dir=out, **table_args(**overrides))
+    for fragment in fragments:
+        assert fragment in str(error.value)
+    assert {path: os.path.getsize(path) for path in glob.glob(os.path.join(out, '*'))} == before
+
+
+def test_prepare_csv_cli_without_the_label_column_exits_2_with_one_line(tmp_path):
+    result = run_module('input_fns.prepare', 'csv', f'--source={write(tmp_path / "p.csv", PEOPLE)}',
+                        '--label=salary', f'--output_dir={tmp_path / "out"}', check=False)
+    assert_one_line_error(result, 2, '--label=salary', 'its columns: age, workclass, hours, per '
+                          'week, score, income')
+
+
+def example(**features):
+    message = tf.train.Example()
+    for name, value in features.items():
+        feature = message.features.feature[name]
+        if isinstance(value, str):
+            feature.bytes_list.value.append(value.encode())
+        elif isinstance(value, int):
+            feature.int64_list.value.append(value)
+        else:
+            feature.float_list.value.append(value)
+    return message.SerializeToString()
+
+
+def write_records(path, records, compression=None):
+    with tf.io.TFRecordWriter(str(path), options=compression) as writer:
+        for record in records:
+            writer.write(record)
+
+
+def test_prepare_examples_reads_records_in_place_or_reshards_them(tmp_path):
+    records = [example(x=float(i), color=['red', 'blue'][i % 2], label=i % 2) for i in range(50)]
+    records[3] = example(color='red', label=1)  # x missing
+    (tmp_path / 'mine').mkdir()
+    write_records(tmp_path / 'mine' / 'part-0.tfrecord', records[:30])
+    write_records(tmp_path / 'mine' / 'part-1.tfrecord', records[30:])
+    source = str(tmp_path / 'mine' / 'part-*')
+    args = dict(source=source, label='label', task=None, max_vocabulary=10, weight_column=None)
+    entries = run_prepare(example_tables.prepare_examples, **args)
+    assert entries['train']['num_records'] == 50
+    schema = json.load(open(tmp_path / 'mine' / 'manifest.json'))['schema']
+    assert [(e['name'], e['dtype'], e['missing']) for e in schema['features']] == [
+        ('color', 'string', 0), ('x', 'float', 1)]
+    assert schema['label']['classes'] == ['0', '1']
+    batches = read_back(str(tmp_path / 'mine'), schema, 'part')
+    assert sum(len(labels) for _, labels in batches) == 50
+
+    write_records(tmp_path / 'packed.tfrecord.gz', records, 'GZIP')
+    with pytest.raises(UserError, match='pass --output_dir to reshard'):
+        run_prepare(example_tables.prepare_examples, **{**args, 'source': str(tmp_path / '*.gz')})
+    out = str(tmp_path / 'resharded')
+    entries = run_prepare(example_tables.prepare_examples, output_dir=out, num_shards=2,
+                          **{**args, 'source': str(tmp_path / '*.gz')})
+    assert entries['train']['num_records'] + entries['validation']['num_records'] == 50
+
+    write_records(tmp_path / 'not_examples.tfrecord', [b'\x00\x01 not a proto'])
+    with pytest.raises(UserError, match='record 1: not a tf.Example'):
+        run_prepare(example_tables.prepare_examples,
+                    **{**args, 'source': str(tmp_path / 'not_examples.tfrecord')})
+
+
+def test_csv_rows_written_with_csv_module_quotes_read_back(tmp_path):
+    path = tmp_path / 'quoted.csv'
+    with open(path, 'w', newline='') as f:
+        writer = csv.writer(f)
+        writer.writerow(['text', 'label'])
+        writer.writerow(['a "quoted", multi\nline value', 'yes'])
+        writer.writerow(['plain', 'no'])
+    rows = list(csv_tables.read_rows(str(path)))
+    assert rows[1] == (3, ['a "quoted", multi\nline value', 'yes'])

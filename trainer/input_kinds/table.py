@@ -1,0 +1,76 @@
+"""Table shards of tf.Example (input_fns/table_records.py), read as the model's schema says.
+
+Serving: `serving_default` takes one tensor per feature ([N] each, named as in the schema), so TF
+Serving's REST body {"instances": [{"age": 39, "workclass": "Private", ...}]} reaches it;
+`classify` (classifiers) or `regress` (regressors) take serialized tf.Example protos, TF
+Serving's Classify and Regress APIs; `predict_examples` is the full prediction on tf.Examples.
+"""
+from typing import Dict
+
+import numpy as np
+import tensorflow as tf
+
+from input_fns import table_records
+from trainer.input_kinds import base, registry
+
+FEATURES_RECEIVER = 'features'  # the receiver alternative that takes a tensor per feature
+
+
+class Table(base.WithoutAugmentation, base.RecordFileKind):
+    records_are = 'table rows'
+    name = 'table'
+    records = table_records
+    # Estimator names the signatures '<receiver>:<output>' for the alternative receiver; the
+    # canned heads' outputs are serving_default, classification or regression, and predict.
+    signature_renames = {
+        'serving_default': None, 'classification': 'classify', 'regression': 'regress',
+        'predict': 'predict_examples', f'{FEATURES_RECEIVER}:predict': 'serving_default',
+        f'{FEATURES_RECEIVER}:serving_default': None,
+        f'{FEATURES_RECEIVER}:classification': None, f'{FEATURES_RECEIVER}:regression': None}
+
+    def record_shape(self, spec):
+        return spec.schema
+
+    def serving_receiver_fn(self, spec, options):
+        """Serialized tf.Examples ('inputs'), or, as the alternative, one tensor per feature:
+        feeding a feature's placeholder cuts off the parsing upstream of it."""
+        feature_spec = table_records.feature_spec(spec.schema, with_label=False)
+
+        def receiver_fn():
+            examples = tf.compat.v1.placeholder(tf.string, [None], name='examples')
+            parsed = tf.io.parse_example(examples, feature_spec)
+            features = {name: tf.compat.v1.placeholder_with_default(parsed[name], [None],
+                                                                    name=name)
+                        for name in sorted(parsed)}
+            return tf.estimator.export.ServingInputReceiver(
+                features, {tf.saved_model.CLASSIFY_INPUTS: examples},
+                receiver_tensors_alternatives={FEATURES_RECEIVER: features})
+
+        return receiver_fn
+
+    def warmup_inputs(self, spec, options):
+        """A row of each feature's fill value (its mean, or ''), as tensors and as a tf.Example."""
+        row = typical_row(spec.schema)
+        names = sorted(row)
+        example = table_records.encode_example(
+            names, [_dtype(spec.schema, name) for name in names], [row[name] for name in names])
+        return {tf.saved_model.CLASSIFY_INPUTS: np.array([example], object),
+                **{name: np.array([value], _NUMPY_DTYPES[_dtype(spec.schema, name)])
+                   for name, value in row.items()}}
+
+
+_NUMPY_DTYPES = {'int': np.int64, 'float': np.float32, 'string': object}
+
+
+def _dtype(schema: Dict, name: str) -> str:
+    return next(entry['dtype'] for entry in schema['features'] if entry['name'] == name)
+
+
+def typical_row(schema: Dict) -> Dict:
+    """{feature: its fill value}: each number's mean, each text's most frequent value."""
+    return {entry['name']: (entry['vocabulary'][0] if entry.get('vocabulary')
+                            else table_records.fill_value(entry))
+            for entry in schema['features']}
+
+
+KIND = registry.register(Table())

@@ -1,0 +1,106 @@
+"""--mode=predict on rows: a CSV file with a header (the label column may be there or not) or
+JSON lines ({"age": 39, "workclass": "Private", ...} a line), one JSON line out per row.
+
+Each row becomes the tf.Example TF Serving's Classify API would build, a missing value left
+out, and runs through the export's `predict_examples` signature, which fills a missing value
+as training did (the feature's mean, or out of vocabulary).
+"""
+import json
+from typing import Dict, Iterator, List, Tuple
+
+import tensorflow as tf
+
+from common import files
+from common.errors import UserError, op_error_summary
+from input_fns import csv_tables, table_records, table_schema
+
+TABLE_SUFFIXES = ('.csv', '.csv.gz', '.jsonl', '.json')
+EXAMPLES_SIGNATURE = 'predict_examples'
+BATCH_ROWS = 1000
+_DTYPES = {tf.int64: 'int', tf.float32: 'float', tf.string: 'string'}
+SHOWN_OUTPUTS = ('classes', 'probabilities', 'predictions')  # what a row's line shows
+
+
+def is_table_file(path: str) -> bool:
+    return path.endswith(TABLE_SUFFIXES)
+
+
+def _csv_rows(path: str) -> Iterator[Tuple[int, Dict[str, str]]]:
+    rows = csv_tables.read_rows(path)
+    header = [table_schema.feature_name(name) for name in next(rows, (0, []))[1]]
+    for line, fields in rows:
+        if len(fields) != len(header):
+            raise UserError(f'{path} line {line}: {len(fields)} fields, but the header names '
+                            f'{len(header)} columns; fix that row')
+        yield line, {name: field.strip() for name, field in zip(header, fields)
+                     if field.strip() not in table_schema.DEFAULT_NA_VALUES}
+
+
+def _json_rows(path: str) -> Iterator[Tuple[int, Dict]]:
+    for line, text in enumerate(files.read_text(path).splitlines(), 1):
+        if not text.strip():
+            continue
+        try:
+            row = json.loads(text)
+        except ValueError as e:
+            raise UserError(f'{path} line {line}: not JSON ({e}); write one object a line, '
+                            'e.g. {"age": 39, "workclass": "Private"}') from None
+        if not isinstance(row, dict):
+            raise UserError(f'{path} line {line}: not a JSON object; write one object a line')
+        yield line, {name: value for name, value in row.items() if value is not None}
+
+
+def _example(row: Dict, features: Dict[str, str], where: str) -> bytes:
+    names = sorted(name for name in row if name in features)
+    values = []
+    for name in names:
+        try:
+            values.append(table_schema.parse_value(str(row[name]), features[name]))
+        except ValueError:
+            raise UserError(f'{where}, column {name!r}: {row[name]!r} is not '
+                            f'{"an int" if features[name] == "int" else "a number"}, as the '
+                            'model takes it') from None
+    return table_records.encode_example(names, [features[name] for name in names], values)
+
+
+def predict_rows(signatures, saved_model_dir: str, paths: List[str]) -> List[Dict]:
+    """One output row per input row of the files, in order: {'file', 'line', outputs...}."""
+    if EXAMPLES_SIGNATURE not in signatures or 'serving_default' not in signatures:
+        raise UserError(f'{saved_model_dir}: not a table model\'s export (no {EXAMPLES_SIGNATURE} '
+                        'signature); predict on rows takes a canned model\'s export')
+    inputs = signatures['serving_default'].structured_input_signature[1]
+    features = {name: _DTYPES[spec.dtype] for name, spec in inputs.items()}
+    results = []
+    for path in paths:
+        rows = _json_rows(path) if path.endswith(('.json', '.jsonl')) else _csv_rows(path)
+        batch = []
+        for line, row in rows:
+            batch.append((line, _example(row, features, f'{path} line {line}')))
+            if len(batch) == BATCH_ROWS:
+                results += _run(signatures[EXAMPLES_SIGNATURE], path, batch)
+                batch = []
+        if batch:
+            results += _run(signatures[EXAMPLES_SIGNATURE], path, batch)
+    return results
+
+
+def _run(signature, path: str, batch) -> List[Dict]:
+    try:
+        outputs = signature(inputs=tf.constant([example for _, example in batch]))
+    except tf.errors.InvalidArgumentError as e:
+        raise UserError(f'{path}: the model refused rows {batch[0][0]}-{batch[-1][0]} '
+                        f'({op_error_summary(e)})') from None
+    shown = [name for name in SHOWN_OUTPUTS if name in outputs] or sorted(outputs)
+    values = {name: outputs[name].numpy().tolist() for name in shown}
+    rows = []
+    for index, (line, _) in enumerate(batch):
+        row = {'file': path, 'line': line}
+        for name in shown:
+            value = values[name][index]
+            if name == 'classes':  # one class name, as bytes
+                value = value[0].decode() if isinstance(value, list) else value.decode()
+            elif name == 'predictions' and isinstance(value, list) and len(value) == 1:
+                value = value[0]
+            row[name] = value
+        rows.append(row)
+    return rows

@@ -575,6 +575,12 @@ def count_flops():
     return counted
 
 
+def training_turns(work_dir, steps):
+    """training_turn(spec, input_fn, batch_size) for a section's rows: float32, `steps` a turn."""
+    return lambda spec, input_fn, batch_size: precision_bench.training_turn(
+        spec, input_fn, batch_size, thread_plan(), work_dir, steps, FLAGS.warmup_steps)
+
+
 def run_sections(work_dir, results, sections):
     data = {}
     if 'mnist' in sections:
@@ -590,15 +596,11 @@ def run_sections(work_dir, results, sections):
     if 'images' in sections:
         data['images'] = image_bench.image_rows(
             work_dir, results, measure, dataset_turn,
-            lambda spec, input_fn, batch_size: precision_bench.training_turn(
-                spec, input_fn, batch_size, thread_plan(), work_dir, FLAGS.image_train_steps,
-                FLAGS.warmup_steps))
+            training_turns(work_dir, FLAGS.image_train_steps))
     if 'tables' in sections:
         data['tables'] = table_bench.table_rows(
             work_dir, results, measure, dataset_turn,
-            lambda spec, input_fn, batch_size: precision_bench.training_turn(
-                spec, input_fn, batch_size, thread_plan(), work_dir, FLAGS.table_train_steps,
-                FLAGS.warmup_steps))
+            training_turns(work_dir, FLAGS.table_train_steps))
     return data
 
 

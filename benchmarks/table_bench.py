@@ -12,7 +12,6 @@ few cells missing, a binary text label):
 `--table_csv_gb=1` instead prepares a CSV of that size (written under the system's temporary
 folder, deleted after) in a child process and reports its rows/s and peak RSS.
 """
-import dataclasses
 import os
 import shutil
 import subprocess
@@ -24,9 +23,8 @@ import numpy as np
 import tensorflow as tf
 from absl import flags
 
+from benchmarks import precision_bench
 from input_fns import csv_tables, shards, table_records
-from models import registry
-from trainer.run import benchmark_input
 
 FLAGS = flags.FLAGS
 # Measured 2.3x and 2.6x (docs/bench.md#tables): parse_example on a batch of typed values vs
@@ -123,15 +121,8 @@ def table_rows(work_dir: str, results, measure, dataset_turn, training_turn) -> 
          dataset_turn(lambda: make_csv_dataset(source, batch_size), batch_size, epoch),
          'parses the text every epoch'),
     ], 'examples/s')
-    spec = registry.get('dnn_classifier')
-    spec = dataclasses.replace(spec, schema=schema,
-                               default_params={**spec.default_params, 'schema': schema})
-    measure(results, '13 canned DNN training', [
-        ('tables.train_input_fn', "dnn_classifier, this service's input_fn",
-         training_turn(spec, input_fn, batch_size), ''),
-        ('tables.train_in_memory', 'dnn_classifier, the same batch in memory',
-         training_turn(spec, benchmark_input.in_memory_input_fn(input_fn), batch_size), ''),
-    ], 'examples/s')
+    measure(results, '13 canned DNN training', precision_bench.schema_model_rows(
+        'tables', 'dnn_classifier', schema, input_fn, batch_size, training_turn), 'examples/s')
     return (f'generated: {FLAGS.table_rows:,} rows, 5 number and 4 text columns, binary label; '
             f'batch {batch_size}')
 

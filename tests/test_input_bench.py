@@ -18,7 +18,8 @@ def test_bench_measures_every_row_and_takes_its_ratios_from_them(tmp_path):
                         '--larger_batch_size=8', '--ceiling_size=64',
                         '--ceiling_runs=2', '--ceiling_seconds=0.01', '--intra_op_threads=2',
                         '--pair_batch_size=4', '--face_memory_scale=2', '--table_rows=300',
-                        '--table_train_steps=1', timeout=600)
+                        '--table_train_steps=1', '--image_photos=20', '--image_train_steps=1',
+                        timeout=600)
     report = json.loads(output.read_text())
 
     assert report['data']['mnist'].startswith('synthetic')  # no data dir: made its own
@@ -33,7 +34,8 @@ def test_bench_measures_every_row_and_takes_its_ratios_from_them(tmp_path):
     for key, row in rows.items():
         assert all(value > 0 for value in row['repetitions']), key
         assert len(row['repetitions']) == (
-            1 if key.startswith(('convert.', 'memory.')) or key == 'tables.prepare' else 2), key
+            1 if key.startswith(('convert.', 'memory.'))
+            or key in ('tables.prepare', 'images.prepare') else 2), key
         assert row['value'] == pytest.approx(statistics.median(row['repetitions'])), key
 
     machine = report['machine']

@@ -1,5 +1,6 @@
-"""What every model that picks one of N classes shares: softmax loss, metrics, evaluation
-pictures and the EstimatorSpec, with serving_default and TF Serving's classify output."""
+"""What every model that picks one of N classes shares: softmax loss (with the params' label
+smoothing), metrics, evaluation pictures and the EstimatorSpec, with serving_default and TF
+Serving's classify output."""
 import tensorflow as tf
 
 from models import eval_pictures, precision, training
@@ -9,21 +10,26 @@ def classification_estimator_spec(logits, labels, mode, params, images=None,
                                   class_names=None, update_ops=()):
     """logits [batch, N]; labels int [batch] in 0..N-1. images [batch, H, W, C], when given,
     adds the most confident mistakes to the evaluation pictures (beside the confusion matrix).
-    class_names: what the classify signature names each class (default '0'...'N-1')."""
+    class_names, when given: what the classify signature names each class (else '0'...'N-1'),
+    the pictures' legend, each class's accuracy in evaluation, and a prediction's class_name
+    and score."""
     num_classes = logits.shape[-1]
     logits = tf.identity(precision.float32(logits), name='logits')
     probabilities = tf.nn.softmax(logits, name='probabilities')
     classes = tf.argmax(logits, axis=1, name='classes')
-    predictions = {'classes': classes, 'probabilities': probabilities}
 
     if mode == tf.estimator.ModeKeys.PREDICT:
+        names = tf.constant(list(class_names or [str(i) for i in range(num_classes)]))
+        predictions = {'classes': classes, 'probabilities': probabilities}
+        if class_names:
+            predictions.update(class_name=tf.gather(names, classes),
+                               score=tf.reduce_max(probabilities, axis=1))
         # TF Serving's Classify API wants each class's name, as a string, beside its score.
-        names = tf.tile([list(class_names or [str(i) for i in range(num_classes)])],
-                        [tf.shape(logits)[0], 1], name='class_names')
         return tf.estimator.EstimatorSpec(mode, predictions=predictions, export_outputs={
             'serving_default': tf.estimator.export.PredictOutput(predictions),
-            'classify': tf.estimator.export.ClassificationOutput(scores=probabilities,
-                                                                 classes=names)})
+            'classify': tf.estimator.export.ClassificationOutput(
+                scores=probabilities,
+                classes=tf.tile([names], [tf.shape(logits)[0], 1], name='class_names'))})
 
     loss = tf.identity(training.estimator_loss(
         training.softmax_losses(labels, logits, training.label_smoothing(params, mode)), mode),
@@ -32,10 +38,13 @@ def classification_estimator_spec(logits, labels, mode, params, images=None,
         metrics = {
             'accuracy': tf.compat.v1.metrics.accuracy(labels=labels, predictions=classes,
                                                       name='accuracy'),
-            'confusion_matrix': eval_pictures.confusion_matrix(labels, classes, num_classes)}
+            **(eval_pictures.accuracy_of_each_class(labels, classes, class_names)
+               if class_names else {}),
+            'confusion_matrix': eval_pictures.confusion_matrix(labels, classes, num_classes,
+                                                               class_names)}
         if images is not None:
             metrics['most_confident_mistakes'] = eval_pictures.most_confident_mistakes(
-                images, labels, classes, probabilities)
+                images, labels, classes, probabilities, class_names=class_names)
         return tf.estimator.EstimatorSpec(mode, loss=loss, eval_metric_ops=metrics)
 
     batch_accuracy = tf.reduce_mean(

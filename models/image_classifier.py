@@ -10,7 +10,7 @@ class_name and score).
 """
 import tensorflow as tf
 
-from models import eval_pictures, precision, registry, training
+from models import classification_head, registry, training
 
 # Keras' 0.99 keeps 5% of the initial moving variance (1) after 300 steps, far above a small
 # net's activation variances (0.004 at the stem on the digits): 15% held-out accuracy there,
@@ -69,40 +69,9 @@ def model_fn(features, labels, mode, params):
     images = features['image'] if isinstance(features, dict) else features
     network = build_network(len(class_names), params)
     logits = network(images, training=mode == tf.estimator.ModeKeys.TRAIN)
-    logits = tf.identity(precision.float32(logits), name='logits')
-    probabilities = tf.nn.softmax(logits, name='probabilities')
-    classes = tf.argmax(logits, axis=1, name='classes')
-
-    if mode == tf.estimator.ModeKeys.PREDICT:
-        # TF Serving's Classify API wants each class's name, as a string, beside its score.
-        names = tf.constant(class_names)
-        predictions = {'classes': classes, 'probabilities': probabilities,
-                       'class_name': tf.gather(names, classes),
-                       'score': tf.reduce_max(probabilities, axis=1)}
-        return tf.estimator.EstimatorSpec(mode, predictions=predictions, export_outputs={
-            'serving_default': tf.estimator.export.PredictOutput(predictions),
-            'classify': tf.estimator.export.ClassificationOutput(
-                scores=probabilities, classes=tf.tile([names], [tf.shape(logits)[0], 1]))})
-
-    loss = tf.identity(training.estimator_loss(
-        training.softmax_losses(labels, logits, training.label_smoothing(params, mode)), mode),
-        name='cross_entropy')
-
-    if mode == tf.estimator.ModeKeys.EVAL:
-        return tf.estimator.EstimatorSpec(mode, loss=loss, eval_metric_ops={
-            'accuracy': tf.compat.v1.metrics.accuracy(labels=labels, predictions=classes,
-                                                      name='accuracy'),
-            **eval_pictures.accuracy_of_each_class(labels, classes, class_names),
-            'most_confident_mistakes': eval_pictures.most_confident_mistakes(
-                images, labels, classes, probabilities, class_names=class_names),
-            'confusion_matrix': eval_pictures.confusion_matrix(labels, classes, len(class_names),
-                                                               class_names),
-        })
-
-    batch_accuracy = tf.reduce_mean(
-        tf.cast(tf.equal(tf.cast(labels, tf.int64), classes), tf.float32), name='train_accuracy')
-    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=training.train_op(
-        loss, params, batch_accuracy, update_ops=network.updates))
+    return classification_head.classification_estimator_spec(
+        logits, labels, mode, params, images=images, class_names=class_names,
+        update_ops=network.updates)
 
 
 SPEC = registry.register(registry.ModelSpec(

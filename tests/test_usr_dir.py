@@ -264,7 +264,7 @@ def test_the_built_in_models_use_only_the_api():
 
 
 def test_deploy_and_katib_trials_pass_the_folder_on(tmp_path):
-    """Each replica's trainer flags hold --usr_dir; a Katib search over a param of the user's
+    """Each replica's trainer flags hold --usr_dir (TFJob, Vertex AI); a Katib search over a param of the user's
     model is checked against that model (imported from the folder) and each trial passes it."""
     import yaml
     usr_dir = copy_example('small_cnn', tmp_path)
@@ -280,6 +280,10 @@ def test_deploy_and_katib_trials_pass_the_folder_on(tmp_path):
     for replica in specs.values():
         [container] = replica['template']['spec']['containers']
         assert f'--usr_dir={usr_dir}' in container['args']
+    vertex = json.loads(run_module('trainer.deploy', 'vertex', *replicas, *trainer_flags).stdout)
+    pools = vertex['jobSpec']['workerPoolSpecs']
+    assert len(pools) == 4 and all(f'--usr_dir={usr_dir}' in pool['containerSpec']['args']
+                                   for pool in pools)
     search = ['--objective=accuracy:maximize', '--param=small_cnn_filters:int:8:32',
               '--max_trials=2', '--parallel_trials=1']
     experiment = yaml.safe_load(run_module('trainer.deploy', 'katib', *replicas, *search,

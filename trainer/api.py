@@ -21,7 +21,8 @@ Models:
                                  the loss an EstimatorSpec takes (evaluation weighs every
                                  example once, whatever --batch_size)
   scalar_summary(tag, value)     a training summary under exactly that tag
-  classification_estimator_spec(logits, labels, mode, params, images=None, ...)
+  classification_estimator_spec(logits, labels, mode, params, images=None, class_names=None,
+                                update_ops=())
                                  the N-class head: loss, accuracy, evaluation pictures,
                                  serving_default and classify signatures
   binary_estimator_spec(logits, labels, mode, params, ...)

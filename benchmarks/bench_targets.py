@@ -1,6 +1,6 @@
 """Judging the bench's targets: each a ratio of two rows' medians over the paired rounds, met,
 SHORT, or not resolved when its 95% interval holds the target (benchmarks/repeats.py)."""
-from benchmarks import machine, precision_bench, repeats
+from benchmarks import machine, precision_bench, repeats, table_bench
 from benchmarks.bench_sections import num_cores
 
 # Training with the input_fn vs in-memory input: the issue's bar on a CPU, where the input
@@ -44,6 +44,7 @@ def fixed_targets(gpu: bool):
          'images.from_directory', 2.0, True),
         ('image_classifier: input_fn vs in-memory input', 'images.train_input_fn',
          'images.train_in_memory', ESTIMATOR_INPUT_TARGET['gpu' if gpu else 'cpu'], True),
+        *table_bench.targets(ESTIMATOR_INPUT_TARGET['gpu' if gpu else 'cpu']),
     ]
 
 
@@ -57,7 +58,8 @@ def targets(larger_batch_size: int, gpu: bool = False):
 def check_targets(results, larger_batch_size: int):
     checked = []
     measured = {row['key'] for row in results.rows}
-    for what, numerator, denominator, target, at_least in targets(larger_batch_size, machine.has_gpu()):
+    gpu = machine.has_gpu()
+    for what, numerator, denominator, target, at_least in targets(larger_batch_size, gpu):
         keys = numerator if isinstance(numerator, tuple) else (numerator,)
         if denominator not in measured:  # rows left out (--face_memory_scale=0)
             continue

@@ -1,4 +1,10 @@
 """The one exception type for mistakes a user must fix (exit 2), and one-line TensorFlow errors."""
+import errno
+import sys
+import threading
+from typing import Optional
+
+NO_SPACE = 'No space left on device'
 
 
 class UserError(ValueError):
@@ -21,3 +27,29 @@ def op_error_summary(error) -> str:
                 ('Graph execution error', 'Detected at node', 'Node:')):
             return line.strip()
     return lines[0].strip() if lines else type(error).__name__
+
+
+def full_disk_path(error: Exception) -> Optional[str]:
+    """The file a TensorFlow or OS error was writing when the disk was full; None for others.
+    TensorFlow says '<path>; No space left on device'."""
+    if isinstance(error, OSError):
+        return error.filename if error.errno == errno.ENOSPC else None
+    message = getattr(error, 'message', None) or str(error)  # RuntimeError: the event writer's
+    for line in message.splitlines():
+        if line.strip().endswith(f'; {NO_SPACE}'):
+            return line.strip()[:-len(f'; {NO_SPACE}')].split(': ')[-1]
+    return None
+
+
+def quiet_full_disk_in_threads() -> None:
+    """A full disk in a writer thread (TensorBoard's event writer) is one line there, not a
+    traceback: the main thread's error says what to do."""
+    default_hook = threading.excepthook
+
+    def hook(args):
+        path = full_disk_path(args.exc_value) if args.exc_value else None
+        if path:
+            print(f'warning: thread {args.thread.name}: writing {path}: {NO_SPACE}', file=sys.stderr)
+        else:
+            default_hook(args)
+    threading.excepthook = hook

@@ -11,12 +11,14 @@ import json
 import os
 import posixpath
 import shutil
+import socket
 from typing import List
 
 import numpy as np
 import tensorflow as tf
 
 from common import bucket_probe
+from common.errors import NO_SPACE, UserError
 from common.paths import OBJECT_STORE_SCHEMES, is_local, join, local_path
 
 
@@ -193,3 +195,25 @@ def move_tree(source: str, destination: str) -> None:
         remove_tree(destination)  # an incomplete copy left by a kill, or an older version
         copy_tree(source, destination)
         remove_tree(source)
+
+
+def check_writable(path: str, flag: str) -> None:
+    """Writes and removes a small file in PATH (locally: in the nearest folder that exists,
+    so nothing is made): a read-only disk, a folder without permission or a bucket these
+    credentials cannot write is one line at start, not an error after training."""
+    folder = path
+    if is_local(path):
+        folder = os.path.abspath(local_path(path))
+        while not os.path.isdir(folder):
+            folder = os.path.dirname(folder)
+    probe = join(folder, f'.write-check-{socket.gethostname()}-{os.getpid()}')
+    try:
+        with tf.io.gfile.GFile(_ready(probe), 'wb') as f:
+            f.write(b'ok')  # GFile makes the file at its first write
+        tf.io.gfile.remove(probe)
+    except (tf.errors.OpError, OSError) as e:
+        reason = e.message if isinstance(e, tf.errors.OpError) else (e.strerror or str(e))
+        advice = ('free space there' if NO_SPACE in reason else
+                  'give a folder or bucket this job may write, or fix its permissions')
+        raise UserError(f'--{flag}={path}: cannot write there ({reason.splitlines()[0]}, writing '
+                        f'{probe}); {advice}') from e

@@ -2,3 +2,7 @@
 
 This package knows nothing of models: it yields feature dicts and labels.
 """
+
+from common import store_settings
+
+store_settings.apply_defaults()  # before TensorFlow is imported: its GCS client reads them then

@@ -12,6 +12,7 @@ the old ones. Everything is checked before anything is written: a bad tree write
 """
 import collections
 import os
+import re
 import time
 from typing import Dict, List, Tuple
 
@@ -105,7 +106,9 @@ def why_bad(path: str, image_shape, resize: str) -> str:
     try:
         fit_encoded(files.read_bytes(path), image_shape, resize)
     except tf.errors.InvalidArgumentError as e:
-        return f'not a decodable PNG, JPEG, GIF or BMP image ({op_error_summary(e)})'
+        # Eager errors carry the op's wrapper: '{{function_node ...}} REASON [Op:DecodeImage]'.
+        reason = re.sub(r'\{\{.*?\}\}\s*|\s*\[Op:\w+\]', '', op_error_summary(e))
+        return f'not a decodable PNG, JPEG, GIF or BMP image ({reason})'
     except (tf.errors.OpError, OSError) as e:
         return f'cannot be read ({getattr(e, "message", None) or e})'.splitlines()[0]
     return 'could not be decoded in a worker process'

@@ -127,6 +127,12 @@ def test_predict_prints_each_files_class_name_and_score(trained, tmp_path):
     [row] = [json.loads(line) for line in result.stdout.splitlines()]
     assert row['image'] == str(tmp_path / 'fox.bmp') and row['class_name'] in CLASSES
     assert row['score'] == max(row['probabilities'])
+    encoded = base64.b64encode(photo_bytes(2, 50, 33, 'bmp')).decode()
+    (tmp_path / 'request.json').write_text(json.dumps({'instances': [{'b64': encoded}]}))
+    result = run_module('trainer.main', '--mode=predict', f'--saved_model={trained.export_dir}/best',
+                        str(tmp_path / 'request.json'))
+    [rest_row] = [json.loads(line) for line in result.stdout.splitlines()]
+    assert rest_row['class_name'] == row['class_name'] and rest_row['score'] == row['score']
     result = run_module('trainer.main', '--mode=predict', f'--saved_model={trained.export_dir}/best',
                         str(tmp_path / 'fox.bmp'), str(tmp_path / 'broken.png'), check=False)
     assert_one_line_error(result, 2, f'{tmp_path}/broken.png: not a PNG, JPEG, GIF or BMP image')

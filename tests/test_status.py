@@ -51,6 +51,15 @@ def test_best_is_per_metric_direction():
     assert best['loss']['step'] == 100 and best['accuracy']['step'] == 200
 
 
+def test_per_class_metrics_show_as_their_lowest_in_text_and_each_in_json():
+    per_class = {'accuracy_of_class/cat': 0.9, 'accuracy_of_class/dog': 0.75}
+    report = status.summarize(snapshot(eval_ledgers={'v': [entry(100, loss=0.2, **per_class)]}))
+    assert report['eval_jobs'][0]['latest']['metrics'] == {'loss': 0.2, **per_class}
+    text = status.render_text(report).splitlines()
+    assert ('    latest  step 100: loss 0.2, accuracy_of_class: lowest 0.75 (dog) of 2') in text
+    assert '    best    loss 0.2 (step 100)' in text
+
+
 def test_early_stopped_and_unfinished_runs():
     stopped = status.summarize(snapshot(train_finished={
         'step': 300, 'train_steps': 400, 'early_stopped': True, 'reason': 'loss has not improved'}))

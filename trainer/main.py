@@ -20,11 +20,13 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
 import tensorflow as tf  # noqa: E402
 from absl import flags, logging  # noqa: E402
 
-from common import bucket_probe, cli  # noqa: E402
-from common.errors import UserError, op_error_summary  # noqa: E402
+from common import bucket_probe, cli, files  # noqa: E402
+from common.errors import (UserError, full_disk_path, op_error_summary,  # noqa: E402
+                           quiet_full_disk_in_threads)
 from trainer.config import flags as trainer_flags, modes  # noqa: E402
 from trainer.config.settings import Settings  # noqa: E402
 from trainer.evaluation import wait_for_trainer  # noqa: E402
+from trainer.model_dir import run_files  # noqa: E402
 from trainer.run import mode_runners  # noqa: E402
 from trainer.usr_dir import command_line as usr_dir  # noqa: E402
 
@@ -57,18 +59,16 @@ def main(argv):
     if argv[1:] and FLAGS.mode != 'predict':
         raise UserError(f'unexpected arguments {argv[1:]}; only --mode=predict takes file names')
     quiet_tensorflow_logging()
+    quiet_full_disk_in_threads()
     try:
         # A missing bucket or unreachable endpoint: one line now, not retries or empty listings later.
         bucket_probe.check_buckets([FLAGS[name].value for name in PATH_FLAGS] + argv[1:])
+        for flag in modes.MODES[FLAGS.mode].writes:  # read-only: one line now, not after training
+            if FLAGS[flag].value:
+                files.check_writable(FLAGS[flag].value, flag)
         if FLAGS.mode == 'continuous_eval' and FLAGS.model_dir:  # its settings read the model's flags.txt
             wait_for_trainer.wait_for_flags_or_checkpoint(FLAGS.model_dir, FLAGS.eval_timeout_secs)
         run(Settings.from_flags(FLAGS, trainer_flags.flagfile_text(FLAGS)), argv[1:])
-    except tf.errors.OpError as e:  # found only while running, e.g. a record corrupt mid-file
-        logging.debug('traceback', exc_info=True)
-        print(f'error: {type(e).__name__}: {op_error_summary(e)} (run with --verbosity=1 for '
-              'the traceback)', file=sys.stderr)
-        # A damaged file is bad input; anything else (out of memory...) failed while running.
-        return cli.EXIT_USAGE if isinstance(e, tf.errors.DataLossError) else cli.EXIT_FAILURE
     except tf.compat.v1.train.NanLossDuringTrainingError:
         print('error: training diverged: the loss became NaN; lower --learning_rate (or check '
               'the data) and train again, in a new --model_dir if the last checkpoint diverged too',
@@ -77,6 +77,18 @@ def main(argv):
     except wait_for_trainer.EvalTimeout as e:
         print(f'error: {e}', file=sys.stderr)
         return cli.EXIT_FAILURE
+    except (tf.errors.OpError, OSError, RuntimeError) as e:  # a record corrupt mid-file, a full disk
+        logging.debug('traceback', exc_info=True)
+        if full_disk_path(e):
+            print(run_files.full_disk_message(full_disk_path(e), modes.MODES[FLAGS.mode].resumes),
+                  file=sys.stderr)
+            return cli.EXIT_FAILURE
+        if not isinstance(e, tf.errors.OpError):
+            raise
+        print(f'error: {type(e).__name__}: {op_error_summary(e)} (run with --verbosity=1 for '
+              'the traceback)', file=sys.stderr)
+        # A damaged file is bad input; anything else (out of memory...) failed while running.
+        return cli.EXIT_USAGE if isinstance(e, tf.errors.DataLossError) else cli.EXIT_FAILURE
     return cli.EXIT_OK
 
 

@@ -1,4 +1,5 @@
 """What the trainer keeps beside the checkpoints in model_dir."""
+import re
 import time
 from typing import Dict, Optional
 
@@ -103,3 +104,27 @@ def train_finished(model_dir: str):
     except (ValueError, KeyError, TypeError) as e:
         raise UserError(f'{path}: unreadable ({e}); delete it')
 
+
+# What a file under model_dir or export_dir is, by its name, for the full-disk error.
+WRITTEN = ((r'model\.ckpt-(\d+)', 'the checkpoint of step {0}'),
+           (r'events\.out\.tfevents', 'TensorBoard summaries'),
+           (r'/results/step-0*(\d+)\.json', 'the eval ledger entry of step {0}'),
+           (r'/claims/', 'an eval claim'), (r'train\.(lock|lease)', 'the training lock'),
+           (r'\.staging-|/variables/|saved_model\.pb|export_complete|assets', 'an export'),
+           (r'graph\.pbtxt', 'the graph'), (r'\.tfrecord', 'a shard'))
+
+
+def what_is_written(path: str) -> str:
+    for pattern, what in WRITTEN:
+        match = re.search(pattern, path)
+        if match:
+            return what.format(*match.groups())
+    return 'a file'
+
+
+def full_disk_message(path: str, resumes: bool) -> str:
+    """error: ... for a write a full disk stopped: which file, what it was, what to do."""
+    then = ('run the same command again: it goes on from the last complete checkpoint and '
+            'ledger entry' if resumes else 'run the same command again')
+    return (f'error: no space left on the disk: writing {path} ({what_is_written(path)}) failed; '
+            f'nothing half-written is read later; free space there, then {then}')

@@ -78,6 +78,21 @@ def training_summary(snapshot: Snapshot) -> Dict:
     return summary
 
 
+def _metrics_text(metrics: Dict[str, float]) -> str:
+    """'accuracy 0.979, loss 0.06447, accuracy_of_class: lowest 0.9211 (eight) of 10': a group
+    of metrics (GROUP/NAME, one per class) as its lowest; --format=json has each."""
+    plain = [f'{name} {_number(value)}' for name, value in metrics.items() if '/' not in name]
+    groups: Dict[str, Dict[str, float]] = {}
+    for name, value in metrics.items():
+        if '/' in name:
+            group, member = name.split('/', 1)
+            groups.setdefault(group, {})[member] = value
+    for group, members in groups.items():
+        lowest = min(members, key=members.get)
+        plain.append(f'{group}: lowest {_number(members[lowest])} ({lowest}) of {len(members)}')
+    return ', '.join(plain)
+
+
 def numeric_metrics(entry: Dict) -> Dict[str, float]:
     return {name: value for name, value in sorted(entry['metrics'].items())
             if isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -165,11 +180,11 @@ def render_text(report: Dict) -> str:
                      + f', {len(job["waiting"])} waiting'
                      + (f' ({_steps(job["waiting"])})' if job['waiting'] else ''))
         if job['latest']:
-            lines.append(f'    latest  step {job["latest"]["step"]}: ' + ', '.join(
-                f'{name} {_number(value)}' for name, value in job['latest']['metrics'].items()))
+            lines.append(f'    latest  step {job["latest"]["step"]}: '
+                         + _metrics_text(job['latest']['metrics']))
             lines.append('    best    ' + ', '.join(
                 f'{name} {_number(best["value"])} (step {best["step"]})'
-                for name, best in job['best'].items()))
+                for name, best in job['best'].items() if '/' not in name))
         for who in job['evaluated_by']:
             lines.append(f'    by      {who["evaluator"]}: {_steps(who["steps"], most=12)}')
     if not report['eval_jobs']:

@@ -109,6 +109,8 @@ def tf_example(features: Dict, where: str) -> bytes:
 
 
 def rows(outputs: Dict[str, np.ndarray]) -> List[Dict]:
-    """The signature's outputs, one dict per row of the request."""
+    """The signature's outputs, one dict per row of the request, as JSON takes them (a row's
+    string output, such as image_classifier's class_name, is bytes, not an array)."""
     count = len(next(iter(outputs.values())))
-    return [{key: value[i].tolist() for key, value in sorted(outputs.items())} for i in range(count)]
+    return [{key: files.json_value(value[i]) for key, value in sorted(outputs.items())}
+            for i in range(count)]

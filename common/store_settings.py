@@ -1,0 +1,35 @@
+"""The object stores' retry and timeout settings where TensorFlow's defaults are wrong here.
+
+TensorFlow's clients read them from environment variables: TF's GCS filesystem (TSL's
+RetryingGcsFileSystem) when TensorFlow is imported, tensorflow-io's S3 filesystem (the AWS
+SDK) when it makes its first client. So the packages with commands (trainer, input_fns) set
+them on import, before anything imports TensorFlow; a value the user set wins.
+
+The defaults let one call on a stalled store take an hour (S3: 5 min to connect, 5 min without
+a byte, 11 tries; GCS: 2 min to connect, 1 min without a byte, 11 tries with up to 32 s
+between). Every command here resumes when run again, and a training lease or an eval claim is
+renewed every --lease_timeout_secs / 4 (30 s) and taken over after 120 s of silence: a call
+should fail within about a minute, with a one-line error, rather than hang. A store that
+answers errors (500, 503 SlowDown, 429) is still retried with backoff, fewer times.
+"""
+import os
+from typing import Dict, MutableMapping
+
+DEFAULTS = {
+    # tensorflow-io's S3 client (docs/data.md, "Retries and timeouts").
+    'S3_CONNECT_TIMEOUT_MSEC': '10000',   # was 300000
+    'S3_REQUEST_TIMEOUT_MSEC': '20000',   # no byte for this long (not the whole transfer); was 300000
+    'AWS_RETRY_MODE': 'standard',         # jittered exponential backoff; legacy waits 50 ms..13 s
+    'AWS_MAX_ATTEMPTS': '3',              # was 11 (legacy)
+    # TF's GCS client.
+    'GCS_REQUEST_CONNECTION_TIMEOUT_SECS': '10',  # was 120
+    'GCS_REQUEST_IDLE_TIMEOUT_SECS': '20',        # no byte for this long; was 60
+    'GCS_RETRY_CONFIG_MAX_RETRIES': '3',          # after 1, 2 and 4 s (jittered); was 10
+}
+
+
+def apply_defaults(environ: MutableMapping[str, str] = os.environ) -> Dict[str, str]:
+    """Sets each unset (or empty) variable of DEFAULTS; returns those it set."""
+    applied = {name: value for name, value in DEFAULTS.items() if not environ.get(name)}
+    environ.update(applied)
+    return applied

@@ -10,7 +10,6 @@ side, noise with a class colour):
   11. image_classifier training (Estimator, float32) fed by that input_fn against the same
       batch held in memory: whether training from shards is input-bound.
 """
-import dataclasses
 import os
 import time
 
@@ -18,9 +17,8 @@ import numpy as np
 import tensorflow as tf
 from absl import flags
 
+from benchmarks import precision_bench
 from input_fns import image_records, prepare_images, shards
-from models import registry
-from trainer.run import benchmark_input
 
 FLAGS = flags.FLAGS
 CLASSES = ('apple', 'banana', 'cherry', 'date', 'elder')
@@ -87,15 +85,8 @@ def image_rows(work_dir: str, results, measure, dataset_turn, training_turn) -> 
                       epoch), 'decodes every photo every epoch'),
     ], 'examples/s')
     schema = shards.read_schema(pattern, 'the bench')
-    spec = registry.get('image_classifier')
-    spec = dataclasses.replace(spec, schema=schema,
-                               default_params={**spec.default_params, 'schema': schema})
-    measure(results, '11 image_classifier training', [
-        ('images.train_input_fn', "image_classifier, this service's input_fn",
-         training_turn(spec, input_fn, batch_size), ''),
-        ('images.train_in_memory', 'image_classifier, the same batch in memory',
-         training_turn(spec, benchmark_input.in_memory_input_fn(input_fn), batch_size), ''),
-    ], 'examples/s')
+    measure(results, '11 image_classifier training', precision_bench.schema_model_rows(
+        'images', 'image_classifier', schema, input_fn, batch_size, training_turn), 'examples/s')
     return (f'generated: {FLAGS.image_photos:,} JPEG photos, {len(CLASSES)} classes, 80-240 px, '
             f'fitted to {size}x{size}x3; batch {batch_size}')
 

@@ -24,7 +24,10 @@ as the Estimator runs it, the rows of each section interleaved (A B C, C B A, ..
   10. and 11. image folders: prepare images, an epoch from its shards vs
      tf.keras.utils.image_dataset_from_directory on the same tree, and image_classifier
      training from them vs in memory (benchmarks/image_bench.py; alone:
-     python -m benchmarks.image_bench).
+     python -m benchmarks.image_bench);
+  12. and 13. tables: prepare csv, an epoch from its shards vs
+     tf.data.experimental.make_csv_dataset on the same CSV, and dnn_classifier training from
+     them vs in memory (benchmarks/table_bench.py; alone: python -m benchmarks.table_bench).
 Prints a table and the targets (met, SHORT, or not resolved when the 95% interval of the
 median ratio holds the target), and writes everything, every repeat, to --output_json. Uses
 --data_dir/mnist and --data_dir/lfw-devtrain/lfw when they are there, synthetic
@@ -45,7 +48,7 @@ import tensorflow as tf
 from absl import flags, logging
 
 from benchmarks import (baselines, flops, gpu_use, image_bench, machine, precision_bench,
-                        python_work, repeats)
+                        python_work, repeats, table_bench)
 from common import cli, files
 from input_fns import (digit_sources, face_images, face_pairs, face_records, image_records,
                        lfw_files, parallel_python, prepare, prepare_faces, shards, synthetic_faces)
@@ -62,7 +65,7 @@ FACE_GEOMETRY = face_images.FaceGeometry(image_size=64, channels=1, crop_fractio
 # Training with the input_fn vs in-memory input: the issue's bar on a CPU, where the input
 # pipeline shares the cores with the step, and on a GPU.
 ESTIMATOR_INPUT_TARGET = {'cpu': 0.97, 'gpu': 0.95}
-SECTIONS = ('mnist', 'faces', 'python', 'images')
+SECTIONS = ('mnist', 'faces', 'python', 'images', 'tables')
 
 
 def fixed_targets(gpu: bool):
@@ -99,6 +102,7 @@ def fixed_targets(gpu: bool):
          'images.from_directory', 2.0, True),
         ('image_classifier: input_fn vs in-memory input', 'images.train_input_fn',
          'images.train_in_memory', ESTIMATOR_INPUT_TARGET['gpu' if gpu else 'cpu'], True),
+        *table_bench.targets(ESTIMATOR_INPUT_TARGET['gpu' if gpu else 'cpu']),
     ]
 
 
@@ -144,13 +148,14 @@ def define_flags():
     flags.DEFINE_bool('quick', False, 'A short run for development: ' + ', '.join(
         f'--{name}={value}' for name, value in QUICK.items()) + ' (flags given win).')
     image_bench.define_flags()
+    table_bench.define_flags()
 
 
 # --quick: fewer rounds than a figure to report needs.
 QUICK = {'mnist_examples': 5000, 'face_people': 200, 'repetitions': 3, 'seconds': 0.3,
          'warmup_seconds': 0.2, 'train_steps': 5, 'pair_train_steps': 3, 'warmup_steps': 3,
          'ceiling_size': 1024, 'ceiling_runs': 2, 'ceiling_seconds': 0.3, 'image_photos': 300,
-         'image_train_steps': 3}
+         'image_train_steps': 3, 'table_rows': 5000, 'table_train_steps': 20}
 
 
 def apply_quick():
@@ -570,6 +575,12 @@ def count_flops():
     return counted
 
 
+def training_turns(work_dir, steps):
+    """training_turn(spec, input_fn, batch_size) for a section's rows: float32, `steps` a turn."""
+    return lambda spec, input_fn, batch_size: precision_bench.training_turn(
+        spec, input_fn, batch_size, thread_plan(), work_dir, steps, FLAGS.warmup_steps)
+
+
 def run_sections(work_dir, results, sections):
     data = {}
     if 'mnist' in sections:
@@ -585,14 +596,17 @@ def run_sections(work_dir, results, sections):
     if 'images' in sections:
         data['images'] = image_bench.image_rows(
             work_dir, results, measure, dataset_turn,
-            lambda spec, input_fn, batch_size: precision_bench.training_turn(
-                spec, input_fn, batch_size, thread_plan(), work_dir, FLAGS.image_train_steps,
-                FLAGS.warmup_steps))
+            training_turns(work_dir, FLAGS.image_train_steps))
+    if 'tables' in sections:
+        data['tables'] = table_bench.table_rows(
+            work_dir, results, measure, dataset_turn,
+            training_turns(work_dir, FLAGS.table_train_steps))
     return data
 
 
 def main(argv, sections=SECTIONS):
-    """sections: all of SECTIONS (`./run.sh bench`), or some (python -m benchmarks.image_bench)."""
+    """sections: all of SECTIONS (`./run.sh bench`), or some (python -m benchmarks.image_bench,
+    python -m benchmarks.table_bench)."""
     del argv
     if FLAGS.quick:
         apply_quick()
@@ -632,7 +646,8 @@ def main(argv, sections=SECTIONS):
         'faces': f'faces: {data.get("faces")}; batch {FLAGS.pair_batch_size} pairs, '
                  f'{FACE_GEOMETRY.image_size}x{FACE_GEOMETRY.image_size} grayscale; '
                  'face_embedding trains on random 96x96 pairs held in memory',
-        'images': f'image folders: {data.get("images")}'}[name] for name in data]
+        'images': f'image folders: {data.get("images")}',
+        'tables': f'tables: {data.get("tables")}'}[name] for name in data]
     checked = check_targets(results)
     print(report(results, header, checked), flush=True)
     os.makedirs(os.path.dirname(os.path.abspath(FLAGS.output_json)), exist_ok=True)

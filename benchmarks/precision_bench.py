@@ -17,6 +17,7 @@ from benchmarks import gpu_use
 from models import registry
 from trainer.cluster import devices
 from trainer.observe import timing
+from trainer.run import benchmark_input
 
 # (row suffix, --precision, --xla, row name)
 SETTINGS = [
@@ -86,6 +87,19 @@ def training_turn(spec, input_fn, batch_size, plan, work_dir, steps, warmup_step
             utilization.append(watch[0].mean())
         return rate.per_sec * batch_size
     return turn
+
+
+def schema_model_rows(key_prefix: str, model: str, schema: Dict, input_fn, batch_size: int,
+                      training_turn) -> List:
+    """Rows for input_bench.measure: a model built from its data's schema trained fed by
+    input_fn, and by one of its batches held in memory (is training from shards input-bound?)."""
+    spec = registry.get(model)
+    spec = dataclasses.replace(spec, schema=schema,
+                               default_params={**spec.default_params, 'schema': schema})
+    return [(f'{key_prefix}.train_input_fn', f"{model}, this service's input_fn",
+             training_turn(spec, input_fn, batch_size), ''),
+            (f'{key_prefix}.train_in_memory', f'{model}, the same batch in memory',
+             training_turn(spec, benchmark_input.in_memory_input_fn(input_fn), batch_size), '')]
 
 
 def batch_key(suffix: str, batch_size: int) -> str:

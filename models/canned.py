@@ -97,6 +97,10 @@ def _model_fn(build, task: str, name: str):
             raise UserError(f'--model={name}: the label {schema["label"]["name"]!r} is a '
                             f'{schema["label"]["task"]} label; pass --model={other} (or prepare '
                             f'the data with --task={task})')
+        policy = tf.keras.mixed_precision.global_policy().name
+        if policy != 'float32':  # their feature layers concatenate float32 columns with it
+            raise UserError(f'--precision={policy}: the canned models compute in float32 only; '
+                            'leave --precision at float32')
         head = table_columns.head(schema)
         spec = build(features, labels, mode, head, schema, params)
         return with_pictures(spec, labels, schema)

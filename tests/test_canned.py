@@ -121,6 +121,8 @@ def test_a_model_that_does_not_fit_its_data_or_params_is_one_line(binary, tmp_pa
     assert not os.path.exists(f'{tmp_path}/run/flags.txt')  # refused before anything was written
     result = trainer('--model=dnn_classifier', '--crosses=age:color', *common, check=False)
     assert_one_line_error(result, 2, '--crosses: a param of', 'not of dnn_classifier')
+    result = trainer('--model=dnn_classifier', '--precision=mixed_bfloat16', *common, check=False)
+    assert_one_line_error(result, 2, 'the canned models compute in float32 only')
     result = trainer('--model=linear_classifier', '--crosses=age:size', *common, check=False)
     assert_one_line_error(result, 2, "--crosses: no feature 'size'")
     digits = str(tmp_path / 'digits')
@@ -129,3 +131,26 @@ def test_a_model_that_does_not_fit_its_data_or_params_is_one_line(binary, tmp_pa
     result = trainer('--model=dnn_classifier', f'--model_dir={tmp_path}/run2', '--mode=train',
                      f'--train_files={digits}/train-*', check=False)
     assert_one_line_error(result, 2, 'no data schema in it', 'prepare csv')
+
+
+def test_train_and_evaluate_stops_a_canned_model_early_on_its_ledger(binary, tmp_path):
+    """A learning rate so small that accuracy cannot change: no improvement after the first
+    evaluation, so training stops long before --train_steps."""
+    model_dir = tmp_path / 'run'
+    trainer('--model=linear_classifier', f'--model_dir={model_dir}', *files_flags(binary),
+            '--mode=train_and_evaluate', '--train_steps=1000', '--save_checkpoints_steps=5',
+            '--batch_size=16', '--learning_rate=1e-9', '--eval_throttle_secs=0',
+            '--early_stopping_eval_name=default', '--early_stopping_metric=accuracy',
+            '--early_stopping_patience=2', '--early_stopping_check_secs=0')
+    finished = json.loads((model_dir / 'train_finished.json').read_text())
+    assert finished['early_stopped'] and finished['step'] < 1000
+    assert os.path.exists(model_dir / 'eval_default' / 'results')
+
+
+def test_a_tuner_objective_is_checked_against_what_the_canned_model_reports():
+    from common.errors import UserError
+    from trainer.config import search_space
+    assert search_space.parse_objective('auc:maximize', 'dnn_classifier').metric == 'auc'
+    assert search_space.parse_objective('average_loss:minimize', 'linear_regressor')
+    with pytest.raises(UserError, match="linear_regressor's evaluation does not report accuracy"):
+        search_space.parse_objective('accuracy:maximize', 'linear_regressor')

@@ -17,21 +17,25 @@ def test_bench_measures_every_row_and_takes_its_ratios_from_them(tmp_path):
                         '--train_steps=1', '--pair_train_steps=1', '--warmup_steps=1',
                         '--larger_batch_size=8', '--ceiling_size=64',
                         '--ceiling_runs=2', '--ceiling_seconds=0.01', '--intra_op_threads=2',
-                        '--pair_batch_size=4', '--face_memory_scale=2', timeout=600)
+                        '--pair_batch_size=4', '--face_memory_scale=2', '--table_rows=300',
+                        '--table_train_steps=1', '--image_photos=20', '--image_train_steps=1',
+                        timeout=600)
     report = json.loads(output.read_text())
 
     assert report['data']['mnist'].startswith('synthetic')  # no data dir: made its own
     assert report['data']['faces'].startswith('synthetic')
     rows = {row['key']: row for row in report['rows']}
     for section in ('mnist.', 'train.', 'precision.', 'faces.', 'python.', 'convert.',
-                    'ceiling.'):
+                    'ceiling.', 'tables.'):
         assert any(key.startswith(section) for key in rows), section
     assert {'faces.sampler', 'faces.sampler_augment', 'faces.generator_augment',
             'faces.in_memory', 'faces.in_memory_augment', 'memory.faces.streaming_1x',
             'memory.faces.streaming_scaled', 'memory.faces.in_memory_scaled'} <= set(rows)
     for key, row in rows.items():
         assert all(value > 0 for value in row['repetitions']), key
-        assert len(row['repetitions']) == (1 if key.startswith(('convert.', 'memory.')) else 2), key
+        assert len(row['repetitions']) == (
+            1 if key.startswith(('convert.', 'memory.'))
+            or key in ('tables.prepare', 'images.prepare') else 2), key
         assert row['value'] == pytest.approx(statistics.median(row['repetitions'])), key
 
     machine = report['machine']

@@ -181,3 +181,31 @@ def test_csv_rows_written_with_csv_module_quotes_read_back(tmp_path):
         writer.writerow(['plain', 'no'])
     rows = list(csv_tables.read_rows(str(path)))
     assert rows[1] == (3, ['a "quoted", multi\nline value', 'yes'])
+
+
+def test_rows_encoded_as_wire_bytes_parse_to_the_examples_the_messages_make():
+    names, dtypes = ['n', 'x', 'text'], ['int', 'float', 'string']
+    for values in ([39, 1.5, 'Private'], [-7, None, 'é, "quoted"'], [2 ** 40, 0.1, None],
+                   [None, None, 'x' * 300]):
+        expected = tf.train.Example()
+        for name, dtype, value in zip(names, dtypes, values):
+            if value is None:
+                continue
+            feature = expected.features.feature[name]
+            {'int': feature.int64_list, 'float': feature.float_list}.get(
+                dtype, feature.bytes_list).value.append(value.encode() if dtype == 'string'
+                                                        else value)
+        assert tf.train.Example.FromString(
+            table_records.encode_example(names, dtypes, values)) == expected
+
+
+def test_table_shards_that_do_not_match_their_manifest_are_refused_by_name(tmp_path):
+    out = str(tmp_path / 'out')
+    run_prepare(csv_tables.prepare_csv, source=write(tmp_path / 'p.csv', PEOPLE), output_dir=out,
+                **table_args())
+    schema = json.load(open(os.path.join(out, 'manifest.json')))['schema']
+    shard = sorted(glob.glob(os.path.join(out, 'train-*')))[0]
+    with open(shard, 'r+b') as f:
+        f.truncate(os.path.getsize(shard) - 3)
+    with pytest.raises(UserError, match=f'{shard}: .* it was cut short or damaged'):
+        read_back(out, schema)

@@ -183,12 +183,6 @@ def check_trainer_flags(trainer_flags, params):
                             'there, each trial passes its own')
 
 
-def trainer_flag(trainer_flags, name: str):
-    """--name=VALUE's value among the trainer flags after --, or None."""
-    return next((arg.split('=', 1)[1] for arg in trainer_flags
-                 if arg.startswith(f'--{name}=')), None)
-
-
 def main(argv):
     trainer_flags = argv[1:]
     if not FLAGS.study_dir or FLAGS.trials is None:
@@ -197,12 +191,12 @@ def main(argv):
     if not paths.is_local(FLAGS.study_dir):
         raise UserError(f'--study_dir={FLAGS.study_dir}: the study\'s SQLite database needs a '
                         'local folder; give one')
-    model = trainer_flag(trainer_flags, 'model') or trainer_defaults()['model']
+    model = next((arg.split('=', 1)[1] for arg in trainer_flags if arg.startswith('--model=')),
+                 trainer_defaults()['model'])
     # A model of the user's own: its params are looked up as each trial's trainer will.
     usr_dir.import_for_command([sys.argv[0], *trainer_flags], read_model_dir=False)
     params = search_space.parse_params(FLAGS.param, model)
-    objective = search_space.parse_objective(
-        FLAGS.objective, model, train_files=trainer_flag(trainer_flags, 'train_files'))
+    objective = search_space.parse_objective(FLAGS.objective, model)
     check_trainer_flags(trainer_flags, params)
     study_dir = paths.local_path(FLAGS.study_dir)
     os.makedirs(study_dir, exist_ok=True)

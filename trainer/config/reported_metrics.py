@@ -7,40 +7,42 @@ their own (nothing runs); the input kind's (LFW's protocol) from the kind.
 """
 import dataclasses
 import functools
-from typing import Optional, Tuple
+from typing import Set, Tuple
 
 import tensorflow as tf
 
 from common.errors import UserError
-from input_fns import shards
 from models import registry
 from trainer.input_kinds import registry as input_kinds
 from trainer.input_kinds.base import InputOptions
 
 
 @functools.lru_cache(maxsize=None)
-def objective_metrics(model: str, train_files: Optional[str] = None) -> Tuple[str, ...]:
+def objective_metrics(model: str) -> Tuple[str, ...]:
     """The scalar metrics of the model's evaluation, sorted, as the ledger and the Katib line
-    name them (global_step aside). A model built from its data's schema is built from the
-    schema of train_files (the trainer flags' --train_files): its metrics may name the data's
-    classes (accuracy_of_class/NAME)."""
+    name them (global_step aside). A model built from its data's schema is built on each of its
+    input kind's example schemas (binary, multi-class, regression...): the metrics of any."""
     spec = registry.get(model)
-    params = dict(spec.default_params)
-    if spec.schema_kind:
-        if not train_files:
-            raise UserError(f'--model={model} is built from its data\'s schema: give the trainer '
-                            'flags --train_files, whose manifest holds it')
-        schema = shards.read_schema(train_files, '--train_files')
-        if schema['kind'] != spec.schema_kind:
-            raise UserError(f'--train_files={train_files}: its manifest holds {schema["kind"]!r} '
-                            f'data; --model={model} takes {spec.schema_kind!r} data')
-        spec = dataclasses.replace(spec, schema=schema)
-        params['schema'] = schema
     kind = input_kinds.for_model(spec)
+    if not spec.schema_kind:
+        return tuple(sorted(_eval_metrics(spec, kind, dict(spec.default_params))
+                            | {'loss'} | set(kind.extra_metric_names)))
+    reported = set()
+    for schema in kind.example_schemas():
+        built = dataclasses.replace(spec, schema=schema)
+        try:
+            found = _eval_metrics(built, kind, {**spec.default_params, 'schema': schema})
+        except UserError:  # a schema this model does not take (a regression label...)
+            continue
+        # Per-class metrics are named by the example's classes, not the user's.
+        reported |= {name for name in found if not name.startswith('accuracy_of_class/')}
+    return tuple(sorted(reported | {'loss'} | set(kind.extra_metric_names)))
+
+
+def _eval_metrics(spec, kind, params) -> Set[str]:
     with tf.Graph().as_default():
         features = kind.serving_receiver_fn(spec, InputOptions())().features
-        labels = tf.compat.v1.placeholder(tf.int64, [None])  # binary heads cast them to float
+        labels = tf.compat.v1.placeholder(kind.example_label_dtype(spec), [None])
         estimator_spec = spec.model_fn(features, labels, tf.estimator.ModeKeys.EVAL, params)
-        own = {name for name, (value, _) in estimator_spec.eval_metric_ops.items()
-               if value.dtype != tf.string}  # a string is a picture's summary
-    return tuple(sorted(own | {'loss'} | set(kind.extra_metric_names)))
+        return {name for name, (value, _) in estimator_spec.eval_metric_ops.items()
+                if value.dtype != tf.string}  # a string is a picture's summary

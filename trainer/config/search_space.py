@@ -94,16 +94,13 @@ def parse_params(texts: Sequence[str], model: str, flag: str = '--param') -> Lis
     return params
 
 
-def parse_objective(text: Optional[str], model: str, flag: str = '--objective',
-                    train_files: Optional[str] = None) -> Objective:
-    """train_files: the trainer flags' --train_files (a model built from its data's schema
-    reports metrics named after it)."""
+def parse_objective(text: Optional[str], model: str, flag: str = '--objective') -> Objective:
     metric, _, goal = (text or '').partition(':')
     if not metric or goal not in GOALS:
         raise UserError(f'{flag}={text or ""}: write METRIC:maximize or METRIC:minimize, e.g. '
                         f'{flag}=accuracy:maximize')
     from trainer.config import reported_metrics  # TensorFlow: only once it is needed
-    reported = reported_metrics.objective_metrics(model, train_files)
+    reported = reported_metrics.objective_metrics(model)
     if metric not in reported:
         raise UserError(f'{flag}={text}: {model}\'s evaluation does not report {metric}; it '
                         f'reports {", ".join(reported)}')

@@ -179,3 +179,4 @@ def hparam_settings(settings: Settings) -> Dict:
 def model_fn_params(settings: Settings, spec) -> Dict:
     """The params handed to the model_fn: the model's defaults, overridden by the settings."""
     return {**spec.default_params, **settings.model_param_overrides}
+

@@ -56,8 +56,7 @@ def search(options: DeployOptions, trainer_flags: List[str]):
     if options.parallel_trials > options.max_trials:
         raise UserError(f'--parallel_trials={options.parallel_trials} is above --max_trials='
                         f'{options.max_trials}; lower it')
-    return model, params, search_space.parse_objective(
-        options.objective, model, train_files=job_args.flag_value(trainer_flags, 'train_files'))
+    return model, params, search_space.parse_objective(options.objective, model)
 
 
 def check_trial_replicas(options: DeployOptions) -> None:

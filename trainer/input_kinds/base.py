@@ -81,6 +81,15 @@ class InputKind(abc.ABC):
         """checkpoint path -> metrics beyond Estimator's own, or None when the kind has none."""
         return None
 
+    def example_schemas(self) -> List[Dict]:
+        """Schemas of each shape this kind's data can have, for knowing a model's metrics before
+        any data is prepared (trainer/evaluation/reported_metrics.py); [] for a kind without."""
+        return []
+
+    def example_label_dtype(self, spec) -> tf.DType:
+        """The labels' dtype when a model is built without data (binary heads cast int64)."""
+        return tf.int64
+
     def find_bad_file(self, spec, file_pattern: str):
         """After an error mid-read: (file, what is wrong) for the file it came from, if found."""
         return None

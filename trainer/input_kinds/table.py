@@ -48,6 +48,21 @@ class Table(base.WithoutAugmentation, base.RecordFileKind):
 
         return receiver_fn
 
+    def example_schemas(self):
+        """A binary, a three-class and a regression table of two features."""
+        features = [{'name': 'number', 'dtype': 'float', 'count': 2, 'missing': 0, 'mean': 0.0,
+                     'std': 1.0, 'min': -1.0, 'max': 1.0, 'quantiles': [-1.0, 0.0, 1.0]},
+                    {'name': 'text', 'dtype': 'string', 'count': 2, 'missing': 0,
+                     'vocabulary': ['a', 'b'], 'vocabulary_counts': [1, 1], 'oov_count': 0}]
+        labels = [{'dtype': 'string', 'task': 'classification', 'classes': classes}
+                  for classes in (['no', 'yes'], ['a', 'b', 'c'])]
+        labels.append({'dtype': 'float', 'task': 'regression'})
+        return [{'kind': 'table', 'features': features, 'label': {'name': 'label', **label}}
+                for label in labels]
+
+    def example_label_dtype(self, spec):
+        return tf.string if spec.schema['label']['task'] == 'classification' else tf.float32
+
     def warmup_inputs(self, spec, options):
         """A row of each feature's fill value (its mean, or ''), as tensors and as a tf.Example."""
         row = typical_row(spec.schema)

@@ -77,6 +77,11 @@ class ImageClassification(base.RecordFileKind):
 
         return receiver_fn
 
+    def example_schemas(self):
+        """`prepare images`' schema, small: image_classifier's metrics without any data."""
+        return [{'kind': 'images', 'image_shape': [8, 8, 1], 'classes': ['a', 'b', 'c'],
+                 'resize': 'stretch'}]
+
     def warmup_inputs(self, spec, options):
         shape = image_shape(spec)
         png = base.synthetic_png(*shape)

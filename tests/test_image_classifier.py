@@ -173,8 +173,8 @@ def test_trains_on_a_cluster_with_an_evaluator_exporting_the_best(trained, tmp_p
     run_module('trainer.cluster.local_cluster', '--model=image_classifier',
                f'--model_dir={tmp_path}/model', f'--train_files={trained.root}/data/train-*',
                f'--eval_files={trained.root}/data/validation-*', '--train_steps=10',
-               '--save_checkpoints_steps=5', '--batch_size=16', '--cluster_workers=1',
-               '--cluster_ps=1', '--cluster_evaluators=1', f'--export_dir={tmp_path}/exports',
+               '--save_checkpoints_steps=5', '--batch_size=16', '--workers=1',
+               '--ps=1', '--evaluators=1', f'--export_dir={tmp_path}/exports',
                '--export_metric=accuracy', SMALL_NETWORK, timeout=400)
     steps = [json.loads(open(path).read())['step'] for path in sorted(
         glob.glob(f'{tmp_path}/model/eval_default/results/step-*.json'))]

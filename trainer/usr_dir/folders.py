@@ -70,14 +70,14 @@ def find(given: str) -> Folder:
 def _cached_copy(path: str, contents, sha256: str) -> str:
     """CACHE/<hash>/<folder name>: written beside, then renamed into place whole."""
     local = os.path.join(cache_root(), sha256[:32], path.rsplit('/', 1)[-1])
-    if os.path.isdir(local):
+    if os.path.isdir(local):  # local: the cache is on this machine, for Python's importer
         return local
     staging = os.path.join(cache_root(), f'.staging-{uuid.uuid4().hex}')
     for relative, data in contents.items():
         files.write_bytes_atomic(os.path.join(staging, *relative.split('/')), data)
-    os.makedirs(os.path.dirname(local), exist_ok=True)
+    os.makedirs(os.path.dirname(local), exist_ok=True)  # local: the import cache
     try:
-        os.rename(staging, local)
+        os.rename(staging, local)  # local: atomic on this disk, so importers see all or none
     except OSError:  # another process put the same copy there first
         files.remove_tree(staging)
     return local

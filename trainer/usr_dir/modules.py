@@ -29,13 +29,14 @@ def import_folders(folders: Sequence[Folder]) -> None:
 
 def _modules(folder: Folder) -> List[tuple]:
     """[(module name, file)] to import, with the folder (or its parent) on sys.path."""
+    # local: folder.local is on this machine (a bucket folder was copied to the cache first)
     if os.path.exists(os.path.join(folder.local, '__init__.py')):
         search_path, names = os.path.dirname(folder.local), [os.path.basename(folder.local)]
         found = [(names[0], os.path.join(folder.local, '__init__.py'))]
     else:
         search_path = folder.local
         found = [(name[:-3], os.path.join(folder.local, name))
-                 for name in sorted(os.listdir(folder.local))
+                 for name in sorted(os.listdir(folder.local))  # local: as above
                  if name.endswith('.py') and name[:-3].isidentifier()]
     for name, file_path in found:
         _refuse_shadowing(folder, name, file_path)

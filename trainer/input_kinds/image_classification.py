@@ -77,6 +77,12 @@ class ImageClassification(base.RecordFileKind):
 
         return receiver_fn
 
+    def example_schemas(self):
+        """A small three-class schema of `prepare images`' form, for the metrics a model built
+        from one reports (trainer/config/reported_metrics.py)."""
+        return [{'kind': 'images', 'image_shape': [32, 32, 3], 'resize': 'pad',
+                 'classes': ['a', 'b', 'c']}]
+
     def warmup_inputs(self, spec, options):
         shape = image_shape(spec)
         png = base.synthetic_png(*shape)

@@ -159,3 +159,10 @@ def test_benchmark_input_builds_the_model_from_the_schema(trained):
                         '--benchmark_batches=6', '--benchmark_train_steps=3', SMALL_NETWORK)
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report['model'] == 'image_classifier' and report['train_steps_per_sec'] > 0
+
+
+def test_tuners_know_its_metrics_before_any_data():
+    from trainer.config import reported_metrics
+    reported = reported_metrics.objective_metrics('image_classifier')
+    assert {'accuracy', 'loss'} <= set(reported)
+    assert not [name for name in reported if name.startswith('accuracy_of_class/')]

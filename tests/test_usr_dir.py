@@ -207,7 +207,13 @@ def test_a_changed_folder_warns_and_a_missing_one_says_which_flag_to_add(tmp_pat
                         'flags.txt recorded them (sha256 000000000000, now '
                         f'{warnings[0].split("now ")[1][:12]}); the model is built from them as '
                         'they are now'] if warnings else False
-    shutil.rmtree(usr_dir)
+    moved = str(tmp_path / 'elsewhere' / 'small_cnn')
+    shutil.move(usr_dir, moved)
+    given_elsewhere = trainer(f'--usr_dir={moved}', '--model=small_cnn', f'--model_dir={model_dir}',
+                              '--mode=export', f'--export_dir={tmp_path}/exports', check=False)
+    assert (f'warning: --usr_dir={moved}: its files differ from those of --usr_dir={usr_dir} '
+            f'that {model_dir}/flags.txt recorded them (sha256 000000000000, now '
+            f'{warnings[0].split("now ")[1][:12]})') in given_elsewhere.stderr
     assert_one_line_error(trainer('--model=small_cnn', f'--model_dir={model_dir}', '--mode=export',
                                   f'--export_dir={tmp_path}/exports', check=False), 2,
                           f'{model_dir}/flags.txt records --usr_dir={usr_dir}, which is not '

@@ -78,10 +78,9 @@ class ImageClassification(base.RecordFileKind):
         return receiver_fn
 
     def example_schemas(self):
-        """A small three-class schema of `prepare images`' form, for the metrics a model built
-        from one reports (trainer/config/reported_metrics.py)."""
-        return [{'kind': 'images', 'image_shape': [32, 32, 3], 'resize': 'pad',
-                 'classes': ['a', 'b', 'c']}]
+        """`prepare images`' schema, small: image_classifier's metrics without any data."""
+        return [{'kind': 'images', 'image_shape': [8, 8, 1], 'classes': ['a', 'b', 'c'],
+                 'resize': 'stretch'}]
 
     def warmup_inputs(self, spec, options):
         shape = image_shape(spec)

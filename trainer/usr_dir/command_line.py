@@ -4,6 +4,7 @@ The trainer's flags include the params of the models the folders register (--my_
 the folders are imported first: found in the arguments or a --flagfile they name; when none
 is given, a command on a model_dir imports the folders its MODEL_DIR/flags.txt records.
 """
+import os
 import re
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -70,11 +71,19 @@ def recorded_folders(flags_text: str) -> Dict[str, Optional[str]]:
 
 
 def _warn_if_changed(folder: folders.Folder, recorded: Dict, flags_path: str) -> None:
-    then = recorded.get(folder.path)
-    if then and then != folder.sha256:
-        print(f'warning: {folder.flag}: its files changed since {flags_path} recorded them '
-              f'(sha256 {then[:12]}, now {folder.sha256[:12]}); the model is built from them '
-              'as they are now', file=sys.stderr)
+    """One line when the folder (or, given elsewhere now, the recorded one of its name) holds
+    other files than flags.txt recorded."""
+    same_name = [path for path in recorded
+                 if path.rstrip('/').rsplit('/', 1)[-1] == os.path.basename(folder.local)]
+    then_path = folder.path if folder.path in recorded else (
+        same_name[0] if len(same_name) == 1 else None)
+    then = then_path and recorded[then_path]
+    if not then or then == folder.sha256:
+        return
+    what = ('its files changed since' if then_path == folder.path else
+            f'its files differ from those of --usr_dir={then_path} that')
+    print(f'warning: {folder.flag}: {what} {flags_path} recorded them (sha256 {then[:12]}, now '
+          f'{folder.sha256[:12]}); the model is built from them as they are now', file=sys.stderr)
 
 
 def flagfile_lines() -> str:

@@ -101,7 +101,7 @@ def training_macs(layer_macs: List[Tuple[str, int]]) -> int:
 def exact_training_flops(model_name: str, batch_size: int) -> int:
     """Training FLOPs per example from the layer shapes (a face pair is the example)."""
     if model_name == 'mnist_cnn':
-        network = mnist_cnn.build_network(mnist_cnn.DEFAULT_PARAMS['dropout_rate'])
+        network = mnist_cnn.build_network(mnist_cnn.DEFAULT_PARAMS)
         return 2 * training_macs(sequential_macs(network, spec_shape(model_name)))
     if model_name == 'face_embedding':
         params = face_embedding.DEFAULT_PARAMS

@@ -58,7 +58,8 @@ def keras_directory_dataset(root: str, size: int, batch_size: int):
 
 
 def image_rows(work_dir: str, results, measure, dataset_turn, training_turn) -> str:
-    """Sections 10 and 11 into results (input_bench's Results, measure, dataset_turn and a
+    """Sections 10 and 11 into results (bench_report's Results, bench_sections' measure and
+    dataset_turn, and a
     training_turn(spec, input_fn, batch_size)); returns what the data was."""
     root, data = os.path.join(work_dir, 'photos'), os.path.join(work_dir, 'image_shards')
     write_photo_tree(root, FLAGS.image_photos)

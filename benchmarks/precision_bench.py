@@ -91,7 +91,7 @@ def training_turn(spec, input_fn, batch_size, plan, work_dir, steps, warmup_step
 
 def schema_model_rows(key_prefix: str, model: str, schema: Dict, input_fn, batch_size: int,
                       training_turn) -> List:
-    """Rows for input_bench.measure: a model built from its data's schema trained fed by
+    """Rows for bench_sections.measure: a model built from its data's schema trained fed by
     input_fn, and by one of its batches held in memory (is training from shards input-bound?)."""
     spec = registry.get(model)
     spec = dataclasses.replace(spec, schema=schema,
@@ -115,7 +115,7 @@ def row_batch_size(key: str, default: int) -> int:
 def precision_rows(model: Model, input_fn, batch_size, work_dir, steps, warmup_steps,
                    intra_op_threads=0, inter_op_threads=0, larger_batch=None, gpu=False,
                    utilization: Optional[Dict[str, list]] = None):
-    """[(row key, row name, turn, note)] for benchmarks.input_bench.measure.
+    """[(row key, row name, turn, note)] for benchmarks.bench_sections.measure.
 
     larger_batch: (input_fn, batch size) for LARGER_BATCH_SETTINGS' rows again at that batch.
     gpu: float16 rows too. utilization: {row key: each turn's GPU utilization}, filled as
@@ -152,7 +152,7 @@ def random_pairs_input_fn(batch_size: int):
 
 
 def ceiling_targets(larger_batch_size: int) -> List[Tuple]:
-    """input_bench.TARGETS rows: the best row computing in each dtype (at either batch size)
+    """bench_targets rows: the best row computing in each dtype (at either batch size)
     against that dtype's ceiling of the same rounds, for each model. (float16, on a GPU, has
     its fractions in section 8 and no target: the issue set none.)"""
     targets = []

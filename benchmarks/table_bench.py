@@ -48,7 +48,7 @@ def define_flags():
 
 
 def targets(estimator_target: float):
-    """The table rows' targets, in input_bench.fixed_targets' form."""
+    """The table rows' targets, in bench_targets.fixed_targets' form."""
     return [
         ('tables: an epoch, input_fn vs make_csv_dataset', 'tables.input_fn',
          'tables.make_csv_dataset', INPUT_FN_VS_MAKE_CSV_DATASET, True),
@@ -97,8 +97,8 @@ def make_csv_dataset(path: str, batch_size: int):
 
 
 def table_rows(work_dir: str, results, measure, dataset_turn, training_turn) -> str:
-    """Sections 12 and 13 into results (input_bench's Results, measure, dataset_turn and a
-    training_turn(spec, input_fn, batch_size)); returns what the data was."""
+    """Sections 12 and 13 into results (bench_report's Results, bench_sections' measure and
+    dataset_turn, and a training_turn(spec, input_fn, batch_size)); returns what the data was."""
     source, data = os.path.join(work_dir, 'table.csv'), os.path.join(work_dir, 'table_shards')
     write_csv(source, rows=FLAGS.table_rows)
     started = time.perf_counter()

@@ -16,7 +16,6 @@ def build_network() -> tf.keras.Sequential:
 
 
 def model_fn(features, labels, mode, params):
-    params = {**DEFAULT_PARAMS, **(params or {})}
     logits = build_network()(features['inputs'])
     return binary_head.binary_estimator_spec(logits, labels, mode, params)
 

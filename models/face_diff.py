@@ -27,7 +27,6 @@ def build_network(dropout_rate: float) -> tf.keras.Sequential:
 
 
 def model_fn(features, labels, mode, params):
-    params = {**DEFAULT_PARAMS, **(params or {})}
     difference = tf.abs(features['image_a'] - features['image_b'])  # symmetric in a and b
     logits = build_network(params['dropout_rate'])(
         difference, training=mode == tf.estimator.ModeKeys.TRAIN)

@@ -65,7 +65,6 @@ def zoom_on_centre(images, zoom):
 
 
 def model_fn(features, labels, mode, params):
-    params = {**DEFAULT_PARAMS, **(params or {})}
     training = mode == tf.estimator.ModeKeys.TRAIN
     tower = face_siamese.build_tower(params['embedding_size'], params['dropout_rate'],
                                      params['tower_filters'])

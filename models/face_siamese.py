@@ -37,7 +37,6 @@ def build_head() -> tf.keras.Sequential:
 
 
 def model_fn(features, labels, mode, params):
-    params = {**DEFAULT_PARAMS, **(params or {})}
     training = mode == tf.estimator.ModeKeys.TRAIN
     tower = build_tower(params['embedding_size'], params['dropout_rate'], params['tower_filters'])
     embedding_a = tf.identity(precision.float32(tower(features['image_a'], training=training)),

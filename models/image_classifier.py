@@ -64,7 +64,6 @@ def build_network(num_classes: int, params) -> tf.keras.Sequential:
 
 def model_fn(features, labels, mode, params):
     """Estimator model_fn; params['schema'] is `prepare images`' (the trainer passes it)."""
-    params = {**DEFAULT_PARAMS, **(params or {})}
     class_names = params['schema']['classes']
     images = features['image'] if isinstance(features, dict) else features
     network = build_network(len(class_names), params)

@@ -47,7 +47,6 @@ def build_network(params) -> tf.keras.Sequential:
 
 def model_fn(features, labels, mode, params):
     """Estimator model_fn; depends only on features, labels, mode and params."""
-    params = {**DEFAULT_PARAMS, **(params or {})}
     images = features['image'] if isinstance(features, dict) else features
     images = tf.ensure_shape(images, [None, *IMAGE_SHAPE])  # augmented input has lost it
     network = build_network(params)

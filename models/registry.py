@@ -17,6 +17,8 @@ MODEL_MODULES = ('models.mnist_cnn', 'models.face_diff', 'models.face_siamese',
 class ModelSpec:
     name: str
     model_fn: Callable  # model_fn(features, labels, mode, params) -> tf.estimator.EstimatorSpec
+    # Every param the model_fn reads: the trainer hands it these, overridden by the settings
+    # (trainer.config.settings.model_fn_params, the one place they are merged).
     default_params: Dict
     # The kind of input that feeds it (trainer/input_kinds/): 'image_classification',
     # 'face_pairs' or 'csv_features'. The kind owns the input_fns, receivers and signature names.

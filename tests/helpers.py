@@ -177,3 +177,18 @@ def copy_model_dir(model_dir, destination):
     import shutil
     shutil.copytree(model_dir, destination)
     return str(destination)
+
+
+def evaluated(step, **metrics):
+    """The ledger entry of an evaluated step, as an eval job writes it."""
+    return {'step': step, 'checkpoint': f'model.ckpt-{step}', 'status': 'evaluated',
+            'metrics': metrics}
+
+
+def write_fake_checkpoints(model_dir, steps, newest_saved):
+    """Empty checkpoints of steps in the folder model_dir (a pathlib.Path), the state file naming
+    newest_saved as the last one saved."""
+    model_dir.mkdir(exist_ok=True)
+    for step in steps:
+        (model_dir / f'model.ckpt-{step}.index').write_text('')
+    (model_dir / 'checkpoint').write_text(f'model_checkpoint_path: "model.ckpt-{newest_saved}"\n')

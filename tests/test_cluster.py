@@ -10,7 +10,7 @@ from trainer.model_dir.ledger import Ledger
 
 pytestmark = pytest.mark.slow  # a whole loopback cluster: ./run.sh test-slow
 
-ROLES = ('chief', 'worker0', 'worker1', 'ps0', 'evaluator')
+ROLES = ('chief', 'worker0', 'worker1', 'ps0', 'evaluator')  # with --workers=2
 
 
 def cluster_args(model_dir, shards, steps, *extra):
@@ -22,7 +22,8 @@ def cluster_args(model_dir, shards, steps, *extra):
 def test_cluster_trains_to_its_step_count_evaluates_and_exports(digit_shards, tmp_path):
     model_dir, export_dir = tmp_path / 'model', tmp_path / 'exports'
     result = run_module('trainer.cluster.local_cluster', *cluster_args(
-        model_dir, digit_shards, 60, '--save_checkpoints_steps=20', f'--export_dir={export_dir}'))
+        model_dir, digit_shards, 60, '--workers=2', '--save_checkpoints_steps=20',
+        f'--export_dir={export_dir}'))
     lines = result.stdout.splitlines()
     assert lines and all(re.match(r'\[(chief|worker[01]|ps0|evaluator)\] ', line) for line in lines)
     assert {line.split(']')[0][1:] for line in lines} == set(ROLES)

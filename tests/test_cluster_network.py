@@ -9,7 +9,7 @@ import pytest
 
 from helpers import start_module, wait_for_log
 from test_cluster import ROLES, cluster_args
-from trainer.cluster import local_cluster
+from trainer.cluster import private_network
 from trainer.model_dir import checkpoints
 
 pytestmark = pytest.mark.slow  # a whole loopback cluster in a private network: ./run.sh test-slow
@@ -18,14 +18,14 @@ pytestmark = pytest.mark.slow  # a whole loopback cluster in a private network: 
 def test_task_ports_are_closed_from_outside_and_ctrl_c_stops_every_task(digit_shards, tmp_path):
     log = tmp_path / 'cluster.log'
     launcher = start_module('trainer.cluster.local_cluster', *cluster_args(
-        tmp_path / 'model', digit_shards, 1_000_000), log_path=log)
+        tmp_path / 'model', digit_shards, 1_000_000, '--workers=2'), log_path=log)
     started = wait_for_log(log, r'started (.*); TF_CONFIG cluster (.*)$', launcher)
     pids = [int(pid) for pid in re.findall(r'pid (\d+)', started.group(1))]
     ports = [int(address.rsplit(':', 1)[1])
              for addresses in json.loads(started.group(2)).values() for address in addresses]
     wait_for_log(log, r'^\[chief\] .*step [\d,]+/[\d,]+ \(\d+%\), loss', launcher)  # every server is listening now
 
-    if local_cluster.private_network_possible():
+    if private_network.possible():
         assert 'private network namespace' in open(log).read()
         for pid in pids:  # in one namespace, not this test's
             assert os.readlink(f'/proc/{pid}/ns/net') != os.readlink('/proc/self/ns/net')

@@ -14,8 +14,8 @@ pytestmark = pytest.mark.slow  # loopback clusters: ./run.sh test-slow
 
 
 def sync_cluster(model_dir, shards, steps, *extra):
-    return run_module('trainer.cluster.local_cluster', '--sync', '--cluster_workers=1',
-                      '--cluster_ps=0', *cluster_args(model_dir, shards, steps,
+    return run_module('trainer.cluster.local_cluster', '--sync', '--workers=1',
+                      '--ps=0', *cluster_args(model_dir, shards, steps,
                                                       '--save_checkpoints_steps=10', *extra))
 
 
@@ -49,7 +49,7 @@ def test_sync_cluster_trains_evaluates_and_resumes_either_way(digit_shards, tmp_
     assert 'Restoring parameters from' in one.stderr and 'model.ckpt-20' in one.stderr
     assert steps_of(model_dir)[-1] == 30
     # ... and back: both sync tasks restore the one-device checkpoint.
-    again = sync_cluster(model_dir, digit_shards, 40, '--nocluster_evaluator')
+    again = sync_cluster(model_dir, digit_shards, 40, '--noevaluator')
     for role in ('chief', 'worker0'):
         assert re.search(rf'^\[{role}\] .*Restoring parameters from .*model\.ckpt-30$',
                          again.stdout, re.MULTILINE)

@@ -224,7 +224,7 @@ def test_vertex_service_account_tensorboard_env_and_scheduling():
 def test_vertex_without_model_dir_uses_its_base_output_dir():
     flags_without_model_dir = [f for f in TRAINER_FLAGS if not f.startswith('--model_dir')]
     job = json.loads(print_spec('vertex', '--name=m', '--image=i', '--workers=0', '--ps=0',
-                                '--base_output_dir=gs://bucket/out',
+                                '--noevaluator', '--base_output_dir=gs://bucket/out',
                                 trainer_flags=flags_without_model_dir).stdout)
     assert job['jobSpec']['baseOutputDirectory'] == {'outputUriPrefix': 'gs://bucket/out'}
     assert len(job['jobSpec']['workerPoolSpecs']) == 1

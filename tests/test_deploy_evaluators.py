@@ -1,5 +1,5 @@
 """Several evaluators: `deploy tfjob|vertex --evaluators=N` and `./run.sh cluster
---cluster_evaluators=N` start N eval jobs under one --eval_name, each with its index in
+--evaluators=N` (the same replica flags) start N eval jobs under one --eval_name, each with its index in
 TF_CONFIG; contradicting or misplaced flags get one line (exit 2)."""
 import json
 
@@ -58,11 +58,11 @@ def test_contradicting_evaluator_flags_get_one_line(deploy_flags, message):
 
 
 @pytest.mark.parametrize('launcher_flags, message', [
-    (['--cluster_evaluators=2', '--mode=train'],
-     '--cluster_evaluators=2 with --mode=train: evaluators run only beside '
-     '--mode=train_and_evaluate'),
-    (['--cluster_evaluators=2', '--nocluster_evaluator'],
-     '--cluster_evaluators=2 contradicts --nocluster_evaluator; keep one'),
+    (['--evaluators=2', '--mode=train'],
+     '--evaluators=2 with --mode=train: evaluators run only beside --mode=train_and_evaluate'),
+    (['--mode=train'], '--evaluator with --mode=train: evaluators run only beside '
+     '--mode=train_and_evaluate; drop --mode=train, or give --noevaluator'),
+    (['--evaluators=2', '--noevaluator'], '--evaluators=2 contradicts --noevaluator; keep one'),
 ])
 def test_bad_launcher_evaluator_flags_get_one_line_before_any_task_starts(launcher_flags,
                                                                            message):

@@ -59,7 +59,7 @@ def test_a_dead_owners_claim_on_this_host_is_taken_over_at_once(tmp_path, caplog
     dead.wait()
     killed = job_on(model_dir, step_claims.identity()['host'])
     killed.owner = {**killed.owner, 'pid': dead.pid}
-    killed.write(8, 'token-of-a-killed-job')  # what a job killed -9 mid-evaluation leaves
+    step_claims.Claim(killed, 8).write()  # what a job killed -9 mid-evaluation leaves
     caplog.set_level(logging.WARNING)
     claim = job_on(model_dir, step_claims.identity()['host']).try_claim(8)
     assert claim is not None

@@ -5,7 +5,7 @@ prints for `--query-gpu=utilization.gpu --format=csv,noheader,nounits --loop-ms=
 """
 import time
 
-from benchmarks import gpu_use, input_bench, precision_bench
+from benchmarks import bench_targets, gpu_use, precision_bench
 
 
 def test_samples_are_the_lines_that_are_numbers():
@@ -46,7 +46,7 @@ def test_on_a_gpu_float16_rows_and_the_gpu_input_target():
         'float16', 'bfloat16', 'float32']
 
     def estimator_target(gpu):
-        return next(target for what, _, _, target, _ in input_bench.targets(200, gpu)
+        return next(target for what, _, _, target, _ in bench_targets.targets(200, gpu)
                     if what.startswith('Estimator: input_fn'))
 
     assert (estimator_target(False), estimator_target(True)) == (0.97, 0.95)

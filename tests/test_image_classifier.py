@@ -166,3 +166,17 @@ def test_tuners_know_its_metrics_before_any_data():
     reported = reported_metrics.objective_metrics('image_classifier')
     assert {'accuracy', 'loss'} <= set(reported)
     assert not [name for name in reported if name.startswith('accuracy_of_class/')]
+
+
+@pytest.mark.slow  # a cluster of four processes: ./run.sh test-slow
+def test_trains_on_a_cluster_with_an_evaluator_exporting_the_best(trained, tmp_path):
+    run_module('trainer.cluster.local_cluster', '--model=image_classifier',
+               f'--model_dir={tmp_path}/model', f'--train_files={trained.root}/data/train-*',
+               f'--eval_files={trained.root}/data/validation-*', '--train_steps=10',
+               '--save_checkpoints_steps=5', '--batch_size=16', '--workers=1',
+               '--ps=1', '--evaluators=1', f'--export_dir={tmp_path}/exports',
+               '--export_metric=accuracy', SMALL_NETWORK, timeout=400)
+    steps = [json.loads(open(path).read())['step'] for path in sorted(
+        glob.glob(f'{tmp_path}/model/eval_default/results/step-*.json'))]
+    assert steps[-1] == 10 and (tmp_path / 'exports' / 'best').exists()
+    assert json.loads((tmp_path / 'model' / 'schema.json').read_text())['classes'] == CLASSES

@@ -4,7 +4,7 @@ import statistics
 
 import pytest
 
-from benchmarks import input_bench, repeats
+from benchmarks import bench_targets, repeats
 from helpers import run_module
 
 
@@ -68,7 +68,7 @@ def test_bench_measures_every_row_and_takes_its_ratios_from_them(tmp_path):
                 [100 * value / limit for value, limit in zip(gflops, same_round_ceiling)])
     assert {'threads.default', 'threads.intra1_inter1', 'threads.intra2_inter2'} <= set(rows)
 
-    targets = input_bench.targets(larger_batch_size=8)
+    targets = bench_targets.targets(larger_batch_size=8)
     assert [t['target'] for t in report['targets']] == [t[0] for t in targets]
     for (what, numerator, denominator, _, _), checked in zip(targets, report['targets']):
         keys = numerator if isinstance(numerator, tuple) else (numerator,)

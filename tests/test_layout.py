@@ -12,6 +12,19 @@ MAX_MAIN_LINES = 100
 MAY_IMPORT = {'common': {'common'}, 'input_fns': {'common', 'input_fns'},
               'models': {'common', 'models'}, 'trainer': set(SERVICE_PACKAGES)}
 NOT_SERVICE = ('benchmarks', 'demos', 'tools', 'tests')
+# trainer/'s packages from the bottom up: each imports only those on lower rows and itself
+# (docs/architecture.md); `deploy` is a command of its own, which no other package imports.
+TRAINER_LAYERS = (
+    ('model_dir', 'cluster'),  # the model_dir's records; what runs inside a task
+    ('input_kinds',),
+    ('usr_dir', 'api', 'serving'),  # the user's modules, and the surface they import
+    ('config', 'evaluation'),
+    ('deploy', 'observe'),
+    ('run',),
+    ('main',),
+)
+TRAINER_LAYER = {package: row for row, packages in enumerate(TRAINER_LAYERS)
+                 for package in packages}
 
 
 def service_modules():
@@ -61,6 +74,36 @@ def test_imports_follow_the_layers():
     assert [found for path in service_modules() for found in layer_violations(path)] == []
 
 
+def trainer_package(path: pathlib.Path) -> str:
+    """trainer/run/experiment.py -> 'run'; trainer/main.py -> 'main'."""
+    parts = path.relative_to(REPO / 'trainer').parts
+    return parts[0] if len(parts) > 1 else path.stem
+
+
+def imported_trainer_packages(tree: ast.AST):
+    for node in ast.walk(tree):
+        names = ([alias.name for alias in node.names] if isinstance(node, ast.Import) else
+                 [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+        yield from (name.split('.')[1] for name in names
+                    if name.startswith('trainer.'))
+
+
+def trainer_layer_violations(path: pathlib.Path):
+    own = trainer_package(path)
+    found = []
+    for imported in sorted(set(imported_trainer_packages(ast.parse(path.read_text()))) - {own}):
+        if imported == 'deploy' or TRAINER_LAYER[imported] >= TRAINER_LAYER[own]:
+            found.append(f'{path.relative_to(REPO)} imports trainer.{imported}')
+    return found
+
+
+def test_trainer_packages_import_only_the_layers_below():
+    modules = [path for path in sorted((REPO / 'trainer').rglob('*.py'))
+               if path != REPO / 'trainer' / '__init__.py']
+    assert {trainer_package(path) for path in modules} == set(TRAINER_LAYER)
+    assert [found for path in modules for found in trainer_layer_violations(path)] == []
+
+
 def test_one_reader_of_tf_config_and_one_bucket_predicate():
     reads_tf_config, asks_for_a_scheme = [], []
     for path in service_modules():
@@ -83,3 +126,16 @@ def test_the_checks_find_what_they_look_for(tmp_path, monkeypatch):
     assert list(too_long(module)) == [f'models/big.py: f ({MAX_FUNCTION_LINES + 1} lines)']
     assert layer_violations(module) == ['models/big.py imports benchmarks',
                                         'models/big.py imports trainer']
+
+
+def test_the_trainer_layer_check_finds_an_arrow_back_up(tmp_path, monkeypatch):
+    """On a made-up tree: model_dir importing run, and run importing deploy, are reported."""
+    (tmp_path / 'trainer' / 'model_dir').mkdir(parents=True)
+    (tmp_path / 'trainer' / 'run').mkdir()
+    low = tmp_path / 'trainer' / 'model_dir' / 'records.py'
+    low.write_text('from trainer.run import experiment\nfrom trainer.model_dir import ledger\n')
+    high = tmp_path / 'trainer' / 'run' / 'runner.py'
+    high.write_text('import trainer.deploy.job_specs\nfrom trainer.model_dir import ledger\n')
+    monkeypatch.setitem(globals(), 'REPO', tmp_path)
+    assert trainer_layer_violations(low) == ['trainer/model_dir/records.py imports trainer.run']
+    assert trainer_layer_violations(high) == ['trainer/run/runner.py imports trainer.deploy']

@@ -14,7 +14,7 @@ def spec_for(mode, params=None):
         features = {'image': tf.random.uniform([BATCH, 28, 28, 1])}
         labels = tf.constant([0, 1, 2, 3], tf.int32)
         return mnist_cnn.model_fn(features, labels if mode != tf.estimator.ModeKeys.PREDICT else None,
-                                  mode, params or {})
+                                  mode, {**mnist_cnn.DEFAULT_PARAMS, **(params or {})})
 
 
 def test_train_spec():
@@ -49,7 +49,8 @@ def test_estimator_trains_two_steps_and_evaluates(tmp_path):
     def input_fn():
         return tf.data.Dataset.from_tensor_slices(({'image': images}, labels)).batch(8).repeat()
 
-    estimator = tf.estimator.Estimator(mnist_cnn.model_fn, model_dir=str(tmp_path), params={})
+    estimator = tf.estimator.Estimator(mnist_cnn.model_fn, model_dir=str(tmp_path),
+                                       params=mnist_cnn.DEFAULT_PARAMS)
     estimator.train(input_fn, steps=2)
     assert estimator.get_variable_value('global_step') == 2
     metrics = estimator.evaluate(input_fn, steps=2)
@@ -64,7 +65,8 @@ def test_eval_loss_weighs_every_example_once_whatever_the_batch_size(tmp_path):
     rng = np.random.RandomState(1)
     images = rng.rand(23, 28, 28, 1).astype(np.float32)
     labels = np.arange(23, dtype=np.int32) % 10
-    estimator = tf.estimator.Estimator(mnist_cnn.model_fn, model_dir=str(tmp_path), params={})
+    estimator = tf.estimator.Estimator(mnist_cnn.model_fn, model_dir=str(tmp_path),
+                                       params=mnist_cnn.DEFAULT_PARAMS)
     estimator.train(lambda: tf.data.Dataset.from_tensor_slices(
         ({'image': images}, labels)).batch(8).repeat(), steps=3)
 

@@ -137,3 +137,16 @@ def test_command_line_errors_are_one_line(tmp_path):
     assert_one_line_error(result, 2, f'{tmp_path}/photos/fox/bad.png: not a decodable',
                           '--skip_bad_images')
     assert os.listdir(tmp_path / 'out') == []
+
+
+def test_a_bucket_tree_prepared_into_a_bucket(s3_bucket, tmp_path):
+    from common import files
+    write_image_tree(tmp_path / 'photos', per_class=4)
+    files.copy_tree(str(tmp_path / 'photos'), f'{s3_bucket}/photos')
+    result = run_module('input_fns.prepare', 'images', f'--source_dir={s3_bucket}/photos',
+                        f'--output_dir={s3_bucket}/data', '--image_size=8x8', '--decode_workers=2',
+                        '--validation_fraction=0')
+    assert result.stdout.splitlines()[-1] == f'wrote train: 12 records to {s3_bucket}/data'
+    schema = files.read_json(f'{s3_bucket}/data/manifest.json')['schema']
+    assert schema['classes'] == ['cat', 'dog', 'fox']
+    assert schema['class_counts'] == {'train': {'cat': 4, 'dog': 4, 'fox': 4}}

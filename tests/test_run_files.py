@@ -1,4 +1,5 @@
 """What the trainer keeps beside the checkpoints: flags.txt and train_finished.json."""
+import json
 import os
 import re
 
@@ -23,9 +24,11 @@ def test_train_finished_round_trip(tmp_path):
     assert run_files.train_finished(model_dir) is None
     run_files.write_train_finished(model_dir, 100, 'loss has not improved')
     finished = run_files.train_finished(model_dir)
-    assert re.fullmatch(r'\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}', finished.pop('time'))
-    assert finished == {'step': 0, 'train_steps': 100, 'early_stopped': True,
-                        'reason': 'loss has not improved'}
+    assert re.fullmatch(r'\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}', finished.time)
+    assert finished == run_files.TrainFinished(step=0, train_steps=100, early_stopped=True,
+                                               reason='loss has not improved', time=finished.time)
+    with open(os.path.join(model_dir, run_files.TRAIN_FINISHED_FILE)) as f:
+        assert run_files.TrainFinished.from_json(json.load(f)) == finished  # what it wrote
     run_files.clear_train_finished(model_dir)
     assert run_files.train_finished(model_dir) is None
     run_files.clear_train_finished(model_dir)  # nothing to clear: no error

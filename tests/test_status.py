@@ -1,6 +1,7 @@
 """The status report: a pure function from what a model_dir holds to a dict, shown as text."""
 import json
 
+from trainer.model_dir.run_files import TrainFinished
 from trainer.observe import status
 
 
@@ -13,8 +14,8 @@ def snapshot(**overrides):
     values = dict(
         model_dir='runs/m', flags={'model': 'mnist_cnn', 'train_steps': '400', 'batch_size': '16'},
         checkpoints=[200, 300, 400], latest_checkpoint_age_secs=None,
-        train_finished={'step': 400, 'train_steps': 400, 'early_stopped': False,
-                        'reason': 'reached train_steps'},
+        train_finished=TrainFinished(step=400, train_steps=400, early_stopped=False,
+                                     reason='reached train_steps'),
         eval_ledgers={'validation': [entry(100, loss=0.5, accuracy=0.8),
                                      entry(200, 'skipped'),
                                      entry(300, loss=0.3, accuracy=0.85)]},
@@ -61,8 +62,8 @@ def test_per_class_metrics_show_as_their_lowest_in_text_and_each_in_json():
 
 
 def test_early_stopped_and_unfinished_runs():
-    stopped = status.summarize(snapshot(train_finished={
-        'step': 300, 'train_steps': 400, 'early_stopped': True, 'reason': 'loss has not improved'}))
+    stopped = status.summarize(snapshot(train_finished=TrainFinished(
+        step=300, train_steps=400, early_stopped=True, reason='loss has not improved')))
     assert stopped['training']['state'] == 'stopped early'
     assert 'stopped early: loss has not improved' in status.render_text(stopped)
 

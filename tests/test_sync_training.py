@@ -138,9 +138,8 @@ def test_bad_sync_deploy_commands_get_one_line(command, deploy_flags, trainer_fl
 
 
 def test_the_loopback_launcher_refuses_sync_with_parameter_servers():
-    result = run_module('trainer.cluster.local_cluster', '--sync', '--cluster_ps=1',
+    result = run_module('trainer.cluster.local_cluster', '--sync', '--ps=1',
                         '--nocluster_private_network', check=False)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1] == (
-        'error: --sync trains without parameter servers: drop --cluster_ps=1 (or give '
-        '--cluster_ps=0)')
+        'error: --sync trains without parameter servers: drop --ps=1 (or give --ps=0)')

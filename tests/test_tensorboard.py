@@ -16,8 +16,8 @@ from trainer.observe import hparams
 HPARAMS = {'batch_size': 8, 'learning_rate': 0.001, 'model': 'mnist_cnn', 'optimizer': 'adam'}
 
 
-def estimator(model_fn, model_dir):
-    return tf.estimator.Estimator(model_fn, model_dir=model_dir, params={},
+def estimator(model, model_dir):
+    return tf.estimator.Estimator(model.model_fn, model_dir=model_dir, params=model.DEFAULT_PARAMS,
                                   config=tf.estimator.RunConfig(save_summary_steps=1))
 
 
@@ -26,7 +26,7 @@ def train_and_evaluate_twice(model_dir):
     images = rng.rand(24, 28, 28, 1).astype(np.float32)
     labels = np.arange(24, dtype=np.int32) % 10
     data = lambda: tf.data.Dataset.from_tensor_slices(({'image': images}, labels)).batch(8)  # noqa: E731
-    mnist = estimator(mnist_cnn.model_fn, model_dir)
+    mnist = estimator(mnist_cnn, model_dir)
     for steps in (2, 4):
         mnist.train(lambda: data().repeat(), max_steps=steps,
                     hooks=[hparams.HParamsHook(model_dir, HPARAMS)])
@@ -39,7 +39,7 @@ def evaluate_pairs(model_dir):
                 'image_b': rng.rand(12, 64, 64, 1).astype(np.float32)}
     labels = (np.arange(12) % 2).astype(np.float32)
     data = lambda: tf.data.Dataset.from_tensor_slices((features, labels)).batch(6)  # noqa: E731
-    pairs = estimator(face_diff.model_fn, model_dir)
+    pairs = estimator(face_diff, model_dir)
     pairs.train(lambda: data().repeat(), max_steps=1)
     pairs.evaluate(data, name='validation')
 

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from common import files
+from common import files, lease
 from common.errors import UserError
 from helpers import wait_for_log
 from pid_namespace import start_as_pid1, unavailable_reason
@@ -46,7 +46,7 @@ def test_bucket_lease_is_refreshed_and_taken_over_only_after_it_expires(store, r
     second.acquire()
     first._thread = None  # the dead holder's release must not delete the new holder's lease
     second.release()
-    assert second._read() is None  # released: the lease object is gone
+    assert second.read() is None  # released: the lease object is gone
 
 
 def test_a_file_url_model_dir_gets_the_os_lock_not_a_lease(tmp_path):
@@ -73,7 +73,7 @@ def write_lease(model_dir, **holder):
     """A lease as another holder left it: by default this host, renewed just now."""
     files.write_json_atomic(f'{model_dir}/{train_lock.LEASE_NAME}', {
         'host': socket.gethostname(), 'pid': os.getpid(), 'token': 'the-earlier-holder',
-        'process_started': train_lock.process_started(), 'since': '2024-01-01T00:00:00+0000',
+        'process_started': lease.process_started(), 'since': '2024-01-01T00:00:00+0000',
         'renewed': time.time(), **holder})
 
 
@@ -83,17 +83,17 @@ def test_a_stale_lease_is_taken_over_in_one_line_saying_why(store, request, tmp_
     pid = dead_pid()
     stale = {
         'its holder is this trainer restarted in place (same host and pid)':
-            {'process_started': train_lock.process_started() - 60},
+            {'process_started': lease.process_started() - 60},
         f'pid {pid} no longer runs on this host': {'pid': pid},
         'not renewed for 200 s (--lease_timeout_secs=120)':
             {'host': 'another-host', 'pid': 1, 'renewed': time.time() - 200},
     }
     for reason, holder in stale.items():
         write_lease(model_dir, **holder)
-        lease = train_lock.Lease(model_dir, lease_secs=120, settle_secs=0)
+        taking = train_lock.Lease(model_dir, lease_secs=120, settle_secs=0)
         caplog.clear()
         with caplog.at_level(logging.WARNING):
-            lease.acquire()
+            taking.acquire()
         [line] = [r.getMessage() for r in caplog.records if 'taking over' in r.getMessage()]
         expected = (f'taking over the training lease {model_dir}/train.lease '
                     f'(pid {holder.get("pid", os.getpid())} on '
@@ -101,8 +101,8 @@ def test_a_stale_lease_is_taken_over_in_one_line_saying_why(store, request, tmp_
                     f'2024-01-01T00:00:00+0000): {reason}')
         # the age is read a moment after the lease was written: a slow store adds a second
         assert re.fullmatch(re.escape(expected).replace('200', '20[0-9]'), line), line
-        assert lease._read()['token'] == lease.token
-        lease.release()
+        assert taking.read()['token'] == taking.token
+        taking.release()
 
 
 @pytest.mark.parametrize('store', ['s3', 'local'])

@@ -177,7 +177,7 @@ def test_bad_search_flags_are_one_line_errors(command, flags, trainer, fragments
 
 
 def test_a_trial_needs_an_evaluator():
-    result = deploy('katib', *REPLICAS[:-1], '--objective=accuracy:maximize',
+    result = deploy('katib', *REPLICAS[:-1], '--noevaluator', '--objective=accuracy:maximize',
                     '--param=dropout_rate:double:0.1:0.5', trainer=['--model_dir=gs://b/m', *TRAINER],
                     check=False)
     assert_one_line_error(result, 2, '--evaluator is required: a trial\'s metrics come from its '

@@ -329,7 +329,7 @@ def test_cluster_tasks_import_the_folder(digit_shards, tmp_path):
     usr_dir = copy_example('small_cnn', tmp_path)
     model_dir = str(tmp_path / 'model')
     result = subprocess.run(
-        ['bash', os.path.join(REPO, 'run.sh'), 'cluster', '--cluster_workers=1', '--cluster_ps=1',
+        ['bash', os.path.join(REPO, 'run.sh'), 'cluster', '--workers=1', '--ps=1',
          '--nocluster_private_network', f'--usr_dir={usr_dir}', '--model=small_cnn',
          f'--model_dir={model_dir}', f'--train_files={digit_shards.train_pattern}',
          f'--eval_files={digit_shards.validation_pattern}', '--eval_name=validation',

@@ -1,1 +1,2 @@
-"""Where a task runs: TF_CONFIG roles, devices and distribution, the loopback cluster, deploy specs."""
+"""What runs inside a task (devices and distribution, Vertex AI's folders), and the loopback
+cluster with the replica flags it shares with deploy."""

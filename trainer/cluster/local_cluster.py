@@ -1,8 +1,8 @@
 """A local TensorFlow cluster on loopback ports, with the same flags as a single-machine run.
 
   python -m trainer.cluster.local_cluster --model_dir=DIR --train_files=GLOB --eval_files=GLOB \
-      --train_steps=1000 [--cluster_workers=2 --cluster_ps=1 --cluster_evaluators=1] [trainer flags]
-  python -m trainer.cluster.local_cluster --sync --cluster_ps=0 ... (synchronous, no ps)
+      --train_steps=1000 [--workers=1 --ps=1 --evaluators=1] [trainer flags]
+  python -m trainer.cluster.local_cluster --sync --ps=0 ... (synchronous, no ps)
 
 Starts a chief, the workers and parameter servers, and the evaluators, each a
 `python -m trainer.main --mode=train_and_evaluate` process with its own TF_CONFIG
@@ -11,19 +11,14 @@ with their role, and returns when every task has finished (parameter servers fin
 once the chief has written train_finished.json). Any task failing, Ctrl-C or SIGTERM
 stops every task: each gets SIGTERM, so the chief saves the step it reached.
 
-TensorFlow's gRPC servers listen on every interface whatever the cluster spec says,
-and its distributed runtime has no authentication, so where the system allows it the
-launcher and its tasks run in a private network namespace (`unshare --user --net`):
-the tasks reach each other on 127.0.0.1 and nothing outside can connect to them.
+The replica flags are deploy's (trainer/cluster/replicas.py). Where the system allows it,
+the launcher and its tasks run in a private network namespace (private_network.py).
 """
 import ctypes
-import fcntl
 import json
 import os
-import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -33,14 +28,11 @@ from absl import flags, logging
 
 from common import cli, tf_config
 from common.errors import UserError
-
+from trainer.cluster import private_network, replicas
 
 FLAGS = flags.FLAGS
 STOP_GRACE_SECS = 30  # from SIGTERM to SIGKILL, as Kubernetes' default grace period
 PR_SET_PDEATHSIG = 1
-# Set in the launcher once it runs in its private network namespace.
-PRIVATE_NETWORK_ENV = 'LOCAL_CLUSTER_PRIVATE_NETWORK'
-UNSHARE_ARGS = ['--user', '--net', '--map-root-user']
 
 
 def cluster_spec(num_workers: int, num_ps: int):
@@ -70,45 +62,6 @@ def tasks(spec, evaluator: int):
             return f'evaluator{task["index"]}'
         return tf_config.role(config).label
     return [(label(config), config) for config in configs]
-
-
-def private_network_possible() -> bool:
-    """Whether this system lets an unprivileged user make a network namespace."""
-    unshare = shutil.which('unshare')  # local: a program on this machine's PATH
-    return bool(unshare) and subprocess.run([unshare, *UNSHARE_ARGS, 'true'],
-                                            capture_output=True).returncode == 0
-
-
-def enter_private_network() -> bool:
-    """Re-runs this launcher (same pid: exec) in a new network namespace with loopback up.
-
-    Returns True once in it; False, with a warning, where the system does not allow it.
-    """
-    if os.environ.get(PRIVATE_NETWORK_ENV) == '1':
-        _bring_loopback_up()
-        logging.info('tasks run in a private network namespace: their ports are reachable '
-                     'only from inside it')
-        return True
-    if not private_network_possible():
-        logging.warning('no private network namespace here (unshare --user --net is not '
-                        'allowed): the task ports are open on all interfaces while the cluster '
-                        'runs, and TensorFlow\'s runtime has no authentication')
-        return False
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.environ[PRIVATE_NETWORK_ENV] = '1'
-    unshare = shutil.which('unshare')  # local: a program on this machine's PATH
-    os.execv(unshare, [unshare, *UNSHARE_ARGS, sys.executable, '-m', 'trainer.cluster.local_cluster',
-                       *sys.argv[1:]])
-
-
-def _bring_loopback_up():
-    """`ip link set lo up`, without needing the ip tool: a new namespace's loopback is down."""
-    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        request = struct.pack('16sH22x', b'lo', 0)
-        flags_now = struct.unpack('16sH22x', fcntl.ioctl(s, siocgifflags, request))[1]
-        fcntl.ioctl(s, siocsifflags, struct.pack('16sH22x', b'lo', flags_now | iff_up))
 
 
 def _die_with_launcher():
@@ -182,13 +135,17 @@ def main(argv):
     if any(mode not in ('train', 'train_and_evaluate') for mode in modes):
         raise UserError(f'--mode={modes[-1]}: a cluster trains (--mode=train or '
                         'train_and_evaluate)')
-    evaluators = evaluator_count(modes)
-    num_ps = FLAGS.cluster_ps
-    if FLAGS.sync:
-        trainer_args, num_ps = sync_args(trainer_args)
+    cluster_replicas = replicas.Replicas.from_flags()
+    if cluster_replicas.evaluators and 'train' in modes:
+        raise UserError(f'{evaluators_flag()} with --mode=train: evaluators run only beside '
+                        '--mode=train_and_evaluate; drop --mode=train, or give --noevaluator '
+                        'and run eval jobs yourself (--mode=continuous_eval)')
+    if cluster_replicas.sync:  # all-reduce across the chief and workers
+        trainer_args = [*trainer_args, '--distribution=multi_worker_mirrored']
     if FLAGS.cluster_private_network:
-        enter_private_network()
-    cluster = Cluster(trainer_args, evaluators, FLAGS.cluster_workers, num_ps)
+        private_network.enter('trainer.cluster.local_cluster')
+    cluster = Cluster(trainer_args, cluster_replicas.evaluators, cluster_replicas.workers,
+                      cluster_replicas.ps)
     try:  # SIGTERM or Ctrl-C raise here (common.termination); the tasks get SIGTERM in turn
         cluster.start()
         return cluster.wait()
@@ -196,41 +153,14 @@ def main(argv):
         cluster.stop_all()
 
 
-def evaluator_count(modes) -> int:
-    """--cluster_evaluators=N, else one evaluator unless --nocluster_evaluator."""
-    if not FLAGS['cluster_evaluators'].present:
-        return int(FLAGS.cluster_evaluator)
-    count = FLAGS.cluster_evaluators
-    if FLAGS['cluster_evaluator'].present and FLAGS.cluster_evaluator != bool(count):
-        raise UserError(f'--cluster_evaluators={count} contradicts --'
-                        f'{"" if FLAGS.cluster_evaluator else "no"}cluster_evaluator; keep one')
-    if count and 'train' in modes:
-        raise UserError(f'--cluster_evaluators={count} with --mode=train: evaluators run only '
-                        'beside --mode=train_and_evaluate; drop --mode=train, or run eval jobs '
-                        'yourself (--mode=continuous_eval)')
-    return count
-
-
-def sync_args(trainer_args):
-    """--sync: (the tasks' flags with --distribution=multi_worker_mirrored, 0 parameter
-    servers); all-reduce across the chief and workers has no use for them."""
-    if FLAGS['cluster_ps'].present and FLAGS.cluster_ps:
-        raise UserError(f'--sync trains without parameter servers: drop --cluster_ps='
-                        f'{FLAGS.cluster_ps} (or give --cluster_ps=0)')
-    return [*trainer_args, '--distribution=multi_worker_mirrored'], 0
+def evaluators_flag() -> str:
+    """The flag that asked for evaluators, as the user gave it."""
+    return f'--evaluators={FLAGS.evaluators}' if FLAGS['evaluators'].present else '--evaluator'
 
 
 def define_cluster_flags():
     """The launcher's own flags; all the others go on to every task."""
-    flags.DEFINE_integer('cluster_workers', 2, 'Workers besides the chief.', lower_bound=0)
-    flags.DEFINE_integer('cluster_ps', 1, 'Parameter servers (0 with --sync).', lower_bound=0)
-    flags.DEFINE_boolean('sync', False, 'Synchronous training: the chief and workers all-reduce '
-                         'every step (--distribution=multi_worker_mirrored), no parameter servers.')
-    flags.DEFINE_boolean('cluster_evaluator', True, 'Run an evaluator task: the eval job '
-                         '(--eval_name, --export_dir...) of --mode=continuous_eval.')
-    flags.DEFINE_integer('cluster_evaluators', 1, 'How many evaluators: eval jobs sharing '
-                         '--eval_name, each checkpoint evaluated by one of them (0: none).',
-                         lower_bound=0)
+    replicas.define_flags()
     flags.DEFINE_boolean('cluster_private_network', True, 'Run the tasks in a private network '
                          'namespace (unshare --user --net) so that nothing outside can reach '
                          'their ports; where the system does not allow it, warn and run without.')
@@ -239,4 +169,4 @@ def define_cluster_flags():
 if __name__ == '__main__':
     define_cluster_flags()
     # known_only: the launcher's flags; the others go on to every task.
-    cli.run(main, own_modules=[], user_errors=(UserError,), known_only=True)
+    cli.run(main, own_modules=[replicas.__name__], user_errors=(UserError,), known_only=True)

@@ -27,7 +27,7 @@ def check_cluster(batch_size: Optional[int], replicas_per_worker: int) -> int:
     if jobs.get('ps'):
         raise UserError(f'--distribution=multi_worker_mirrored trains without parameter '
                         f'servers, but TF_CONFIG\'s cluster has {jobs["ps"]} ps task(s): drop '
-                        'them (./run.sh cluster --cluster_ps=0, deploy --sync), or use '
+                        'them (./run.sh cluster --sync, deploy --sync), or use '
                         '--distribution=none for parameter-server training')
     if jobs.get('master'):
         raise UserError('--distribution=multi_worker_mirrored: TF_CONFIG names the chief '

@@ -1,1 +1,2 @@
-"""What a run is asked to do: the absl flag groups and the parsing of --model_params."""
+"""What a run is asked to do: the absl flag groups, Settings, the modes, --model_params, and
+what tuning searches and reads."""

@@ -23,6 +23,7 @@ CustomJob to Vertex AI's customJobs.create (its jobSpec is what
 """
 from common import cli
 from common.errors import UserError
+from trainer.cluster import replicas
 from trainer.deploy import job_specs, options, tuning_specs
 
 COMMANDS = ('tfjob', 'vertex', 'katib')
@@ -45,5 +46,5 @@ def main(argv):
 
 if __name__ == '__main__':
     options.define_flags()
-    cli.run(main, own_modules=[options.__name__], user_errors=(UserError,),
+    cli.run(main, own_modules=[replicas.__name__, options.__name__], user_errors=(UserError,),
             unknown_flag_hint='trainer flags go after --')

@@ -6,6 +6,7 @@ from typing import List, Optional
 from absl import flags
 
 from common.errors import UserError
+from trainer.cluster import replicas
 from trainer.config import search_space
 
 FLAGS = flags.FLAGS
@@ -20,6 +21,7 @@ PLATFORM_FLAGS = {
 
 
 def define_flags():
+    replicas.define_flags()
     define_job_flags()
     define_tuning_flags()
 
@@ -29,15 +31,6 @@ def define_job_flags():
     flags.DEFINE_string('name', None, 'Job name (Kubernetes: lowercase letters, digits, -).')
     flags.DEFINE_string('image', None, 'Container image built from the Dockerfile, '
                         'e.g. gcr.io/PROJECT/estimator-trainer:TAG.')
-    flags.DEFINE_integer('workers', 1, 'Workers besides the chief.', lower_bound=0)
-    flags.DEFINE_integer('ps', 1, 'Parameter servers (0 with --sync).', lower_bound=0)
-    flags.DEFINE_boolean('sync', False, 'Synchronous training: the chief and workers all-reduce '
-                         'every step (--distribution=multi_worker_mirrored), no parameter servers.')
-    flags.DEFINE_boolean('evaluator', False, 'Add an evaluator: the eval job, which evaluates '
-                         'every checkpoint and exports from its ledger.')
-    flags.DEFINE_integer('evaluators', None, 'How many evaluators (instead of --evaluator): eval '
-                         'jobs sharing --eval_name, each checkpoint evaluated by one of them; '
-                         'each replica gets its index in TF_CONFIG.', lower_bound=0)
     flags.DEFINE_integer('gpus', 0, 'GPUs for the chief and each worker.', lower_bound=0)
     flags.DEFINE_multi_string('env', [], 'KEY=VALUE: an environment variable of every replica '
                               '(repeatable), e.g. S3_ENDPOINT=https://... for an s3:// bucket.')
@@ -147,8 +140,8 @@ class DeployOptions:
         check_platform_flags(platform, flag_values)
         values = {field.name: flag_values[field.name].value for field in dataclasses.fields(cls)
                   if field.name in flag_values}
-        return cls(**{**values, 'platform': platform, 'tuning': tuning, 'ps': num_ps(flag_values),
-                      'evaluators': evaluator_count(flag_values)})
+        return cls(**{**values, 'platform': platform, 'tuning': tuning,
+                      **dataclasses.asdict(replicas.Replicas.from_flags(flag_values))})
 
 
 def check_required(name, image):
@@ -166,19 +159,3 @@ def check_platform_flags(platform: str, flag_values: flags.FlagValues):
             raise UserError(f'--{given[0]} is a flag of `deploy {other}`, not of '
                             f'`deploy {platform}`; drop it')
 
-
-def evaluator_count(flag_values: flags.FlagValues) -> int:
-    """--evaluators=N, else one evaluator with --evaluator."""
-    if flag_values.evaluators is None:
-        return int(flag_values.evaluator)
-    if flag_values['evaluator'].present and flag_values.evaluator != bool(flag_values.evaluators):
-        raise UserError(f'--evaluators={flag_values.evaluators} contradicts '
-                        f'--{"" if flag_values.evaluator else "no"}evaluator; keep one')
-    return flag_values.evaluators
-
-
-def num_ps(flag_values: flags.FlagValues) -> int:
-    """--ps, or none with --sync: all-reduce across the chief and workers needs no ps."""
-    if flag_values.sync and flag_values['ps'].present and flag_values.ps:
-        raise UserError(f'--sync trains without parameter servers: drop --ps={flag_values.ps}')
-    return 0 if flag_values.sync else flag_values.ps

@@ -5,7 +5,7 @@ names the owner (host, pid, when that process started, its cluster task), a rand
 when it was last renewed; a thread renews it every --lease_timeout_secs / 4 while the job
 evaluates. A claim is taken over, saying why in one line, when its owner is this job restarted
 in place, a process of this host that no longer runs, or silent for --lease_timeout_secs (the
-training lease's rules, common.process_lock.stale_reason).
+training lease's rules and protocol, common.lease).
 
 The ledger entry is written through the claim (Claim.commit): only while the claim is still
 its owner's and the step has no entry yet; then the claim is removed. On a local disk every
@@ -17,29 +17,23 @@ named by its step: at most a duplicate evaluation, never a duplicate or a lost e
 """
 import contextlib
 import os
-import threading
-import time
-import uuid
 from typing import Callable, Dict, Optional, Set
 
-import tensorflow as tf
 from absl import logging
 
-from common import files, paths, process_lock, tf_config
+from common import files, lease, paths, process_lock, tf_config
 from common.errors import UserError
-from trainer.model_dir import ledger, train_lock
+from trainer.model_dir import ledger
 
 CLAIMS_DIR = 'claims'
 LOCK_NAME = '.lock'
 EXPORTS_LOCK_NAME = '.exports.lock'
-# A bucket's last writer wins: read a claim back after this long to learn who did.
-SETTLE_SECS = 2.0
 
 
 def identity() -> Dict:
     """Who evaluates, as ledger entries and status name it: host, pid and cluster task."""
     role = tf_config.role()
-    owner = train_lock.process_owner()
+    owner = lease.process_owner()
     return {'host': owner['host'], 'pid': owner['pid'],
             'task': f'{role.task_type}{role.index}' if role.task_type else 'local'}
 
@@ -55,12 +49,12 @@ class Claims:
     """The claims of one eval name's checkpoints, made by this process."""
 
     def __init__(self, eval_ledger: ledger.Ledger, eval_files: str,
-                 lease_secs: float = train_lock.LEASE_SECS, settle_secs: float = SETTLE_SECS):
+                 lease_secs: float = lease.LEASE_SECS, settle_secs: float = lease.SETTLE_SECS):
         self.ledger = eval_ledger
         self.eval_files = eval_files
         self.dir = paths.join(eval_ledger.dir, CLAIMS_DIR)
         self.lease_secs, self.settle_secs = lease_secs, settle_secs
-        self.owner = {**train_lock.process_owner(), 'task': identity()['task']}
+        self.owner = {**lease.process_owner(), 'task': identity()['task']}
         self.holders = {}  # step -> the live claim of another job, as last seen
 
     def path(self, step: int) -> str:
@@ -81,34 +75,21 @@ class Claims:
         return {int(match.group(1)) for match in map(ledger.RESULT_NAME.match,
                                                      files.listdir(self.dir)) if match}
 
-    def read(self, step: int) -> Optional[Dict]:
-        try:
-            return files.read_json(self.path(step))
-        except tf.errors.NotFoundError:
-            return None
-        except ValueError:  # torn by a crash mid-write, or not ours: taken over as unreadable
-            return {}
-
-    def write(self, step: int, token: str) -> None:
-        files.write_json_atomic(self.path(step), dict(
-            self.owner, step=step, token=token, eval_files=self.eval_files, renewed=time.time()))
-
     def try_claim(self, step: int) -> Optional['Claim']:
         """This job's claim on step; None when the ledger has it or another live job claims it."""
-        token = uuid.uuid4().hex
+        claim = Claim(self, step)
         with self.guarded():
             if self.ledger.find(step) is not None:
                 return None
-            held = self.read(step)
+            held = claim.read()
             if held is not None and not self._taken_over(step, held):
                 return None
-            self.write(step, token)
-        if not paths.is_local(self.dir):
-            time.sleep(self.settle_secs)  # another job writing at the same moment: one wins
-            if (self.read(step) or {}).get('token') != token:
-                return None
+            claim.write()
+        if not paths.is_local(self.dir) and not claim.settled():
+            return None  # another job wrote at the same moment, and won
         self.holders.pop(step, None)
-        return Claim(self, step, token)
+        claim.keep_renewed(on_lost=lambda held: None)  # commit says so
+        return claim
 
     def _taken_over(self, step: int, held: Dict) -> bool:
         if held.get('eval_files', self.eval_files) != self.eval_files:
@@ -124,50 +105,35 @@ class Claims:
         return True
 
 
-class Claim:
-    """A held claim on one step, renewed by a thread until committed or released (with: ...)."""
+class Claim(lease.LeaseObject):
+    """A claim on one step (common.lease), renewed until committed or released (with: ...)."""
 
-    def __init__(self, claims: Claims, step: int, token: str):
-        self.claims, self.step, self.token = claims, step, token
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._renew, daemon=True)
-        self._thread.start()
-
-    def _still_mine(self) -> bool:
-        return (self.claims.read(self.step) or {}).get('token') == self.token
-
-    def _renew(self) -> None:
-        while not self._stop.wait(self.claims.lease_secs / 4):
-            with self.claims.guarded():
-                if not self._still_mine():
-                    return  # taken over: commit says so
-                self.claims.write(self.step, self.token)
+    def __init__(self, claims: Claims, step: int):
+        super().__init__(claims.path(step), claims.owner, claims.lease_secs, claims.settle_secs,
+                         guard=claims.guarded, step=step, eval_files=claims.eval_files)
+        self.claims, self.step = claims, step
 
     def commit(self, write_entry: Callable[[], Dict]) -> Optional[Dict]:
         """Writes the step's ledger entry (write_entry) if this claim still holds and the ledger
         lacks the step, then removes the claim; None when nothing was written."""
-        self._stop.set()
-        with self.claims.guarded():
-            name = self.claims.ledger.eval_name
-            if not self._still_mine():
-                holder = describe(self.claims.read(self.step))
+        self.stop()
+        with self.guard():
+            held = self.read()
+            if not self.is_mine(held):
                 logging.warning('eval_%s: step %d was taken over by %s while this job evaluated '
                                 'it (silent over --lease_timeout_secs?); this result is dropped',
-                                name, self.step, holder)
+                                self.claims.ledger.eval_name, self.step, describe(held))
                 return None
             entry = None
             if self.claims.ledger.find(self.step) is None:
                 entry = write_entry()
-            files.remove(self.claims.path(self.step))
+            files.remove(self.path)
         return entry
 
     def release(self) -> None:
         """Gives the claim up unless already committed: another job may take the step at once."""
-        self._stop.set()
-        self._thread.join()
-        with self.claims.guarded():
-            if self._still_mine():
-                files.remove(self.claims.path(self.step))
+        self.stop()
+        self.remove_if_mine()
 
     def __enter__(self):
         return self

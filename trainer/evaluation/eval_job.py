@@ -23,8 +23,6 @@ from trainer.evaluation import claims as step_claims, wait_for_trainer
 from trainer.evaluation.export_policy import LedgerExports
 from trainer.model_dir import checkpoints, ledger
 
-POLL_SECS = 1.0
-
 
 class EvalJob:
     def __init__(self, estimator: tf.estimator.Estimator, input_fn: Callable, eval_files: str,
@@ -166,7 +164,7 @@ def continuous_eval(job: EvalJob, model_dir: str, train_steps: Optional[int],
                 logging.info('eval_%s: no new checkpoint in %d s (--eval_timeout_secs); '
                              'stopping after step %d', name, timeout_secs, max(done))
                 return
-            time.sleep(POLL_SECS)
+            time.sleep(checkpoints.POLL_SECS)
         logging.info('eval_%s: evaluated the final checkpoint (step %d); done', name, max(done))
 
 
@@ -230,4 +228,4 @@ def _evaluate_when_claimed(job: EvalJob, step: int, path: str) -> Dict:
         said = _say_once(said, f'eval_{job.ledger.eval_name}: step {step} is being evaluated '
                          f'by {step_claims.describe(job.claims.holders.get(step))}; waiting')
         termination.check()
-        time.sleep(POLL_SECS)
+        time.sleep(checkpoints.POLL_SECS)

@@ -8,7 +8,6 @@ from common import files, paths
 from common.errors import UserError
 from trainer.model_dir import checkpoints, run_files
 
-POLL_SECS = 1.0
 # How long an eval job waits for a model_dir that does not exist yet.
 MODEL_DIR_GRACE_SECS = 120
 
@@ -34,7 +33,7 @@ def wait_for_flags_or_checkpoint(model_dir: str, timeout_secs: float) -> None:
             said_waiting = True
         if time.time() > deadline:
             raise no_checkpoint(model_dir, timeout_secs)
-        time.sleep(POLL_SECS)
+        time.sleep(checkpoints.POLL_SECS)
 
 
 def no_checkpoint(model_dir: str, timeout_secs: float) -> EvalTimeout:
@@ -54,7 +53,7 @@ def wait_for_model_dir(model_dir: str, timeout_secs: float) -> None:
         if time.time() > deadline:
             raise UserError(f'--model_dir={model_dir}: no such folder (waited {grace_secs:.0f} s '
                             'for a trainer to create it); check the path')
-        time.sleep(POLL_SECS)
+        time.sleep(checkpoints.POLL_SECS)
 
 
 def is_final(step: int, model_dir: str, train_steps: Optional[int]) -> bool:
@@ -64,6 +63,6 @@ def is_final(step: int, model_dir: str, train_steps: Optional[int]) -> bool:
     early stopping ends short of it. A record from an earlier, shorter run does not count.
     """
     finished = run_files.train_finished(model_dir)
-    return bool(finished and step >= finished['step'] and
-                (finished['early_stopped'] or train_steps is None
-                 or finished['train_steps'] >= train_steps))
+    return bool(finished and step >= finished.step and
+                (finished.early_stopped or train_steps is None
+                 or finished.train_steps >= train_steps))

@@ -5,7 +5,7 @@ measured on: on training pairs for a single pair set, and, for the 10-fold
 pairs.txt, for each fold on the other nine (LFW's README, "test procedure").
 
 ROC AUC and the best-accuracy threshold are written here (about 40 lines, checked against
-brute force in tests/test_faces.py) rather than taken from scikit-learn's roc_auc_score and
+brute force in tests/test_face_pairs.py) rather than taken from scikit-learn's roc_auc_score and
 roc_curve: scikit-learn and the SciPy it needs would add about 194 MB to the runtime image
 for these two functions (BUILD.md, "Why no scikit-learn at run time").
 """

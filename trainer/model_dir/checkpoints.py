@@ -11,6 +11,9 @@ from common import files, paths
 from common.errors import UserError
 
 CHECKPOINT_INDEX = re.compile(r'^model\.ckpt-(\d+)\.index$')
+# How often a process waiting on another's records in a model_dir (a checkpoint, flags.txt,
+# train_finished.json, a ledger entry) looks again.
+POLL_SECS = 1.0
 
 
 def list_checkpoints(model_dir: str) -> List[Tuple[int, str]]:

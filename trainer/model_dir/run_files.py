@@ -1,4 +1,5 @@
 """What the trainer keeps beside the checkpoints in model_dir."""
+import dataclasses
 import re
 import time
 from typing import Dict, Optional
@@ -11,8 +12,7 @@ from trainer.model_dir import checkpoints
 
 # The flags of the last training run, in --flagfile format: rerun with --flagfile=MODEL_DIR/flags.txt.
 FLAGS_FILE = 'flags.txt'
-# Written by the chief when training ends, so eval jobs know which checkpoint is the final one
-# (on a cluster the last is past --train_steps; after early stopping, short of it).
+# The record of a finished training run (TrainFinished).
 TRAIN_FINISHED_FILE = 'train_finished.json'
 # The data schema a model built from its data was trained on (models.registry.ModelSpec.schema_kind):
 # evaluation and export build the same model without the training files' manifest.
@@ -77,28 +77,45 @@ def read_flagfile(text: str) -> Dict[str, str]:
     return values
 
 
+@dataclasses.dataclass(frozen=True)
+class TrainFinished:
+    """train_finished.json, which the chief writes when training ends: its final step, so that
+    eval jobs know the last checkpoint (on a cluster past --train_steps; after early stopping,
+    short of it)."""
+    step: int
+    train_steps: int
+    early_stopped: bool
+    reason: Optional[str] = None
+    time: Optional[str] = None  # tells this run's record from an earlier one with the same steps
+
+    @classmethod
+    def from_json(cls, record: Dict) -> 'TrainFinished':
+        """Raises ValueError, KeyError or TypeError when record is not one."""
+        return cls(step=int(record['step']), train_steps=int(record['train_steps']),
+                   early_stopped=bool(record['early_stopped']), reason=record.get('reason'),
+                   time=record.get('time'))
+
+    def to_json(self) -> Dict:
+        return dataclasses.asdict(self)
+
+
 def write_train_finished(model_dir: str, train_steps: int, early_stop_reason=None) -> None:
-    # 'time' tells this run's record from an earlier one with the same steps (job_end).
-    files.write_json_atomic(paths.join(model_dir, TRAIN_FINISHED_FILE), {
-        'step': checkpoints.latest_saved_step(model_dir), 'train_steps': train_steps,
-        'early_stopped': bool(early_stop_reason), 'reason': early_stop_reason or 'reached train_steps',
-        'time': time.strftime('%Y-%m-%dT%H:%M:%S%z')})
+    finished = TrainFinished(
+        step=checkpoints.latest_saved_step(model_dir), train_steps=train_steps,
+        early_stopped=bool(early_stop_reason), reason=early_stop_reason or 'reached train_steps',
+        time=time.strftime('%Y-%m-%dT%H:%M:%S%z'))
+    files.write_json_atomic(paths.join(model_dir, TRAIN_FINISHED_FILE), finished.to_json())
 
 
 def clear_train_finished(model_dir: str) -> None:
     files.remove(paths.join(model_dir, TRAIN_FINISHED_FILE))
 
 
-def train_finished(model_dir: str):
+def train_finished(model_dir: str) -> Optional[TrainFinished]:
     """What the last finished training run wrote (its final step...), or None."""
     path = paths.join(model_dir, TRAIN_FINISHED_FILE)
     try:
-        finished = files.read_json(path) if files.exists(path) else None
-        if finished is None:
-            return None
-        return {'step': int(finished['step']), 'train_steps': int(finished['train_steps']),
-                'early_stopped': bool(finished['early_stopped']),
-                'reason': finished.get('reason'), 'time': finished.get('time')}
+        return TrainFinished.from_json(files.read_json(path)) if files.exists(path) else None
     except tf.errors.NotFoundError:  # removed by a new training run since it was listed
         return None
     except (ValueError, KeyError, TypeError) as e:

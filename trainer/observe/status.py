@@ -36,7 +36,7 @@ class Snapshot:
     flags: Dict[str, str]  # the last training run's flags (flags.txt), name -> value as text
     checkpoints: List[int]  # steps of the complete checkpoints kept, oldest first
     latest_checkpoint_age_secs: Optional[float]
-    train_finished: Optional[Dict]  # what the chief recorded when training ended, if it did
+    train_finished: Optional[run_files.TrainFinished]  # recorded by the chief when training ended
     eval_ledgers: Dict[str, List[Dict]]  # eval name -> ledger entries
     exports: Dict[str, Dict]  # export dir -> {'steps': [...], 'pointers': {'best': step}}
     # The last training run's --usr_dir folders -> sha256 of their files (flags.txt).
@@ -68,8 +68,8 @@ def training_summary(snapshot: Snapshot) -> Dict:
                            if latest is not None and train_steps else None)}
     finished = snapshot.train_finished
     if finished:
-        summary.update(state='stopped early' if finished['early_stopped'] else 'finished',
-                       final_step=finished['step'], reason=finished.get('reason'))
+        summary.update(state='stopped early' if finished.early_stopped else 'finished',
+                       final_step=finished.step, reason=finished.reason)
     elif latest is None:
         summary.update(state='no checkpoint yet')
     else:

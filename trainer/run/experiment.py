@@ -222,7 +222,7 @@ class Experiment:
                 next((hook.reason for hook in self.early_stopping_hooks), None))
         if s.wait_for_eval_secs:
             job_end.wait_for_eval(ledger.Ledger(s.model_dir, s.eval_name),
-                                  run_files.train_finished(s.model_dir)['step'],
+                                  run_files.train_finished(s.model_dir).step,
                                   s.wait_for_eval_secs)
 
 

@@ -15,7 +15,6 @@ from absl import logging
 from common import paths, termination
 from trainer.model_dir import checkpoints, ledger, run_files
 
-POLL_SECS = 1.0
 # How long a parameter server told to stop serves on for the chief's last save (within
 # Kubernetes' default 30 s grace period).
 PS_GRACE_SECS = 20
@@ -34,7 +33,7 @@ def wait_for_eval(eval_ledger: ledger.Ledger, final_step: int, wait_secs: float)
                             'after %d s (--wait_for_eval_secs); ending without it',
                             eval_ledger.eval_name, final_step, eval_ledger.path, wait_secs)
             return
-        time.sleep(POLL_SECS)
+        time.sleep(checkpoints.POLL_SECS)
     logging.info('eval job %s recorded the final checkpoint (step %d)', eval_ledger.eval_name,
                  final_step)
 
@@ -66,10 +65,10 @@ def serve_until_training_ends(config: tf.estimator.RunConfig, model_dir: str) ->
             finished = run_files.train_finished(model_dir)
             if finished is not None and finished != earlier:
                 logging.info('training finished at step %d; parameter server done',
-                             finished['step'])
+                             finished.step)
                 return
             latest = tf.train.latest_checkpoint(model_dir)  # before a signal in the sleep
-            time.sleep(POLL_SECS)
+            time.sleep(checkpoints.POLL_SECS)
             if termination.requested():
                 return _serve_for_the_last_save(model_dir, latest)
 
@@ -79,4 +78,4 @@ def _serve_for_the_last_save(model_dir: str, latest_before: str) -> None:
     PS_GRACE_SECS pass (the chief may not be stopping)."""
     deadline = time.time() + PS_GRACE_SECS
     while tf.train.latest_checkpoint(model_dir) == latest_before and time.time() < deadline:
-        time.sleep(POLL_SECS / 4)
+        time.sleep(checkpoints.POLL_SECS / 4)

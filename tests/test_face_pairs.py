@@ -264,7 +264,7 @@ def test_face_model_fns_in_all_modes(module):
             features = {'image_a': tf.random.uniform([4, 64, 64, 1]),
                         'image_b': tf.random.uniform([4, 64, 64, 1])}
             labels = None if mode == 'infer' else tf.constant([1., 0., 1., 0.])
-            return module.model_fn(features, labels, mode, {})
+            return module.model_fn(features, labels, mode, dict(module.DEFAULT_PARAMS))
     train = spec_for(tf.estimator.ModeKeys.TRAIN)
     assert train.train_op is not None and train.loss.shape == ()
     evaluate = spec_for(tf.estimator.ModeKeys.EVAL)
@@ -373,7 +373,8 @@ def test_embedding_views_are_centred_and_mirror_averaged(zoom_views):
             images = tf.constant(pictures)
             spec = face_embedding.model_fn(
                 {'image_a': images, 'image_b': images}, None, tf.estimator.ModeKeys.PREDICT,
-                {'zoom_views': zoom_views, 'flip_average': flip_average})
+                {**face_embedding.DEFAULT_PARAMS, 'zoom_views': zoom_views,
+                 'flip_average': flip_average})
             with tf.compat.v1.Session() as session:
                 session.run(tf.compat.v1.global_variables_initializer())
                 return session.run(spec.predictions['embedding_a'])

@@ -9,13 +9,14 @@ as `prepare csv` writes them.
 """
 import itertools
 import os
+import re
 from typing import Dict, Iterator, List, Optional, Tuple
 
 import tensorflow as tf
 from google.protobuf.message import DecodeError
 
 from common import files, paths
-from common.errors import UserError
+from common.errors import UserError, op_error_summary
 from input_fns import csv_tables, shards, stream_shards, table_schema
 from input_fns import split as data_split
 
@@ -42,9 +43,12 @@ def _records(path_list: List[str]) -> Iterator[Tuple[str, int, tf.train.Example,
             for number, serialized in enumerate(dataset.as_numpy_iterator(), 1):
                 yield path, number, _parse(path, number, serialized), serialized
         except tf.errors.OpError as e:
+            # Eager iteration wraps the cause: '{{function_node ...}} CAUSE [Op:...] name: '.
+            cause = re.sub(r'\{\{function_node [^}]*\}\}\s*|\s*\[Op:.*$', '',
+                           op_error_summary(e))
             raise UserError(f'{path}: not a readable TFRecord file after record {number} '
-                            f'({e.message.splitlines()[0]}); give TFRecord files of tf.Example '
-                            '(plain or GZIP)') from None
+                            f'({cause}); give TFRecord files of tf.Example (plain or GZIP)'
+                            ) from None
 
 
 def _parse(path: str, number: int, serialized: bytes) -> tf.train.Example:

@@ -152,5 +152,6 @@ def test_a_tuner_objective_is_checked_against_what_the_canned_model_reports():
     from trainer.config import search_space
     assert search_space.parse_objective('auc:maximize', 'dnn_classifier').metric == 'auc'
     assert search_space.parse_objective('average_loss:minimize', 'linear_regressor')
+    assert search_space.parse_objective('accuracy:maximize', 'image_classifier')  # 'images' data
     with pytest.raises(UserError, match="linear_regressor's evaluation does not report accuracy"):
         search_space.parse_objective('accuracy:maximize', 'linear_regressor')

@@ -166,6 +166,11 @@ def test_prepare_examples_reads_records_in_place_or_reshards_them(tmp_path):
                           **{**args, 'source': str(tmp_path / '*.gz')})
     assert entries['train']['num_records'] + entries['validation']['num_records'] == 50
 
+    (tmp_path / 'junk.tfrecord').write_bytes(b'not a TFRecord file')
+    with pytest.raises(UserError, match=r'junk.tfrecord: not a readable TFRecord file after '
+                                         r'record 0 \(corrupted record'):
+        run_prepare(example_tables.prepare_examples,
+                    **{**args, 'source': str(tmp_path / 'junk.tfrecord')})
     write_records(tmp_path / 'not_examples.tfrecord', [b'\x00\x01 not a proto'])
     with pytest.raises(UserError, match='record 1: not a tf.Example'):
         run_prepare(example_tables.prepare_examples,

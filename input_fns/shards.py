@@ -32,6 +32,16 @@ def read_manifest(output_dir: str) -> Dict:
     return files.read_json(path)
 
 
+def write_manifest(output_dir: str, manifest: Dict) -> None:
+    write_json_atomic(paths.join(output_dir, MANIFEST_NAME), manifest)
+
+
+def _set_manifest_fields(output_dir: str, **fields) -> None:
+    manifest = read_manifest(output_dir)
+    manifest.update(fields)
+    write_manifest(output_dir, manifest)
+
+
 def _set_manifest_split(output_dir: str, split: str, entry: Optional[Dict],
                         dataset: str) -> None:
     manifest = read_manifest(output_dir)
@@ -41,7 +51,7 @@ def _set_manifest_split(output_dir: str, split: str, entry: Optional[Dict],
         manifest['splits'].pop(split, None)
     else:
         manifest['splits'][split] = entry
-    write_json_atomic(paths.join(output_dir, MANIFEST_NAME), manifest)
+    write_manifest(output_dir, manifest)
 
 
 def update_split(output_dir: str, split: str, entry: Dict) -> None:
@@ -51,17 +61,14 @@ def update_split(output_dir: str, split: str, entry: Dict) -> None:
 
 def set_source_root(output_dir: str, root: str) -> None:
     """Records the folder the records came from (the generator pair sampler reads it)."""
-    manifest = read_manifest(output_dir)
-    manifest['source_root'] = os.path.abspath(root) if paths.is_local(root) else root
-    write_json_atomic(paths.join(output_dir, MANIFEST_NAME), manifest)
+    _set_manifest_fields(output_dir,
+                         source_root=os.path.abspath(root) if paths.is_local(root) else root)
 
 
 def set_schema(output_dir: str, schema: Dict) -> None:
     """Records what the data is (manifest.json's 'schema': its 'kind', features, classes...), for
     the models built from it (models.registry.ModelSpec.schema_kind)."""
-    manifest = read_manifest(output_dir)
-    manifest['schema'] = schema
-    write_json_atomic(paths.join(output_dir, MANIFEST_NAME), manifest)
+    _set_manifest_fields(output_dir, schema=schema)
 
 
 def read_schema(file_pattern: str, flag_name: str) -> Dict:

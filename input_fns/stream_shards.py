@@ -15,7 +15,6 @@ import tensorflow as tf
 from absl import logging
 
 from common import files, paths, termination
-from common.files import write_json_atomic
 from input_fns import shards
 
 
@@ -87,17 +86,16 @@ def publish(output_dir: str, writers: Dict[str, SplitWriter], entries: Dict[str,
 
     entries: {split: shards.split_entry's arguments but the shards}.
     """
-    manifest_path = paths.join(output_dir, shards.MANIFEST_NAME)
     with termination.finish_first(f'putting the shards in place under {output_dir}'):
         manifest = shards.read_manifest(output_dir)
         for split in writers:
             manifest.setdefault('splits', {}).pop(split, None)
-        write_json_atomic(manifest_path, manifest)
+        shards.write_manifest(output_dir, manifest)
         for split, writer in writers.items():
             entries[split] = shards.split_entry(writer.publish(), **entries[split])
         manifest.update(dataset=dataset, schema=schema)
         manifest['splits'].update(entries)
-        write_json_atomic(manifest_path, manifest)
+        shards.write_manifest(output_dir, manifest)
     for split, entry in entries.items():
         logging.info('%s: %d records in %d shards under %s', split, entry['num_records'],
                      len(entry['shards']), output_dir)

@@ -29,8 +29,8 @@ def import_folders(folders: Sequence[Folder]) -> None:
 
 def _modules(folder: Folder) -> List[tuple]:
     """[(module name, file)] to import, with the folder (or its parent) on sys.path."""
-    # local: folder.local is on this machine (a bucket folder was copied to the cache first)
-    if os.path.exists(os.path.join(folder.local, '__init__.py')):
+    # folder.local is on this machine: a bucket folder was copied to the cache first.
+    if os.path.exists(os.path.join(folder.local, '__init__.py')):  # local: see above
         search_path, names = os.path.dirname(folder.local), [os.path.basename(folder.local)]
         found = [(names[0], os.path.join(folder.local, '__init__.py'))]
     else:

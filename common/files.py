@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from common import bucket_probe
 from common.errors import NO_SPACE, UserError
-from common.paths import OBJECT_STORE_SCHEMES, is_local, join, local_path
+from common.paths import OBJECT_STORE_SCHEMES, bucket_of, is_local, join, local_path
 
 
 def _ready(path: str) -> str:
@@ -112,12 +112,20 @@ def isdir(path: str) -> bool:
 
 
 def makedirs(path: str) -> None:
-    """Creates a local folder (and its parents); in a bucket folders exist by their objects."""
-    tf.io.gfile.makedirs(_ready(path))
+    """Creates a local folder (and its parents). In a bucket a folder exists by the objects in
+    it, and nothing is written: TF's gs:// would put an empty 'folder/' marker object for each
+    level (tensorflow-io's s3:// puts none), requests that make an export's version folder
+    visible before its first file."""
+    if path.startswith(OBJECT_STORE_SCHEMES):
+        _ready(path)
+    else:
+        tf.io.gfile.makedirs(_ready(path))
 
 
 def listdir(path: str) -> List[str]:
     """The sorted names in a folder, without trailing slashes; [] when it does not exist."""
+    if path.startswith(OBJECT_STORE_SCHEMES) and path.rstrip('/') == bucket_of(path):
+        path = bucket_of(path) + '/'  # s3:// finds no folder 's3://bucket', only 's3://bucket/'
     if not tf.io.gfile.isdir(_ready(path)):
         return []
     return sorted(name.rstrip('/') for name in tf.io.gfile.listdir(path))

@@ -1,4 +1,4 @@
-"""The object stores' retry and timeout settings where TensorFlow's defaults are wrong here.
+"""The object stores' retry, timeout and cache settings where TensorFlow's defaults are wrong here.
 
 TensorFlow's clients read them from environment variables: TF's GCS filesystem (TSL's
 RetryingGcsFileSystem) when TensorFlow is imported, tensorflow-io's S3 filesystem (the AWS
@@ -25,6 +25,9 @@ DEFAULTS = {
     'GCS_REQUEST_CONNECTION_TIMEOUT_SECS': '10',  # was 120
     'GCS_REQUEST_IDLE_TIMEOUT_SECS': '20',        # no byte for this long; was 60
     'GCS_RETRY_CONFIG_MAX_RETRIES': '3',          # after 1, 2 and 4 s (jittered); was 10
+    # TF's GCS client caches each file's size for 5 s and GFile.read() reads that many bytes: a
+    # file another process rewrote (a lease, a claim, a pointer) read cut short or refused.
+    'GCS_STAT_CACHE_MAX_AGE': '0',                # was 5
 }
 
 

@@ -7,7 +7,10 @@ Its libcurl honours `https_proxy`, so nothing on the host changes: the tests set
 GoogleProxy (127.0.0.1), which answers CONNECT for those two hosts only, presents a certificate
 signed by a CA made for the session (`CURL_CA_BUNDLE`, which TF reads for every request) and
 forwards each request as plain HTTP to its upstream: the server, or anything put between them
-(a fault-injecting proxy: `running_server(upstream=...)`, or `GoogleProxy(upstream)` yourself).
+(a fault-injecting proxy: `running_server(upstream=...)`).
+
+The proxy runs in its own process: a TensorFlow call may hold Python's GIL while it waits for
+the network, which would stall a proxy thread in the same process (a SavedModel export did).
 
 On the way it drops the `Transfer-Encoding: identity` header TF sends on the POST that starts a
 resumable upload (Go's HTTP server answers 501 to it), and turns the upload session URL the
@@ -25,6 +28,7 @@ import socket
 import socketserver
 import ssl
 import subprocess
+import sys
 import threading
 import time
 import types
@@ -32,6 +36,8 @@ import urllib.parse
 import uuid
 
 from tests.s3_server import free_port, stop_server
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 GOOGLE_HOSTS = ('www.googleapis.com', 'storage.googleapis.com')
 ENV_KEYS = ('https_proxy', 'HTTPS_PROXY', 'CURL_CA_BUNDLE', 'GOOGLE_AUTH_TOKEN_FOR_TESTING',
@@ -220,8 +226,7 @@ class GoogleProxy:
     """An HTTPS proxy on 127.0.0.1 for TF's GCS client (module docstring); a context manager.
 
     upstream: (host, port) of a plain-HTTP GCS JSON API server (or of a proxy in front of one).
-    .url is what https_proxy gets; .requests counts the requests forwarded, by method;
-    .upstream is read for every request, so a test may point it elsewhere at any time.
+    .url is what https_proxy gets; .requests counts the requests forwarded, by method.
     """
 
     def __init__(self, upstream, certificate_chain, key, timeout=60, log_path=None):
@@ -285,7 +290,8 @@ def _request(port, method, path, body=None):
 def running_server(folder, set_environ=True, upstream=None):
     """Starts fake-gcs-server (objects in memory) and GoogleProxy on free 127.0.0.1 ports, sets
     the variables of gcs_env in os.environ (child processes inherit them), yields an object with
-    .port (the server's), .proxy, .env and .make_bucket(); stops both and restores os.environ after.
+    .port (the server's), .proxy_url, .env, .make_bucket() and .requests_forwarded(); stops both
+    and restores os.environ after.
 
     upstream: the (host, port) the proxy forwards to instead of the server (a proxy in front of
     it, started by the caller once .port is known: give a callable port -> (host, port)).
@@ -311,9 +317,16 @@ def running_server(folder, set_environ=True, upstream=None):
             time.sleep(0.05)
         certificates = make_test_ca(folder)
         target = upstream(port) if callable(upstream) else (upstream or ('127.0.0.1', port))
-        with GoogleProxy(target, certificates.chain, certificates.key,
-                         log_path=os.path.join(folder, 'proxy.log')) as proxy:
-            env = gcs_env(proxy.url, certificates.ca)
+        proxy_log = os.path.join(folder, 'proxy.log')
+        proxy = subprocess.Popen(
+            [sys.executable, '-m', 'tests.gcs_server', f'{target[0]}:{target[1]}',
+             certificates.chain, certificates.key, proxy_log], cwd=REPO, stdout=subprocess.PIPE,
+            text=True)
+        try:
+            proxy_url = proxy.stdout.readline().strip()
+            if not proxy_url:
+                raise RuntimeError(f'the GCS test proxy did not start (exit {proxy.wait()})')
+            env = gcs_env(proxy_url, certificates.ca)
 
             def make_bucket(prefix='bucket'):
                 name = f'{prefix}-{uuid.uuid4().hex[:8]}'
@@ -323,9 +336,31 @@ def running_server(folder, set_environ=True, upstream=None):
                     raise RuntimeError(f'fake-gcs-server made no bucket {name}: {status} {answer!r}')
                 return name
 
+            def requests_forwarded():
+                """The requests the proxy forwarded so far, by method."""
+                with open(proxy_log) as log:
+                    methods = [line.split(' ', 1)[0] for line in log if ' -> ' in line]
+                return {method: methods.count(method) for method in sorted(set(methods))}
+
             if set_environ:
                 os.environ.update(env)
-            yield types.SimpleNamespace(port=port, proxy=proxy, env=env, make_bucket=make_bucket,
-                                        ca=certificates.ca)
+            yield types.SimpleNamespace(port=port, proxy_url=proxy_url, env=env,
+                                        make_bucket=make_bucket, ca=certificates.ca,
+                                        requests_forwarded=requests_forwarded)
+        finally:
+            stop_server(proxy, {})
     finally:
         stop_server(process, saved)
+
+
+def main(upstream, certificate_chain, key, log_path):
+    """`python -m tests.gcs_server HOST:PORT CHAIN KEY LOG`: GoogleProxy until terminated; prints
+    its URL once it listens."""
+    host, port = upstream.rsplit(':', 1)
+    with GoogleProxy((host, int(port)), certificate_chain, key, log_path=log_path) as proxy:
+        print(proxy.url, flush=True)
+        threading.Event().wait()
+
+
+if __name__ == '__main__':
+    main(*sys.argv[1:])

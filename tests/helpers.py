@@ -86,6 +86,14 @@ def trainer_flags(*args):
     return flags.FLAGS
 
 
+def path_on(store, request, tmp_path, name='model'):
+    """tmp_path/NAME on a local disk, or NAME in a fresh bucket on the S3 ('s3') or GCS ('gcs')
+    test server."""
+    if store == 'local':
+        return str(tmp_path / name)
+    return request.getfixturevalue(f'{store}_bucket') + '/' + name
+
+
 def run_module(module, *args, check=True, timeout=300):
     """Runs `python -m module args` from the repo root, as a user would; returns the CompletedProcess."""
     result = subprocess.run([sys.executable, '-m', module, *args], cwd=REPO, capture_output=True,

@@ -1,5 +1,5 @@
 """trainer.evaluation.claims: eval jobs under one name claim checkpoints; a claim whose owner died
-or went silent is taken over; every step gets one ledger entry, on a local disk and on S3."""
+or went silent is taken over; every step gets one ledger entry, on a local disk, S3 and GCS."""
 import logging
 import subprocess
 import threading
@@ -9,15 +9,11 @@ import pytest
 
 from common import files
 from common.errors import UserError
+from helpers import path_on
 from trainer.evaluation import claims as step_claims
 from trainer.model_dir.ledger import Ledger
 
 DATA = 'data/validation-*'
-
-
-def model_dir_in(store, request, tmp_path):
-    return (request.getfixturevalue('s3_bucket') + '/model' if store == 's3'
-            else str(tmp_path / 'model'))
 
 
 def job_on(model_dir, host, lease_secs=60.0, eval_files=DATA):
@@ -33,9 +29,9 @@ def entry_writer(claims, step):
                                         evaluated_by={'host': claims.owner['host']})
 
 
-@pytest.mark.parametrize('store', ['local', 's3'])
+@pytest.mark.parametrize('store', ['local', 's3', 'gcs'])
 def test_a_claimed_step_is_left_to_its_owner_and_recorded_once(store, request, tmp_path):
-    model_dir = model_dir_in(store, request, tmp_path)
+    model_dir = path_on(store, request, tmp_path)
     first, second = job_on(model_dir, 'host-a'), job_on(model_dir, 'host-b')
     claim = first.try_claim(4)
     assert claim is not None and second.try_claim(4) is None
@@ -67,15 +63,16 @@ def test_a_dead_owners_claim_on_this_host_is_taken_over_at_once(tmp_path, caplog
     assert f'pid {dead.pid} no longer runs on this host' in caplog.text
 
 
-@pytest.mark.parametrize('store', ['local', 's3'])
+@pytest.mark.parametrize('store', ['local', 's3', 'gcs'])
 def test_a_silent_owner_loses_its_claim_and_its_late_result(store, request, tmp_path, caplog):
-    model_dir = model_dir_in(store, request, tmp_path)
-    stalled, live = job_on(model_dir, 'host-a', lease_secs=1.0), job_on(model_dir, 'host-b', 1.0)
+    model_dir = path_on(store, request, tmp_path)
+    # 2 s: a claim on gs:// takes a few requests of up to 0.1 s each on a busy machine
+    stalled, live = job_on(model_dir, 'host-a', lease_secs=2.0), job_on(model_dir, 'host-b', 2.0)
     claim = stalled.try_claim(2)
     claim._stop.set()  # its process hangs: no renewals
     time.sleep(0.6)
     assert live.try_claim(2) is None  # not silent for long enough yet
-    time.sleep(1.0)
+    time.sleep(2.0)
     caplog.set_level(logging.WARNING)
     taken = live.try_claim(2)
     assert taken is not None and 'not renewed for' in caplog.text
@@ -86,11 +83,11 @@ def test_a_silent_owner_loses_its_claim_and_its_late_result(store, request, tmp_
     assert entry['evaluated_by'] == {'host': 'host-b'}
 
 
-@pytest.mark.parametrize('store', ['local', 's3'])
+@pytest.mark.parametrize('store', ['local', 's3', pytest.param('gcs', marks=pytest.mark.slow)])
 def test_racing_jobs_leave_one_entry_per_step(store, request, tmp_path):
     """Three jobs claim the same 8 steps at once: on a local disk each step is evaluated
-    once; on S3 at most twice, and the ledger still has one entry per step, none missing."""
-    model_dir, steps = model_dir_in(store, request, tmp_path), range(0, 16, 2)
+    once; in a bucket at most twice, and the ledger still has one entry per step, none missing."""
+    model_dir, steps = path_on(store, request, tmp_path), range(0, 16, 2)
     evaluations = {host: [] for host in ('host-a', 'host-b', 'host-c')}
 
     def run(host):

@@ -60,6 +60,19 @@ def test_glob_copy_and_remove_tree(root):
     assert 'model.ckpt-10.index' not in files.listdir(copy)
 
 
+@pytest.mark.parametrize('store', ['s3', 'gcs'])
+def test_a_folder_in_a_bucket_is_its_objects_alone(store, request):
+    bucket = request.getfixturevalue(f'{store}_bucket')
+    files.makedirs(f'{bucket}/made/empty')  # no marker object ('made/') on either store
+    assert files.listdir(bucket) == [] and not files.isdir(f'{bucket}/made')
+    files.write_text_atomic(f'{bucket}/made/deep/x.txt', 'x')
+    files.copy_tree(f'{bucket}/made', f'{bucket}/copy')
+    assert files.listdir(bucket) == files.listdir(bucket + '/') == ['copy', 'made']  # the root too
+    assert files.listdir(f'{bucket}/copy') == ['deep']
+    files.remove_tree(f'{bucket}/copy')
+    assert files.listdir(bucket) == ['made']
+
+
 def test_join_keeps_urls():
     assert paths.join('s3://b/m', 'eval_x', 'results') == 's3://b/m/eval_x/results'
     assert paths.bucket_of('gs://bucket/a/b') == 'gs://bucket'

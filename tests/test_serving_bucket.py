@@ -1,7 +1,12 @@
 """A version copied into a bucket never looks loadable before it is whole (issue 27, item 3):
 TF Serving loads any version folder that holds saved_model.pb, and knows nothing of
-export_complete.json."""
+export_complete.json. On s3:// and gs:// (where TF's makedirs also writes folder markers)."""
+import json
+import urllib.parse
+import urllib.request
+
 import boto3
+import pytest
 import tensorflow as tf
 
 from common import files, paths
@@ -10,20 +15,42 @@ from trainer.run import experiment
 from trainer.serving import export
 
 
-def listing(s3_server, bucket, prefix):
-    """What another S3 client (TF Serving's poll) sees under prefix now, relative names."""
-    client = boto3.client('s3', endpoint_url=s3_server.env['S3_ENDPOINT'],
-                          region_name=s3_server.env['AWS_REGION'],
+def s3_listing(server, bucket, prefix):
+    client = boto3.client('s3', endpoint_url=server.env['S3_ENDPOINT'],
+                          region_name=server.env['AWS_REGION'],
                           aws_access_key_id='testing', aws_secret_access_key='testing')
     pages = client.get_paginator('list_objects_v2').paginate(Bucket=bucket, Prefix=prefix)
-    return frozenset(item['Key'][len(prefix):] for page in pages for item in page.get('Contents', []))
+    return [item['Key'] for page in pages for item in page.get('Contents', [])]
 
 
+def gcs_listing(server, bucket, prefix):
+    names, token = [], ''
+    while True:  # the JSON API, straight to the server
+        query = urllib.parse.urlencode({'prefix': prefix, 'pageToken': token})
+        with urllib.request.urlopen(f'http://127.0.0.1:{server.port}/storage/v1/b/{bucket}/o?'
+                                    f'{query}', timeout=10) as answer:
+            page = json.load(answer)
+        names += [item['name'] for item in page.get('items', [])]
+        token = page.get('nextPageToken')
+        if not token:
+            return names
+
+
+LISTINGS = {'s3': s3_listing, 'gcs': gcs_listing}
+
+
+def listing(store, server, bucket, prefix):
+    """What another client (TF Serving's poll) sees under prefix now, relative names."""
+    return frozenset(name[len(prefix):] for name in LISTINGS[store](server, bucket, prefix))
+
+
+@pytest.mark.parametrize('store', sorted(LISTINGS))
 def test_saved_model_pb_is_put_last_and_an_older_copy_loses_it_first(
-        trained_model, s3_server, s3_bucket, monkeypatch):
-    bucket = s3_bucket[len('s3://'):]
+        store, trained_model, request, monkeypatch):
+    server, url = request.getfixturevalue(f'{store}_server'), request.getfixturevalue(f'{store}_bucket')
+    bucket = url.split('://', 1)[1]
     settings = experiment.Settings(mode='export', model_dir=trained_model,
-                                   export_dir=f'{s3_bucket}/exports')
+                                   export_dir=f'{url}/exports')
     run = experiment.build(settings, registry.get('mnist_cnn'))
     version = 'exports/4/'
     seen = []  # the listing of the version folder after every object written or removed
@@ -31,7 +58,7 @@ def test_saved_model_pb_is_put_last_and_an_older_copy_loses_it_first(
     def listed_after(operation):
         def wrapped(*args, **kwargs):
             result = operation(*args, **kwargs)
-            seen.append(listing(s3_server, bucket, version))
+            seen.append(listing(store, server, bucket, version))
             return result
         return wrapped
 
@@ -51,7 +78,7 @@ def test_saved_model_pb_is_put_last_and_an_older_copy_loses_it_first(
     monkeypatch.setattr(files, 'remove_tree', remove_deepest_first)
     for _ in range(2):  # the second time over a complete copy of the same version
         run.export_checkpoint(f'{trained_model}/model.ckpt-4')
-        seen.append(listing(s3_server, bucket, version))  # marked complete
+        seen.append(listing(store, server, bucket, version))  # marked complete
 
     whole = seen[-1]
     assert {export.SAVED_MODEL_PB, export.COMPLETE_MARKER, 'variables/variables.index'} <= whole

@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from common import store_settings
+from common import files, store_settings
 from helpers import REPO
 
 
@@ -33,3 +33,25 @@ def gcs_retry_config_logged(**env):
 def test_tensorflow_gcs_client_reads_them_and_a_user_value_wins():
     assert gcs_retry_config_logged().endswith('max_retries = 3')
     assert gcs_retry_config_logged(GCS_RETRY_CONFIG_MAX_RETRIES='6').endswith('max_retries = 6')
+
+
+def test_a_file_another_process_rewrote_is_read_whole_on_gs(gcs_bucket):
+    """TF's default caches a gs:// file's size for 5 s, and GFile.read() reads that many bytes:
+    a lease or claim rewritten longer by another process read cut short ('{"a": 1,')."""
+    path = f'{gcs_bucket}/lease.json'
+    files.write_text_atomic(path, '{"a": 1}')
+    environ = {name: value for name, value in os.environ.items()
+               if name not in store_settings.DEFAULTS}
+    reader = subprocess.Popen(
+        [sys.executable, '-c', 'import sys, trainer\nfrom common import files\nfor _ in "12":\n'
+         '    print(files.read_text(sys.argv[1]), flush=True)\n    sys.stdin.readline()', path],
+        cwd=REPO, env=environ, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert reader.stdout.readline() == '{"a": 1}\n'
+        files.write_text_atomic(path, '{"a": 1, "longer": 2}')  # this process: another writer
+        reader.stdin.write('\n')
+        reader.stdin.flush()
+        assert reader.stdout.readline() == '{"a": 1, "longer": 2}\n'
+    finally:
+        reader.stdin.close()
+        assert reader.wait(timeout=60) == 0

@@ -12,7 +12,7 @@ import pytest
 
 from common import files, lease
 from common.errors import UserError
-from helpers import wait_for_log
+from helpers import path_on, wait_for_log
 from pid_namespace import start_as_pid1, unavailable_reason
 from trainer.model_dir import checkpoints, train_lock
 
@@ -28,11 +28,9 @@ def test_local_lock_refuses_a_second_holder_until_released(tmp_path):
     second.release()
 
 
-@pytest.mark.parametrize('store', ['s3', 'local'])
+@pytest.mark.parametrize('store', ['s3', 'gcs', 'local'])
 def test_bucket_lease_is_refreshed_and_taken_over_only_after_it_expires(store, request, tmp_path):
-    # On the S3 test server, and on a local folder standing in for any other bucket.
-    model_dir = (request.getfixturevalue('s3_bucket') + '/model' if store == 's3'
-                 else str(tmp_path / 'model'))
+    model_dir = lease_model_dir(store, request, tmp_path)
     first = train_lock.Lease(model_dir, lease_secs=1.0, settle_secs=0)
     first.acquire()
     time.sleep(1.5)  # past the first expiry: only the refreshes keep it
@@ -58,9 +56,8 @@ def test_a_file_url_model_dir_gets_the_os_lock_not_a_lease(tmp_path):
 
 
 def lease_model_dir(store, request, tmp_path):
-    """On the S3 test server, or on a local folder standing in for any other bucket."""
-    return (request.getfixturevalue('s3_bucket') + '/model' if store == 's3'
-            else str(tmp_path / 'model'))
+    """On a test server's bucket, or on a local folder standing in for any other bucket."""
+    return path_on(store, request, tmp_path)
 
 
 def dead_pid() -> int:
@@ -77,7 +74,7 @@ def write_lease(model_dir, **holder):
         'renewed': time.time(), **holder})
 
 
-@pytest.mark.parametrize('store', ['s3', 'local'])
+@pytest.mark.parametrize('store', ['s3', 'gcs', 'local'])
 def test_a_stale_lease_is_taken_over_in_one_line_saying_why(store, request, tmp_path, caplog):
     model_dir = lease_model_dir(store, request, tmp_path)
     pid = dead_pid()
@@ -105,7 +102,7 @@ def test_a_stale_lease_is_taken_over_in_one_line_saying_why(store, request, tmp_
         taking.release()
 
 
-@pytest.mark.parametrize('store', ['s3', 'local'])
+@pytest.mark.parametrize('store', ['s3', 'gcs', 'local'])
 def test_a_live_holder_keeps_its_lease(store, request, tmp_path):
     model_dir = lease_model_dir(store, request, tmp_path)
     live = [{'host': 'another-host', 'pid': 1},  # renewed just now

@@ -12,7 +12,8 @@ once the chief has written train_finished.json). Any task failing, Ctrl-C or SIG
 stops every task: each gets SIGTERM, so the chief saves the step it reached.
 
 The replica flags are deploy's (trainer/cluster/replicas.py). Where the system allows it,
-the launcher and its tasks run in a private network namespace (private_network.py).
+the launcher and its tasks run in a private network namespace (private_network.py), unless a
+path is in a bucket: the tasks must reach it over the network.
 """
 import ctypes
 import json
@@ -26,7 +27,7 @@ import time
 
 from absl import flags, logging
 
-from common import cli, tf_config
+from common import cli, paths, tf_config
 from common.errors import UserError
 from trainer.cluster import private_network, replicas
 
@@ -143,7 +144,18 @@ def main(argv):
     if cluster_replicas.sync:  # all-reduce across the chief and workers
         trainer_args = [*trainer_args, '--distribution=multi_worker_mirrored']
     if FLAGS.cluster_private_network:
-        private_network.enter('trainer.cluster.local_cluster')
+        buckets = bucket_paths(trainer_args)
+        if not buckets:
+            private_network.enter('trainer.cluster.local_cluster')
+        elif FLAGS['cluster_private_network'].present:
+            raise UserError(f'--cluster_private_network: the tasks could not reach {buckets[0]} '
+                            'from a private network namespace (it has only loopback); drop the '
+                            'flag, or give local paths')
+        else:
+            logging.warning('%s is in a bucket, which the tasks reach over the network: no private '
+                            'network namespace, so the task ports are open on all interfaces '
+                            'while the cluster runs, and TensorFlow\'s runtime has no '
+                            'authentication', buckets[0])
     cluster = Cluster(trainer_args, cluster_replicas.evaluators, cluster_replicas.workers,
                       cluster_replicas.ps)
     try:  # SIGTERM or Ctrl-C raise here (common.termination); the tasks get SIGTERM in turn
@@ -151,6 +163,13 @@ def main(argv):
         return cluster.wait()
     finally:
         cluster.stop_all()
+
+
+def bucket_paths(trainer_args):
+    """The bucket paths (gs://, s3://...) among the tasks' flags: a private network namespace
+    has only loopback, so the tasks could not reach them from inside one."""
+    values = [arg.split('=', 1)[1] for arg in trainer_args if arg.startswith('--') and '=' in arg]
+    return [path for value in values for path in value.split(',') if paths.is_bucket(path)]
 
 
 def evaluators_flag() -> str:
@@ -163,7 +182,8 @@ def define_cluster_flags():
     replicas.define_flags()
     flags.DEFINE_boolean('cluster_private_network', True, 'Run the tasks in a private network '
                          'namespace (unshare --user --net) so that nothing outside can reach '
-                         'their ports; where the system does not allow it, warn and run without.')
+                         'their ports; where the system does not allow it, or a path is in a '
+                         'bucket (the namespace has only loopback), warn and run without.')
 
 
 if __name__ == '__main__':

@@ -1,5 +1,5 @@
 """The bench's image-folder rows (sections 10 and 11 of `./run.sh bench`); alone:
-`python -m benchmarks.image_bench [--quick]` (the bench's own flags apply).
+`python -m benchmarks.image_bench [--quick]` (benchmarks/image_bench.py).
 
 On a generated class-folder tree (--image_photos JPEG photos in 5 classes, 80 to 240 pixels a
 side, noise with a class colour):
@@ -91,14 +91,3 @@ def image_rows(work_dir: str, results, measure, dataset_turn, training_turn) -> 
     return (f'generated: {FLAGS.image_photos:,} JPEG photos, {len(CLASSES)} classes, 80-240 px, '
             f'fitted to {size}x{size}x3; batch {batch_size}')
 
-
-def main(argv):
-    from benchmarks import input_bench  # which imports this module: imported here, not above
-    return input_bench.main(argv, sections=('images',))
-
-
-if __name__ == '__main__':
-    from benchmarks import input_bench
-    from common import cli
-    input_bench.define_flags()
-    cli.run(main, own_modules=[])  # bad flags: one line, exit 2

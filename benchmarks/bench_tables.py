@@ -1,5 +1,5 @@
 """The bench's table rows (sections 12 and 13 of `./run.sh bench`); alone:
-`python -m benchmarks.table_bench [--quick]` (the bench's own flags apply).
+`python -m benchmarks.table_bench [--quick]` (benchmarks/table_bench.py).
 
 On a generated CSV (--table_rows rows like a census table: 5 number and 4 text columns, a
 few cells missing, a binary text label):
@@ -167,17 +167,3 @@ def large_csv_figure(gigabytes: float) -> dict:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
-
-def main(argv):
-    if FLAGS.table_csv_gb:
-        print(large_csv_figure(FLAGS.table_csv_gb), flush=True)
-        return 0
-    from benchmarks import input_bench  # which imports this module: imported here, not above
-    return input_bench.main(argv, sections=('tables',))
-
-
-if __name__ == '__main__':
-    from benchmarks import input_bench
-    from common import cli
-    input_bench.define_flags()
-    cli.run(main, own_modules=[])  # bad flags: one line, exit 2

@@ -1,0 +1,21 @@
+"""`python -m benchmarks.table_bench [--quick]`: the bench's table sections (12 and 13 of
+`./run.sh bench`, benchmarks/bench_tables.py) alone, or with --table_csv_gb=N the large-CSV
+figure instead; the bench's own flags apply."""
+from absl import flags
+
+from benchmarks import bench_tables, input_bench
+from common import cli
+
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+    if FLAGS.table_csv_gb:
+        print(bench_tables.large_csv_figure(FLAGS.table_csv_gb), flush=True)
+        return 0
+    return input_bench.main(argv, sections=('tables',))
+
+
+if __name__ == '__main__':
+    input_bench.define_flags()
+    cli.run(main, own_modules=[])  # bad flags: one line, exit 2

@@ -101,8 +101,21 @@ def test_a_stale_lease_is_taken_over_in_one_line_saying_why(store, request, tmp_
                     f'2024-01-01T00:00:00+0000): {reason}')
         # the age is read a moment after the lease was written: a slow store adds a second
         assert re.fullmatch(re.escape(expected).replace('200', '20[0-9]'), line), line
-        assert taking.read()['token'] == taking.token
+        assert taking.read().token == taking.token
         taking.release()
+
+
+def test_a_torn_lease_is_taken_over_as_unreadable(tmp_path, caplog):
+    model_dir = str(tmp_path / 'model')
+    os.makedirs(model_dir)
+    with open(f'{model_dir}/{train_lock.LEASE_NAME}', 'w') as f:
+        f.write('{"host": "h", "pid": 7, "tok')  # what a reader may see of a write under way
+    taking = train_lock.Lease(model_dir, lease_secs=120, settle_secs=0)
+    with caplog.at_level(logging.WARNING):
+        taking.acquire()
+    assert (f'taking over the training lease {model_dir}/train.lease (pid ? on ?, since ?): '
+            'it is unreadable') in caplog.text
+    taking.release()
 
 
 @pytest.mark.parametrize('store', ['s3', 'local'])

@@ -17,6 +17,7 @@ import uuid
 from typing import Callable, ContextManager, Dict, Optional
 
 import tensorflow as tf
+from absl import logging
 
 from common import files, process_lock
 from common.records import NUMBER, field
@@ -157,18 +158,24 @@ class LeaseObject:
 
     def keep_renewed(self, on_lost: Callable[[Optional[LeaseRecord]], None]) -> None:
         """Renews the object every lease_secs / 4 from a thread until stop(); once another
-        process has taken it over (or removed it), calls on_lost with what it holds and stops."""
+        process has taken it over (or removed it), calls on_lost with what it holds and stops.
+        A store error is logged and the next renewal tried: it is not a lost lease."""
         self._thread = threading.Thread(target=self._renew, args=(on_lost,), daemon=True)
         self._thread.start()
 
     def _renew(self, on_lost: Callable[[Optional[LeaseRecord]], None]) -> None:
         while not self._stop.wait(self.lease_secs / 4):
-            with self.guard():
-                held = self.read()
-                if not self.is_mine(held):
-                    on_lost(held)
-                    return
-                self.write()
+            try:
+                with self.guard():
+                    held = self.read()
+                    if not self.is_mine(held):
+                        on_lost(held)
+                        return
+                    self.write()
+            except (tf.errors.OpError, OSError) as error:
+                first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+                logging.warning('could not renew %s (%s); trying again in %g s', self.path,
+                                first_line, self.lease_secs / 4)
 
     def stop(self) -> None:
         """Stops renewing (at once; a renewal under way finishes first)."""

@@ -68,8 +68,8 @@ def _check_s3_endpoint(path: str) -> Optional[str]:
     return None
 
 
-def _probe_bucket(path: str) -> Optional[str]:
-    bucket = paths.bucket_of(path)
+def _probe_bucket(path: str, bucket: str) -> Optional[str]:
+    """Why path's bucket (gs://NAME or s3://NAME) does not answer, or None."""
     if bucket.startswith('s3://'):
         problem = _check_s3_endpoint(path)
         if problem:
@@ -95,7 +95,8 @@ def check_bucket(path: str) -> None:
     if bucket not in _probed_buckets:
         answer = []
         # Filesystem calls cannot be interrupted: a daemon thread lets us give up on them.
-        worker = threading.Thread(target=lambda: answer.append(_probe_bucket(path)), daemon=True)
+        worker = threading.Thread(target=lambda: answer.append(_probe_bucket(path, bucket)),
+                                  daemon=True)
         worker.start()
         worker.join(PROBE_TIMEOUT_SECS)
         if not answer:

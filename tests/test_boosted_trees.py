@@ -1,14 +1,17 @@
 """boosted_trees_classifier and _regressor over a prepared table, through the CLI: they learn an
 interaction the linear models cannot, stop once every tree is grown (also when resumed), the eval
-job exports them and the export serves every signature; bad params and distribution are one line."""
+job exports them and the export serves every signature; bad params and distribution are one line.
+(Predict on CSV and JSON lines runs an export's signatures whatever the model: test_canned.py.)"""
 import json
 import os
 
 import pytest
 import tensorflow as tf
+import yaml
 
 from common.errors import UserError
-from helpers import assert_one_line_error
+from helpers import assert_one_line_error, run_module
+from input_fns import table_records
 from models import boosted_trees
 from serving_loader_checks import replayed_warmup
 from test_canned import files_flags, prepared, trainer
@@ -47,7 +50,8 @@ def evaluated(folder):
 def test_training_stops_when_every_tree_is_grown_and_resumes_to_the_same_end(grown):
     folder, common, resumed = grown
     assert f'all 6 trees are grown (step {ALL_GROWN}); training ends' in resumed.stderr
-    assert json.load(open(f'{folder}/run/train_finished.json'))['step'] == ALL_GROWN
+    finished = json.load(open(f'{folder}/run/train_finished.json'))
+    assert (finished['step'], finished['reason']) == (ALL_GROWN, 'the model ended training')
     reader = tf.train.load_checkpoint(f'{folder}/run')
     assert reader.get_tensor('boosted_trees/phases_done') == 6 * 3 + 1
     metrics = evaluated(folder)
@@ -71,27 +75,28 @@ def test_the_eval_job_exports_the_best_and_it_serves_every_signature(grown):
                                          color=tf.constant(['blue', 'red', 'red']),
                                          x=tf.constant([0.5, 0.5, 0.5]))
     assert rest['classes'].numpy()[:, 0].tolist() == [b'rich', b'rich', b'poor']
-    rows = f'{folder}/rows.jsonl'
-    with open(rows, 'w') as f:
-        f.write('{"age": 75, "color": "green"}\n{"age": 19, "color": "purple"}\n')
-    lines = trainer('--mode=predict', f'--saved_model={export_dir}/best',
-                    rows).stdout.strip().splitlines()
-    assert [json.loads(line)['classes'] for line in lines] == ['rich', 'poor']
+    examples = [table_records.encode_example(['age', 'color'], ['int', 'string'], [75, 'green']),
+                table_records.encode_example(['age'], ['int'], [19])]  # color missing: OOV
+    classified = signatures['classify'](inputs=tf.constant(examples))
+    best = classified['scores'].numpy().argmax(axis=1)
+    assert [classified['classes'].numpy()[row, column] for row, column in enumerate(best)] == [
+        b'rich', b'poor']
 
 
-def test_three_classes_and_a_number_label(tmp_path_factory):
+def test_three_classes(tmp_path_factory):
     three = prepared(tmp_path_factory, 'three_trees',
                      lambda age, color, x: 'a' if age < 38 else 'b' if age < 60 else 'c')
-    common = ['--model=boosted_trees_classifier', f'--model_dir={three}/run',
-              *files_flags(three), *TREES]
-    trainer(*common, '--mode=train_and_evaluate', '--train_steps=1000')
+    trainer('--model=boosted_trees_classifier', f'--model_dir={three}/run', *files_flags(three),
+            *TREES, '--mode=train_and_evaluate', '--train_steps=1000')
     metrics = evaluated(three)
     assert metrics['accuracy'] >= 0.9 and 'accuracy_of_class/c' in metrics, metrics
+
+
+def test_a_number_label(tmp_path_factory):
     number = prepared(tmp_path_factory, 'number_trees',
                       lambda age, color, x: round(age * 0.1 + (2 if color == 'red' else 0), 3))
-    common = ['--model=boosted_trees_regressor', f'--model_dir={number}/run',
-              *files_flags(number), *TREES]
-    trainer(*common, '--mode=train_and_evaluate', '--train_steps=1000')
+    trainer('--model=boosted_trees_regressor', f'--model_dir={number}/run', *files_flags(number),
+            *TREES, '--mode=train_and_evaluate', '--train_steps=1000')
     metrics = evaluated(number)
     assert metrics['average_loss'] < 0.5, metrics  # the label's variance is about 4
 
@@ -110,3 +115,21 @@ def test_bad_params_and_distribution_are_one_line(grown, tmp_path):
     assert_one_line_error(result, 2, '--distribution=mirrored: boosted_trees_classifier trains '
                           'in one process')
     assert not os.path.exists(f'{tmp_path}/run/flags.txt')
+
+
+def test_katib_tunes_its_params_with_trials_of_a_chief_alone():
+    replicas = ['--name=trees', '--image=gcr.io/project/trainer:1', '--evaluator']
+    search = ['--objective=auc:maximize', '--param=max_depth:int:2:6',
+              '--param=l2_regularization:double:0.001:1:log', '--max_trials=4']
+    trainer_flags = ['--', '--model=boosted_trees_classifier', '--model_dir=gs://b/trees',
+                     '--train_files=gs://b/data/train-*', '--eval_files=gs://b/data/validation-*']
+    result = run_module('trainer.deploy', 'katib', *replicas, '--workers=1', '--ps=1', *search,
+                        *trainer_flags, check=False)
+    assert_one_line_error(result, 2, '--workers=1 --ps=1: boosted_trees_classifier trains in one '
+                          'process; give --workers=0 --ps=0')
+    experiment = yaml.safe_load(run_module('trainer.deploy', 'katib', *replicas, '--workers=0',
+                                           '--ps=0', *search, *trainer_flags).stdout)
+    names = [parameter['name'] for parameter in experiment['spec']['parameters']]
+    assert names == ['max_depth', 'l2_regularization']
+    trial = yaml.safe_dump(experiment['spec']['trialTemplate'])
+    assert '--max_depth=${trialParameters.max_depth}' in trial and 'Worker' not in trial

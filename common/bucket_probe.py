@@ -12,8 +12,6 @@ import threading
 import urllib.parse
 from typing import Optional
 
-import tensorflow as tf
-
 from common import paths
 from common.errors import UserError
 
@@ -74,6 +72,7 @@ def _probe_bucket(path: str, bucket: str) -> Optional[str]:
         problem = _check_s3_endpoint(path)
         if problem:
             return problem
+    import tensorflow as tf  # here, so commands that never touch a bucket (deploy) start without it
     if not tf.io.gfile.isdir(bucket + '/'):
         keys = ('S3_ENDPOINT, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION'
                 if bucket.startswith('s3://') else 'GOOGLE_APPLICATION_CREDENTIALS')

@@ -74,6 +74,8 @@ def test_second_trainer_on_one_model_dir_stops_naming_the_first(digit_shards, tm
         first.wait()
 
 
+# test_cli's test_ctrl_c_exits_130_and_says_how_to_resume is this path in the default suite.
+@pytest.mark.slow  # ./run.sh test-slow
 def test_ctrl_c_during_training_is_one_line(digit_shards, tmp_path):
     args = train_args(tmp_path / 'model', digit_shards, 1_000_000, '--log_every_n_steps=1')
     trainer = start_module('trainer.main', *args, log_path=tmp_path / 'train.log')
@@ -135,8 +137,13 @@ def save_with_one_weight_changed(model_dir, step, change):
     return changed
 
 
+# Each mode and each change is in the default suite; the other pairs of them in the slow one.
+SLOW = pytest.mark.slow  # ./run.sh test-slow
+
+
 @pytest.mark.parametrize('change, mode', [('widen', 'evaluate'), ('widen', 'export'),
-                                          ('widen', 'train'), ('drop', 'evaluate'),
+                                          pytest.param('widen', 'train', marks=SLOW),
+                                          pytest.param('drop', 'evaluate', marks=SLOW),
                                           ('drop', 'train')])
 def test_checkpoint_that_does_not_fit_is_one_line_error_naming_it(trained_model, digit_shards,
                                                                   tmp_path, change, mode):

@@ -16,8 +16,10 @@ import uuid
 from typing import Callable, ContextManager, Dict, Optional
 
 import tensorflow as tf
+from absl import logging
 
 from common import files, process_lock
+from common.errors import StoreError
 
 LEASE_SECS = 120
 # A bucket's last writer wins: read the object back after this long to learn who did.
@@ -97,12 +99,15 @@ class LeaseObject:
 
     def _renew(self, on_lost: Callable[[Dict], None]) -> None:
         while not self._stop.wait(self.lease_secs / 4):
-            with self.guard():
-                held = self.read()
-                if not self.is_mine(held):
-                    on_lost(held or {})
-                    return
-                self.write()
+            try:
+                with self.guard():
+                    held = self.read()
+                    if not self.is_mine(held):
+                        on_lost(held or {})
+                        return
+                    self.write()
+            except StoreError as e:  # a renewal missed is no loss: the next one is due long before
+                logging.warning('could not renew %s: %s', self.path, e)
 
     def stop(self) -> None:
         """Stops renewing (at once; a renewal under way finishes first)."""

@@ -10,7 +10,7 @@ import os
 import ssl
 import threading
 import urllib.parse
-from typing import Optional
+from typing import Callable, Optional, TypeVar
 
 import tensorflow as tf
 
@@ -21,6 +21,12 @@ from common.errors import UserError
 PROBE_TIMEOUT_SECS = 20.0
 ENDPOINT_TIMEOUT_SECS = 8.0
 
+# tensorflow-io's stat answers "does not exist" (False), and a glob nothing, when its requests
+# fail (500, 503, 429, resets): an s3:// "no" is asked this many times before it is believed. A bucket probed as
+# missing would stop the run with the wrong advice; a manifest read as missing would be
+# rewritten without the splits it had.
+S3_STAT_ASKS = 3
+T = TypeVar('T')
 _probed_buckets = {}  # 's3://bucket' -> None (fine) or the UserError message
 _s3_loaded = False
 
@@ -68,13 +74,24 @@ def _check_s3_endpoint(path: str) -> Optional[str]:
     return None
 
 
+def asked_again(ask: Callable[[], T], path: str) -> T:
+    """ask() about path (exists, isdir, a glob); on s3://, a False or empty answer asked again
+    (S3_STAT_ASKS)."""
+    answer = ask()
+    for _ in range(S3_STAT_ASKS - 1 if path.startswith('s3://') else 0):
+        if answer:
+            break
+        answer = ask()
+    return answer
+
+
 def _probe_bucket(path: str) -> Optional[str]:
     bucket = paths.bucket_of(path)
     if bucket.startswith('s3://'):
         problem = _check_s3_endpoint(path)
         if problem:
             return problem
-    if not tf.io.gfile.isdir(bucket + '/'):
+    if not asked_again(lambda: tf.io.gfile.isdir(bucket + '/'), bucket):
         keys = ('S3_ENDPOINT, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION'
                 if bucket.startswith('s3://') else 'GOOGLE_APPLICATION_CREDENTIALS')
         return (f'{path}: bucket {bucket} does not exist or these credentials cannot read it; '

@@ -7,71 +7,28 @@ so the writers here only ever write whole files: locally through a temporary nam
 rename, in a bucket as one object put (which is atomic by itself). Each bucket is probed
 before its first use (common.bucket_probe).
 
-A bucket fails now and then (500, 503 SlowDown, 429, a reset connection, a stall) beyond what
-TensorFlow's clients retry: the operations here try again with backoff (in_store), then stop
-with one line naming the path and the operation (StoreError, exit 1); the same command resumes.
+A bucket's transient failures are tried again (common.store_retries), then one line naming
+the path and the operation.
 """
 import json
 import os
 import posixpath
-import random
 import shutil
 import socket
-import time
-from typing import Callable, List, TypeVar
+from typing import List
 
 import numpy as np
 import tensorflow as tf
-from absl import logging
 
 from common import bucket_probe
-from common.errors import NO_SPACE, StoreError, UserError, op_error_summary
+from common.errors import NO_SPACE, UserError
 from common.paths import OBJECT_STORE_SCHEMES, is_local, join, local_path
-
-# What a store's failures become once TensorFlow's client has retried them (tensorflow-io: a
-# 500 or 503 is InternalError, a 429 UnknownError; TF's GCS client: UnavailableError...).
-TRANSIENT_ERRORS = (tf.errors.UnavailableError, tf.errors.InternalError, tf.errors.UnknownError,
-                    tf.errors.AbortedError, tf.errors.DeadlineExceededError,
-                    tf.errors.ResourceExhaustedError)
-STORE_TRIES = 4
-STORE_BACKOFF_SECS = 1.0  # before the 2nd try; doubled each time, jittered
-# tensorflow-io's stat answers "does not exist" when its requests fail: an s3:// "no" is asked
-# this many times before it is believed (a manifest read as missing would be rewritten without
-# the splits it had).
-S3_STAT_ASKS = 3
-T = TypeVar('T')
+from common.store_retries import in_store
 
 
 def _ready(path: str) -> str:
     bucket_probe.check_bucket(path)
     return path
-
-
-def in_store(operation: str, path: str, call: Callable[[], T]) -> T:
-    """call() (an operation on path), tried again with backoff while a bucket fails transiently;
-    after STORE_TRIES tries, StoreError naming the operation and the path."""
-    if not path.startswith(OBJECT_STORE_SCHEMES):
-        return call()
-    for attempt in range(1, STORE_TRIES + 1):
-        try:
-            return call()
-        except TRANSIENT_ERRORS as e:
-            reason = f'{type(e).__name__}: {op_error_summary(e)}'
-            if attempt == STORE_TRIES:
-                raise StoreError(f'{operation} {path} failed {STORE_TRIES} times, the last with '
-                                 f'{reason}; the store keeps failing: run the same command '
-                                 'again once it answers') from e
-            delay = STORE_BACKOFF_SECS * 2 ** (attempt - 1) * random.uniform(0.5, 1.0)
-            logging.warning('%s %s failed (%s); trying again in %.1f s', operation, path, reason,
-                            delay)
-            time.sleep(delay)
-    raise AssertionError('unreachable')
-
-
-def _stat_says(check: Callable[[str], bool], path: str) -> bool:
-    """tf.io.gfile.exists or isdir; on s3://, a False asked again (see S3_STAT_ASKS)."""
-    asks = S3_STAT_ASKS if path.startswith('s3://') else 1
-    return any(check(path) for _ in range(asks))
 
 
 # Reading and writing whole files.
@@ -156,11 +113,11 @@ def open_file(path: str, mode: str = 'rb'):
 # Folders.
 
 def exists(path: str) -> bool:
-    return _stat_says(tf.io.gfile.exists, _ready(path))
+    return bucket_probe.asked_again(lambda: tf.io.gfile.exists(_ready(path)), path)
 
 
 def isdir(path: str) -> bool:
-    return _stat_says(tf.io.gfile.isdir, _ready(path))
+    return bucket_probe.asked_again(lambda: tf.io.gfile.isdir(_ready(path)), path)
 
 
 def makedirs(path: str) -> None:
@@ -170,23 +127,29 @@ def makedirs(path: str) -> None:
 
 def listdir(path: str) -> List[str]:
     """The sorted names in a folder, without trailing slashes; [] when it does not exist."""
+    def names():
+        try:
+            return in_store('listing', path, lambda: tf.io.gfile.listdir(path))
+        except tf.errors.NotFoundError:  # on s3://, maybe failed requests (asked again)
+            return []
     if not isdir(path):
         return []
-    return sorted(name.rstrip('/') for name in in_store('listing', path,
-                                                        lambda: tf.io.gfile.listdir(path)))
+    return sorted(name.rstrip('/') for name in bucket_probe.asked_again(names, path))
 
 
 def glob(pattern: str) -> List[str]:
-    return sorted(in_store('listing', pattern, lambda: tf.io.gfile.glob(_ready(pattern))))
+    return sorted(bucket_probe.asked_again(
+        lambda: in_store('listing', pattern, lambda: tf.io.gfile.glob(_ready(pattern))), pattern))
 
 
 def size(path: str) -> int:
     """A file's size in bytes."""
-    for ask in range(1, (S3_STAT_ASKS if path.startswith('s3://') else 1) + 1):
+    asks = bucket_probe.S3_STAT_ASKS if path.startswith('s3://') else 1
+    for asks_left in range(asks, 0, -1):
         try:
             return tf.io.gfile.stat(_ready(path)).length
-        except tf.errors.NotFoundError:  # on s3://, maybe a failed request (see S3_STAT_ASKS)
-            if ask == S3_STAT_ASKS or not path.startswith('s3://'):
+        except tf.errors.NotFoundError:  # on s3://, maybe failed requests (bucket_probe.asked_again)
+            if asks_left == 1:
                 raise
     raise AssertionError('unreachable')
 

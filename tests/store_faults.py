@@ -102,8 +102,9 @@ def gcs_kind(method: str, path: str, query: str, headers) -> str:
 
 
 def s3_error(status: int) -> Tuple[str, bytes]:
-    return 'application/xml', (f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{ERRORS[status]}'
-                               f'</Code><Message>injected by the test</Message></Error>').encode()
+    return 'application/xml', ('<?xml version="1.0" encoding="UTF-8"?><Error><Code>'
+                               f'{ERRORS[status]}</Code><Message>injected by the test</Message>'
+                               '</Error>').encode()
 
 
 def gcs_error(status: int) -> Tuple[str, bytes]:

@@ -11,18 +11,20 @@ import subprocess
 import sys
 import threading
 import time
+import types
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import files, lease, store_settings
+from common import files, lease, store_retries, store_settings
 from common.errors import StoreError
 from helpers import REPO, default_sigint
 from input_fns import shards
 from tests import flow_checks
 from tests.store_faults import FAULTS, KINDS, MIXES, FaultMix, FaultProxy, Schedule, s3_kind
 from trainer.model_dir import checkpoints, ledger, train_lock
+from trainer.run import store_failures
 from trainer.serving import export, model_config
 
 # The proxy alone, against a small upstream in this process.
@@ -128,7 +130,7 @@ def test_the_proxy_forwards_and_answers_each_fault_as_a_store_would(upstream):
 # The service's retries of its own objects.
 
 def test_a_store_failing_for_a_while_is_tried_again_then_one_line(monkeypatch):
-    monkeypatch.setattr(files, 'STORE_BACKOFF_SECS', 0.01)
+    monkeypatch.setattr(store_retries, 'STORE_BACKOFF_SECS', 0.01)
     calls = []
 
     def failing(times):
@@ -139,30 +141,76 @@ def test_a_store_failing_for_a_while_is_tried_again_then_one_line(monkeypatch):
             return 'done'
         return call
 
-    assert files.in_store('writing', 's3://b/model/train.lease', failing(files.STORE_TRIES - 1)) \
+    assert store_retries.in_store('writing', 's3://b/model/train.lease', failing(store_retries.STORE_TRIES - 1)) \
         == 'done'
     calls.clear()
     with pytest.raises(StoreError) as raised:
-        files.in_store('writing', 's3://b/model/train.lease', failing(files.STORE_TRIES))
-    assert len(calls) == files.STORE_TRIES
+        store_retries.in_store('writing', 's3://b/model/train.lease', failing(store_retries.STORE_TRIES))
+    assert len(calls) == store_retries.STORE_TRIES
     assert str(raised.value).startswith(f'writing s3://b/model/train.lease failed '
-                                        f'{files.STORE_TRIES} times, the last with InternalError')
+                                        f'{store_retries.STORE_TRIES} times, the last with InternalError')
     assert 'run the same command again' in str(raised.value)
     calls.clear()
     with pytest.raises(tf.errors.InternalError):  # a local path: no retries, TF's error as it is
-        files.in_store('writing', '/tmp/x', failing(1))
+        store_retries.in_store('writing', '/tmp/x', failing(1))
     with pytest.raises(tf.errors.PermissionDeniedError):  # not transient: at once
-        files.in_store('writing', 's3://b/x', lambda: (_ for _ in ()).throw(
+        store_retries.in_store('writing', 's3://b/x', lambda: (_ for _ in ()).throw(
             tf.errors.PermissionDeniedError(None, None, 'denied')))
 
 
-def test_an_s3_file_that_seems_missing_is_asked_again(monkeypatch):
+def test_training_resumes_in_place_while_the_store_fails_then_one_line(monkeypatch):
+    monkeypatch.setattr(store_retries, 'STORE_BACKOFF_SECS', 0.001)
+    settings = types.SimpleNamespace(mode='train', model_dir='s3://b/model', export_dir=None,
+                                     train_files='s3://b/data/train-*')
+    runs, mended = [], []
+
+    def failing(times, error=tf.errors.UnknownError):
+        def run():
+            runs.append(1)
+            if len(runs) <= times:
+                raise error(None, None, 'TooManyRequests: injected')
+        return run
+
+    store_failures.resuming(failing(2), settings, 'training', mend=lambda: mended.append(1))
+    assert (len(runs), len(mended)) == (3, 2)
+    runs.clear()
+    with pytest.raises(StoreError) as raised:
+        store_failures.resuming(failing(9), settings, 'training')
+    assert len(runs) == store_retries.STORE_TRIES
+    assert str(raised.value).startswith('using --model_dir=s3://b/model failed: the store '
+                                        'answered UnknownError: TooManyRequests: injected')
+    runs.clear()
+    with pytest.raises(tf.errors.DataLossError):  # not the store's failing: at once
+        store_failures.resuming(failing(9, tf.errors.DataLossError), settings, 'training')
+    runs.clear()
+    with pytest.raises(tf.errors.UnknownError):  # a local model_dir: at once
+        store_failures.resuming(failing(9), types.SimpleNamespace(
+            mode='train', model_dir='/tmp/model', train_files='/tmp/train-*'), 'training')
+    assert len(runs) == 1
+
+
+@pytest.mark.parametrize('op_type, expected', [
+    ('SaveV2', 'saving a checkpoint into --model_dir=s3://b/model failed'),
+    ('RestoreV2', 'restoring a checkpoint from --model_dir=s3://b/model failed'),
+    ('IteratorGetNext', 'reading --eval_files=s3://b/data/validation-* failed')])
+def test_a_store_failure_inside_tensorflow_names_the_path_and_what_it_was_doing(op_type,
+                                                                                expected):
+    settings = types.SimpleNamespace(mode='continuous_eval', model_dir='s3://b/model',
+                                     eval_files='s3://b/data/validation-*')
+    error = tf.errors.InternalError(None, types.SimpleNamespace(type=op_type), 'SlowDown')
+    assert str(store_failures.as_store_error(error, settings)).startswith(expected)
+
+
+def test_an_s3_file_or_glob_that_seems_missing_is_asked_again(monkeypatch):
     answers = [False, False, True]
     monkeypatch.setattr(files.bucket_probe, 'check_bucket', lambda path: None)
     monkeypatch.setattr(tf.io.gfile, 'exists', lambda path: answers.pop(0))
     assert files.exists('s3://b/data/manifest.json') and answers == []
     answers[:] = [False, True]
     assert not files.exists('gs://b/data/manifest.json') and answers == [True]
+    listings = [[], ['s3://b/data/train-0']]
+    monkeypatch.setattr(tf.io.gfile, 'glob', lambda pattern: listings.pop(0))
+    assert files.glob('s3://b/data/train-*') == ['s3://b/data/train-0']
 
 
 def test_one_failed_s3_read_then_a_retry_gives_the_object_whole(s3_server, tmp_path):

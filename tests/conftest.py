@@ -1,4 +1,4 @@
-"""Shared fixtures: tiny datasets and a trained model the tests make themselves, an S3 server.
+"""Shared fixtures: tiny datasets and a trained model the tests make themselves, S3 and GCS servers.
 The functions the tests share are in helpers.py."""
 import os
 import types
@@ -63,6 +63,21 @@ def s3_server(tmp_path_factory):
 def s3_bucket(s3_server):
     """A fresh, empty bucket on the test server, as 's3://NAME'."""
     return 's3://' + s3_server.make_bucket()
+
+
+@pytest.fixture(scope='session')
+def gcs_server(tmp_path_factory):
+    """fake-gcs-server on 127.0.0.1 for the whole session, reached by TF's own gs:// through
+    tests/gcs_server.py's proxy; https_proxy, CURL_CA_BUNDLE and the test token in os.environ."""
+    from tests.gcs_server import running_server
+    with running_server(tmp_path_factory.mktemp('gcs_server')) as server:
+        yield server
+
+
+@pytest.fixture
+def gcs_bucket(gcs_server):
+    """A fresh, empty bucket on the GCS test server, as 'gs://NAME'."""
+    return 'gs://' + gcs_server.make_bucket()
 
 
 @pytest.hookimpl(trylast=True)

@@ -1,12 +1,12 @@
 """What a run under store faults must never leave (issue 38), each check a list of violations
 (empty: none). Run after every process has ended, reading the store directly (no faults)."""
-import os
+import dataclasses
 from typing import List, Optional
 
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
-from common import files, lease, paths, process_lock
+from common import files, lease, paths
 from input_fns import shards
 from trainer.evaluation import claims
 from trainer.model_dir import checkpoints, ledger, train_lock
@@ -34,14 +34,13 @@ def ledger_violations(model_dir: str, eval_name: str, steps: List[int]) -> List[
             problems.append(f'{results}/{name}: not a ledger entry')
             continue
         try:
-            entry = files.read_json(paths.join(results, name))
-        except ValueError:
-            problems.append(f'{results}/{name}: not whole JSON')
+            entry = ledger.LedgerEntry.from_json(files.read_json(paths.join(results, name)))
+        except ValueError as e:  # not JSON, or a field missing
+            problems.append(f'{results}/{name}: not a whole ledger entry ({e})')
             continue
         step = int(match.group(1))
-        if entry.get('step') != step or entry.get('status') not in (ledger.EVALUATED,
-                                                                     ledger.SKIPPED):
-            problems.append(f'{results}/{name}: entry {entry} does not match its name')
+        if entry.step != step:
+            problems.append(f'{results}/{name}: the entry of step {entry.step}')
         found.setdefault(step, []).append(name)
     problems += [f'{results}: step {step} has {len(names)} entries ({", ".join(names)})'
                  for step, names in sorted(found.items()) if len(names) > 1]
@@ -112,19 +111,18 @@ def lease_violations(model_dir: str, eval_names: List[str],
         claims_dir = paths.join(ledger.eval_dir(model_dir, name), claims.CLAIMS_DIR)
         objects += [paths.join(claims_dir, entry) for entry in files.listdir(claims_dir)
                     if ledger.RESULT_NAME.match(entry)]
-    me = lease.process_owner()
-    me['pid'] = -1  # a later run: another process than any holder
+    me = dataclasses.replace(lease.process_owner(), pid=-1)  # a later run: another process
     problems = []
     for path in objects:
         if not files.exists(path):
             continue
         try:
-            held = files.read_json(path)
+            held = lease.LeaseRecord.from_json(files.read_json(path))
         except ValueError:
-            held = {}
-        if process_lock.stale_reason(held, me, lease_secs, 'a restarted job') is None:
-            problems.append(f'{path} ({held.get("pid")} on {held.get("host")}) would block the '
-                            f'next run for up to {lease_secs:g} s')
+            held = lease.LeaseRecord(owner=None)
+        if lease.stale_reason(held, me, lease_secs, 'a restarted job') is None:
+            problems.append(f'{path} (pid {held.owner.pid} on {held.owner.host}) would block '
+                            f'the next run for up to {lease_secs:g} s')
     return problems
 
 

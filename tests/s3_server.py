@@ -82,14 +82,19 @@ def running_server(log_path, set_environ=True, checks_credentials_after=None, ho
             os.environ.update(env)
         yield types.SimpleNamespace(port=port, env=env, make_bucket=make_bucket)
     finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_server(process, saved)
+
+
+def stop_server(process, saved_environ):
+    """Puts back the variables saved before a server's were set (None: unset), then stops it."""
+    for key, value in saved_environ.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

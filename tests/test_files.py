@@ -1,4 +1,5 @@
-"""common.files and common.paths on ram:// (TF's in-memory filesystem), a local disk and a real S3 server."""
+"""common.files and common.paths on ram:// (TF's in-memory filesystem), a local disk, a real S3
+server and a GCS one (fake-gcs-server through TF's own gs://)."""
 import os
 import subprocess
 import sys
@@ -16,13 +17,13 @@ from tests.s3_server import free_port
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.fixture(params=['ram', 'local', 's3'])
+@pytest.fixture(params=['ram', 'local', 's3', 'gcs'])
 def root(request, tmp_path):
     if request.param == 'ram':
         return f'ram://files-{uuid.uuid4().hex[:8]}'
     if request.param == 'local':
         return str(tmp_path / 'root')
-    return request.getfixturevalue('s3_bucket') + '/root'
+    return request.getfixturevalue(f'{request.param}_bucket') + '/root'
 
 
 def test_whole_files_round_trip(root):
@@ -66,14 +67,16 @@ def test_join_keeps_urls():
     assert not paths.is_local('ram://x') and paths.is_bucket('s3://b/x')
 
 
-def test_missing_bucket_is_one_user_error(s3_server):
+@pytest.mark.parametrize('store, scheme', [('s3', 's3'), ('gcs', 'gs')])
+def test_missing_bucket_is_one_user_error(store, scheme, request):
+    request.getfixturevalue(f'{store}_server')
     started = time.time()
-    with pytest.raises(UserError, match=r'^s3://no-such-bucket/data/train-\*: bucket '
-                                              r's3://no-such-bucket does not exist'):
-        files.glob('s3://no-such-bucket/data/train-*')
+    with pytest.raises(UserError, match=rf'^{scheme}://no-such-bucket/data/train-\*: bucket '
+                                              rf'{scheme}://no-such-bucket does not exist'):
+        files.glob(f'{scheme}://no-such-bucket/data/train-*')
     assert time.time() - started < 10
     with pytest.raises(UserError, match='does not exist'):  # remembered, still an error
-        files.exists('s3://no-such-bucket/x')
+        files.exists(f'{scheme}://no-such-bucket/x')
 
 
 def run_python(code, env):

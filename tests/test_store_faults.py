@@ -3,6 +3,7 @@ retries of its own small objects (common/files.in_store), the checks of what a f
 never leave (tests/flow_checks.py) and, under ./run.sh test-slow, the whole flow on s3:// under
 each fault mix: prepare, train beside an eval job, export, predict. A step stopped by the store
 is one line naming the path and the operation, and the same command then resumes it."""
+import dataclasses
 import http.client
 import http.server
 import json
@@ -269,11 +270,12 @@ def test_ledger_check_finds_a_lost_and_a_doubled_entry(tmp_path):
     model_dir = str(tmp_path)
     results = ledger.Ledger(model_dir, 'validation')
     for step in (0, 4):
-        results.append(step, f'{model_dir}/model.ckpt-{step}', ledger.EVALUATED)
+        results.append(step, f'{model_dir}/model.ckpt-{step}', ledger.EVALUATED,
+                       eval_files='data/validation-*', metrics={'accuracy': 0.5})
     assert flow_checks.ledger_violations(model_dir, 'validation', [0, 4]) == []
     assert flow_checks.ledger_violations(model_dir, 'validation', [0, 4, 8]) == [
         f'{results.path}: the entry of step 8 is lost']
-    files.write_json_atomic(f'{results.path}/step-0000000004.json', results.find(4))
+    files.write_json_atomic(f'{results.path}/step-0000000004.json', results.find(4).to_json())
     assert flow_checks.ledger_violations(model_dir, 'validation', [0, 4]) == [
         f'{results.path}: step 4 has 2 entries (step-0000000004.json, step-000000004.json)']
 
@@ -318,16 +320,17 @@ def test_lease_check_finds_a_lease_or_claim_that_would_block_the_next_run(tmp_pa
     model_dir = str(tmp_path)
     assert flow_checks.lease_violations(model_dir, ['validation']) == []
     lease_path = f'{model_dir}/{train_lock.LEASE_NAME}'
-    files.write_json_atomic(lease_path, dict(lease.process_owner(), token='t', renewed=time.time()))
     claim_path = f'{model_dir}/eval_validation/claims/{ledger.result_name(4)}'
-    files.write_json_atomic(claim_path, dict(lease.process_owner(), token='t', renewed=time.time()))
+    for path in (lease_path, claim_path):  # this process: alive, renewed now
+        files.write_json_atomic(path, lease.LeaseRecord(lease.process_owner(), 't',
+                                                        time.time()).to_json())
     problems = flow_checks.lease_violations(model_dir, ['validation'])
     assert [problem.split(' (')[0] for problem in problems] == [lease_path, claim_path]
     dead = subprocess.Popen(['true'])
     dead.wait()
     for path in (lease_path, claim_path):  # left by a process that has ended: taken over at once
-        files.write_json_atomic(path, dict(lease.process_owner(), pid=dead.pid, token='t',
-                                           renewed=time.time()))
+        owner = dataclasses.replace(lease.process_owner(), pid=dead.pid)
+        files.write_json_atomic(path, lease.LeaseRecord(owner, 't', time.time()).to_json())
     assert flow_checks.lease_violations(model_dir, ['validation']) == []
 
 
@@ -448,6 +451,6 @@ def test_the_whole_flow_on_s3_under_faults_finishes_or_resumes_losing_nothing(
     [row] = [json.loads(line) for line in predicted.splitlines() if line.startswith('{')]
     assert 0 <= row['classes'] <= 9
     assert checkpoints.list_checkpoints(model_dir)[-1][0] == 12
-    steps = [entry['step'] for entry in ledger.Ledger(model_dir, 'validation').entries()]
+    steps = [entry.step for entry in ledger.Ledger(model_dir, 'validation').entries()]
     assert steps == [0, 4, 8, 12]
     assert proxy.counts.total_faults() > 0 or mix == 'none'

@@ -18,6 +18,7 @@ from common.errors import UserError
 # One probe of a bucket gets this long; the S3 endpoint check inside it gets part of it.
 PROBE_TIMEOUT_SECS = 20.0
 ENDPOINT_TIMEOUT_SECS = 8.0
+ENDPOINT_TRIES = 3
 
 # tensorflow-io's stat answers "does not exist" (False), and a glob nothing, when its requests
 # fail (500, 503, 429, resets): an s3:// "no" is asked this many times before it is believed. A bucket probed as
@@ -61,15 +62,20 @@ def _check_s3_endpoint(path: str) -> Optional[str]:
     else:
         connection = http.client.HTTPConnection(url.hostname, url.port,
                                                 timeout=ENDPOINT_TIMEOUT_SECS)
-    try:
-        connection.request('HEAD', '/')
-        connection.getresponse()
-    except (OSError, http.client.HTTPException) as e:
-        return (f'{path}: cannot reach the S3 endpoint {endpoint} ({e.__class__.__name__}: {e}); '
-                'check S3_ENDPOINT (a URL such as http://host:9000) and the network')
-    finally:
-        connection.close()
-    return None
+    for _ in range(ENDPOINT_TRIES):  # a store drops a connection now and then: asked again
+        try:
+            connection.request('HEAD', '/')
+            connection.getresponse()
+            return None
+        except (ConnectionResetError, http.client.RemoteDisconnected) as e:
+            problem = e
+        except (OSError, http.client.HTTPException) as e:
+            problem = e
+            break
+        finally:
+            connection.close()
+    return (f'{path}: cannot reach the S3 endpoint {endpoint} ({problem.__class__.__name__}: '
+            f'{problem}); check S3_ENDPOINT (a URL such as http://host:9000) and the network')
 
 
 def asked_again(ask: Callable[[], T], path: str) -> T:

@@ -3,11 +3,13 @@ retries of its own small objects (common/files.in_store), the checks of what a f
 never leave (tests/flow_checks.py) and, under ./run.sh test-slow, the whole flow on s3:// under
 each fault mix: prepare, train beside an eval job, export, predict. A step stopped by the store
 is one line naming the path and the operation, and the same command then resumes it."""
+import contextlib
 import dataclasses
 import http.client
 import http.server
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -336,16 +338,22 @@ def test_lease_check_finds_a_lease_or_claim_that_would_block_the_next_run(tmp_pa
 
 # The whole flow under each fault mix (./run.sh test-slow).
 
+# TensorFlow 2.15's checkpoint reader (C++, called by Estimator and by restore) dies of SIGSEGV
+# now and then when one of its reads of an s3:// checkpoint fails (a 429 that tensorflow-io's
+# AWS SDK does not retry): reproduced outside the service with tf.train.load_variable alone.
+# Nothing in Python can catch it; the test counts such a crash (faulthandler names the reader)
+# and resumes it like any other stop. Any other death by a signal fails the test.
+CHECKPOINT_READER_CRASH = 'in NewCheckpointReader'
 MAX_RUNS = 5  # a step may stop this many times less one, each then resumed by the same command
 
 
-def stopped_cleanly(code, output, log_name):
+def stopped_cleanly(code, output, log_name, root):
     """A run the store stopped: a documented exit status and, last, one line naming the path
     (and what it was doing), no traceback."""
     lines = [line for line in output.strip().splitlines() if line.strip()]
     assert code in (1, 2), f'{log_name} exited {code}:\n{output[-3000:]}'
     assert 'Traceback' not in output, f'{log_name}: a traceback:\n{output[-5000:]}'
-    assert lines[-1].startswith('error: ') and 's3://' in lines[-1], \
+    assert lines[-1].startswith('error: ') and root in lines[-1], \
         f'{log_name}: the last line does not name the path:\n{output[-3000:]}'
     return lines[-1]
 
@@ -353,9 +361,9 @@ def stopped_cleanly(code, output, log_name):
 class Step:
     """One step of the flow: its processes run until each finishes, a stopped one started again."""
 
-    def __init__(self, name, work, proxy, table):
-        self.name, self.work, self.proxy, self.table = name, work, proxy, table
-        self.runs = self.resumed = 0
+    def __init__(self, name, work, proxy, table, root):
+        self.name, self.work, self.proxy, self.table, self.root = name, work, proxy, table, root
+        self.runs = self.resumed = self.crashed = 0
         self.errors = []
 
     def __call__(self, jobs, timeout=900):
@@ -387,7 +395,11 @@ class Step:
                 outputs[job] = log.read_text()
                 if code == 0:
                     continue
-                self.errors.append(stopped_cleanly(code, outputs[job], log.name))
+                if code == -signal.SIGSEGV and CHECKPOINT_READER_CRASH in outputs[job]:
+                    self.crashed += 1  # TensorFlow's, not the service's (see the constant)
+                    self.errors.append(f'{log.name}: SIGSEGV in {CHECKPOINT_READER_CRASH}')
+                else:
+                    self.errors.append(stopped_cleanly(code, outputs[job], log.name, self.root))
                 assert attempts[job] < MAX_RUNS, f'{self.name}: {job} stopped {MAX_RUNS} times'
                 self.resumed += 1
                 start(job)
@@ -397,7 +409,7 @@ class Step:
         faults = {fault: sum(after.get(kind, {}).get(fault, 0) - before.get(kind, {}).get(fault, 0)
                              for kind in KINDS) for fault in FAULTS}
         self.table.append({'step': self.name, 'runs': self.runs, 'finished': 1,
-                           'resumed': self.resumed, 'secs': round(time.time() - started),
+                           'resumed': self.resumed, 'crashed': self.crashed, 'secs': round(time.time() - started),
                            'requests': sum(requests.values()),
                            'faults': {f: n for f, n in faults.items() if n},
                            'errors': self.errors})
@@ -405,28 +417,58 @@ class Step:
 
 
 def print_table(store, mix, table, counts):
-    print(f'\n{store} {mix}: step, runs, finished, resumed, lost, seconds, requests, faults')
+    print(f'\n{store} {mix}: step, runs, finished, resumed, crashed (TF), lost, seconds, '
+          'requests, faults')
     for row in table:
-        print(f"  {row['step']:<16}{row['runs']:>3}{row['finished']:>3}{row['resumed']:>3}"
-              f"{row['lost']:>3}{row['secs']:>5} s{row['requests']:>6}  {row['faults']}")
+        print(f"  {row['step']:<12}{row['runs']:>3}{row['finished']:>3}{row['resumed']:>3}"
+              f"{row['crashed']:>3}{row['lost']:>3}{row['secs']:>5} s{row['requests']:>6}  "
+              f"{row['faults']}")
         for error in row['errors']:
             print(f'      stopped: {error}')
     print(counts.table())
 
 
-@pytest.mark.slow  # the whole service four times over a faulty store: ./run.sh test-slow
+@pytest.fixture(params=['s3', 'gcs'])
+def faulty_store(request, tmp_path_factory):
+    """(store, a new bucket's URL, a function mix -> a context with the commands' requests going
+    through a FaultProxy of that mix, the server's endpoint restored after)."""
+    if request.param == 's3':
+        server = request.getfixturevalue('s3_server')
+
+        @contextlib.contextmanager
+        def through(mix):
+            with FaultProxy(server.env['S3_ENDPOINT'], mix, seed=38) as proxy:
+                os.environ['S3_ENDPOINT'] = proxy.url  # the commands' store, through the proxy
+                try:
+                    yield proxy
+                finally:
+                    os.environ['S3_ENDPOINT'] = server.env['S3_ENDPOINT']
+        return 's3', 's3://' + server.make_bucket('faults'), through
+    server = request.getfixturevalue('gcs_server')
+
+    @contextlib.contextmanager
+    def through(mix):
+        with FaultProxy(f'http://127.0.0.1:{server.port}', mix, seed=38, store='gcs') as proxy:
+            server.proxy.upstream = ('127.0.0.1', proxy.port)  # TLS proxy -> faults -> server
+            try:
+                yield proxy
+            finally:
+                server.proxy.upstream = ('127.0.0.1', server.port)
+    return 'gs', 'gs://' + server.make_bucket('faults'), through
+
+
+@pytest.mark.slow  # the whole service over a faulty store, per store and mix: ./run.sh test-slow
 @pytest.mark.parametrize('mix', sorted(MIXES))
-def test_the_whole_flow_on_s3_under_faults_finishes_or_resumes_losing_nothing(
-        mix, s3_server, tmp_path, monkeypatch):
-    root = 's3://' + s3_server.make_bucket('faults')
+def test_the_whole_flow_under_store_faults_finishes_or_resumes_losing_nothing(
+        mix, faulty_store, tmp_path):
+    store, root, through = faulty_store
     data, model_dir, export_dir = f'{root}/data', f'{root}/model', f'{root}/exports'
     image = np.zeros((28, 28, 1), np.uint8)
     image[6:22, 12:16] = 255
     (tmp_path / 'digit.png').write_bytes(tf.io.encode_png(image).numpy())
     table = []
-    with FaultProxy(s3_server.env['S3_ENDPOINT'], MIXES[mix], seed=38) as proxy:
-        monkeypatch.setenv('S3_ENDPOINT', proxy.url)  # the commands' store: through the proxy
-        step = lambda name: Step(name, tmp_path, proxy, table)  # noqa: E731
+    with through(MIXES[mix]) as proxy:
+        step = lambda name: Step(name, tmp_path, proxy, table, root)  # noqa: E731
         step('prepare')({'prepare': ['input_fns.prepare', 'digits', f'--output_dir={data}',
                                      '--num_shards=2', '--num_eval_shards=1']})
         step('train+eval')({
@@ -442,15 +484,14 @@ def test_the_whole_flow_on_s3_under_faults_finishes_or_resumes_losing_nothing(
         predicted = step('predict')({'predict': [
             'trainer.main', '--mode=predict', f'--saved_model={export_dir}',
             str(tmp_path / 'digit.png')]})['predict']
-    monkeypatch.setenv('S3_ENDPOINT', s3_server.env['S3_ENDPOINT'])  # checked without faults
     violations = flow_checks.all_violations(data, model_dir, export_dir, 'validation')
     for row in table:
         row['lost'] = len(violations)
-    print_table('s3', mix, table, proxy.counts)
+    print_table(store, mix, table, proxy.counts)
     assert violations == []
     [row] = [json.loads(line) for line in predicted.splitlines() if line.startswith('{')]
     assert 0 <= row['classes'] <= 9
     assert checkpoints.list_checkpoints(model_dir)[-1][0] == 12
     steps = [entry.step for entry in ledger.Ledger(model_dir, 'validation').entries()]
     assert steps == [0, 4, 8, 12]
-    assert proxy.counts.total_faults() > 0 or mix == 'none'
+    assert proxy.counts.total_faults() > 0

@@ -1,5 +1,6 @@
 """--usr_dir (issue 37): the two example modules of docs/your-model.md run end to end from a
-copy (train -> eval job -> best export -> predict -> TF Serving REST bodies); flags.txt records
+copy (train -> eval job -> best export -> predict -> TF Serving REST bodies -> TF Serving's C++
+loader, issue 38); flags.txt records
 the folder and its hash and later commands import it again; each mistake is one line; a bucket
 folder is copied to the cache; the built-in models use trainer/api.py's names only."""
 import ast
@@ -13,7 +14,7 @@ import sys
 import pytest
 
 from helpers import REPO, assert_one_line_error, run_module
-from serving_loader_checks import replayed_warmup
+from serving_loader_checks import check_against_python
 
 EXAMPLES = os.path.join(REPO, 'docs', 'your-model')
 REST_REQUEST = re.compile(r'^`POST /v1/models/(\w+):(\w+)`\n```json\n(.*?)\n```',
@@ -50,7 +51,7 @@ def write_bodies(bodies, folder):
     return paths
 
 
-def test_small_cnn_over_the_digits_end_to_end(digit_shards, tmp_path):
+def test_small_cnn_over_the_digits_end_to_end(digit_shards, tmp_path, serving_loader):
     usr_dir = copy_example('small_cnn', tmp_path)
     model_dir, exports = str(tmp_path / 'model'), str(tmp_path / 'exports')
     trainer(f'--usr_dir={usr_dir}', '--model=small_cnn', '--mode=train', f'--model_dir={model_dir}',
@@ -80,9 +81,11 @@ def test_small_cnn_over_the_digits_end_to_end(digit_shards, tmp_path):
                                       *bodies).stdout)
     assert classified['classes'] == [str(digit) for digit in range(10)]
     assert abs(sum(classified['scores']) - 1) < 1e-4
+    with open(os.path.join(exports, 'best')) as f:  # as TF Serving loads it, in C++
+        check_against_python(serving_loader, os.path.join(exports, f.read().strip()))
 
 
-def test_house_prices_own_input_kind_and_regress_signature_end_to_end(tmp_path):
+def test_house_prices_own_input_kind_and_regress_signature_end_to_end(tmp_path, serving_loader):
     usr_dir = copy_example('house_prices', tmp_path)
     data, model_dir, exports = (str(tmp_path / name) for name in ('data', 'model', 'exports'))
     subprocess.run([sys.executable, os.path.join(EXAMPLES, 'make_houses.py'), data, '1000'],
@@ -99,12 +102,17 @@ def test_house_prices_own_input_kind_and_regress_signature_end_to_end(tmp_path):
         assert json.load(f)['metrics']['root_mean_squared_error'] < 0.2  # the prices span 1 to 6
     bodies = documented_bodies('house_prices')
     assert sorted(bodies) == ['predict', 'regress']
+    predict_body, regress_body = write_bodies(bodies, tmp_path)
     predicted, regressed = json_lines(trainer('--mode=predict', f'--saved_model={exports}/best',
-                                              *write_bodies(bodies, tmp_path)).stdout)
+                                              predict_body, regress_body).stdout)
     assert predicted['request'].endswith('predict.json')
-    warmed_up = replayed_warmup(os.path.join(exports, best))  # what TF Serving replays first
+    # As TF Serving loads it, in C++: the warm-up it replays first, then the REST predict body.
+    lines = check_against_python(serving_loader, os.path.join(exports, best), rest_body=predict_body)
+    warmed_up = {line['signature']: line['outputs'] for line in lines if 'warmup' in line}
     assert sorted(warmed_up) == ['regress', 'serving_default']
-    assert warmed_up['regress']['outputs'].shape == (1,)
+    assert warmed_up['regress']['outputs']['shape'] == [1]
+    [answered] = [line for line in lines if 'rest_body' in line]
+    assert abs(answered['outputs']['price']['values'][0] - predicted['price']) < 1e-5
     # The documented house's price by the rule make_houses.py made the prices with: 2.755.
     assert abs(regressed['outputs'] - 2.755) < 0.3
     assert abs(predicted['price'] - regressed['outputs']) < 1e-5

@@ -21,6 +21,9 @@ from common import paths, store_retries
 from common.errors import StoreError, op_error_summary
 from trainer.config import modes
 
+# A run that got further resumes again: each try costs a restore, not the work done.
+RESUME_TRIES = 6
+MAX_RESUME_DELAY_SECS = 8.0
 DATA = 'data'  # stands for the mode's data flag (train_files, eval_files)
 # By the failing op's type: (what it was doing, the flag that names the path).
 _BY_OP = {
@@ -44,7 +47,8 @@ _BY_FILE = {
 def what_failed(error: tf.errors.OpError, mode: str) -> Tuple[str, str]:
     """(what TensorFlow was doing, the flag naming the path) when error came up."""
     op_type = getattr(getattr(error, 'op', None), 'type', None)
-    found = _BY_OP.get(op_type)
+    found = _BY_OP.get(op_type) or next(  # an eager op names itself only in the message
+        (found for name, found in _BY_OP.items() if f'__wrapped__{name}_' in error.message), None)
     for frame in reversed(traceback.extract_tb(error.__traceback__)):
         if found:
             break
@@ -72,17 +76,18 @@ def as_store_error(error: tf.errors.OpError, settings) -> Optional[StoreError]:
 def resuming(run: Callable[[], None], settings, what: str,
              mend: Callable[[], None] = lambda: None) -> None:
     """run() (training, or an eval job), run again from where it stopped while a bucket fails
-    transiently, up to store_retries.STORE_TRIES times with backoff, mend() before each; then
-    the StoreError."""
-    for attempt in range(1, store_retries.STORE_TRIES + 1):
+    transiently, up to RESUME_TRIES times with backoff, mend() before each; then the
+    StoreError."""
+    for attempt in range(1, RESUME_TRIES + 1):
         try:
             return run()
         except tf.errors.OpError as e:
             error = as_store_error(e, settings)
-            if error is None or attempt == store_retries.STORE_TRIES:
+            if error is None or attempt == RESUME_TRIES:
                 raise error or e
-            delay = store_retries.STORE_BACKOFF_SECS * 2 ** attempt * random.uniform(0.5, 1.0)
+            delay = min(store_retries.STORE_BACKOFF_SECS * 2 ** attempt, MAX_RESUME_DELAY_SECS)
+            delay *= random.uniform(0.5, 1.0)
             logging.warning('%s; %s resumes in %.0f s (try %d of %d)', error, what, delay,
-                            attempt + 1, store_retries.STORE_TRIES)
+                            attempt + 1, RESUME_TRIES)
             time.sleep(delay)
             mend()

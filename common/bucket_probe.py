@@ -12,8 +12,6 @@ import threading
 import urllib.parse
 from typing import Optional
 
-import tensorflow as tf
-
 from common import paths
 from common.errors import UserError
 
@@ -68,12 +66,13 @@ def _check_s3_endpoint(path: str) -> Optional[str]:
     return None
 
 
-def _probe_bucket(path: str) -> Optional[str]:
-    bucket = paths.bucket_of(path)
+def _probe_bucket(path: str, bucket: str) -> Optional[str]:
+    """Why path's bucket (gs://NAME or s3://NAME) does not answer, or None."""
     if bucket.startswith('s3://'):
         problem = _check_s3_endpoint(path)
         if problem:
             return problem
+    import tensorflow as tf  # here, so commands that never touch a bucket (deploy) start without it
     if not tf.io.gfile.isdir(bucket + '/'):
         keys = ('S3_ENDPOINT, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION'
                 if bucket.startswith('s3://') else 'GOOGLE_APPLICATION_CREDENTIALS')
@@ -95,7 +94,8 @@ def check_bucket(path: str) -> None:
     if bucket not in _probed_buckets:
         answer = []
         # Filesystem calls cannot be interrupted: a daemon thread lets us give up on them.
-        worker = threading.Thread(target=lambda: answer.append(_probe_bucket(path)), daemon=True)
+        worker = threading.Thread(target=lambda: answer.append(_probe_bucket(path, bucket)),
+                                  daemon=True)
         worker.start()
         worker.join(PROBE_TIMEOUT_SECS)
         if not answer:

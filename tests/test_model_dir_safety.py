@@ -192,7 +192,7 @@ def test_eval_job_records_a_damaged_checkpoint_and_goes_on(trained_model, digit_
                         f'--eval_files={digit_shards.validation_pattern}', '--eval_name=val',
                         '--eval_timeout_secs=30')
     assert f'{model_dir}/model.ckpt-2' in result.stderr
-    statuses = [(e['step'], e['status']) for e in Ledger(model_dir, 'val').entries()]
+    statuses = [(e.step, e.status) for e in Ledger(model_dir, 'val').entries()]
     assert statuses == [(0, 'evaluated'), (2, 'damaged'), (4, 'evaluated')]
     assert json.load(open(f'{model_dir}/train_finished.json'))['step'] == 4
     assert tf.train.latest_checkpoint(model_dir).endswith('model.ckpt-4')

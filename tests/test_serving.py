@@ -219,7 +219,7 @@ def test_face_export_bakes_in_the_threshold_chosen_on_calibration_pairs(faces):
     version = os.path.join(faces.exports, '20')
     with open(os.path.join(version, export.EXTRA_DIR, export.THRESHOLD_FILE)) as f:
         record = json.load(f)
-    protocol = Ledger(faces.model_dir, 'validation').find(20)['metrics']['lfw_protocol']
+    protocol = Ledger(faces.model_dir, 'validation').find(20).metrics['lfw_protocol']
     assert record == {
         'value': protocol['threshold'], 'applies_to': 'probability', 'metric': 'accuracy',
         'calibration_pairs': f'{faces.data}/calibration_pairs-*', 'num_calibration_pairs': 40,

@@ -10,7 +10,7 @@ import tensorflow as tf
 from models import registry
 from trainer.cluster import multi_worker
 from trainer.evaluation import eval_job, ledger_reports
-from trainer.model_dir import checkpoints
+from trainer.model_dir import checkpoints, ledger
 from trainer.run import benchmark_input, data_schema, experiment, job_end
 from trainer.serving import export, predict
 
@@ -77,7 +77,8 @@ def run_evaluate(run: experiment.Experiment):
     run.check_model()
     chosen = checkpoints.resolve(run.settings.model_dir, run.settings.checkpoint)
     entries = eval_job.evaluate_once(run.eval_job, chosen)
-    predict.print_json_lines(entry.get('metrics', entry) for entry in entries)
+    predict.print_json_lines(entry.metrics if entry.status == ledger.EVALUATED else entry.to_json()
+                             for entry in entries)
 
 
 @_on_experiment

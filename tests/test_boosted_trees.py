@@ -13,8 +13,8 @@ from common.errors import UserError
 from helpers import assert_one_line_error, run_module
 from input_fns import table_records
 from models import boosted_trees
-from serving_loader_checks import replayed_warmup
-from test_canned import files_flags, prepared, trainer
+from serving_loader_checks import assert_same_answers, check_against_python, replayed_warmup
+from test_canned import files_flags, loader_lines, prepared, trainer
 
 # 180 training rows in batches of 32; a layer from 5 batches; (6 trees x 3 layers + the bias)
 # x 5 = 95 steps.
@@ -60,7 +60,7 @@ def test_training_stops_when_every_tree_is_grown_and_resumes_to_the_same_end(gro
     assert tf.train.latest_checkpoint(f'{folder}/run').endswith(f'-{ALL_GROWN}')
 
 
-def test_the_eval_job_exports_the_best_and_it_serves_every_signature(grown):
+def test_the_eval_job_exports_the_best_and_it_serves_every_signature(grown, serving_loader):
     folder, common, _ = grown
     export_dir = f'{folder}/exports'
     trainer(*common, '--mode=continuous_eval', '--eval_name=validation',
@@ -81,6 +81,16 @@ def test_the_eval_job_exports_the_best_and_it_serves_every_signature(grown):
     best = classified['scores'].numpy().argmax(axis=1)
     assert [classified['classes'].numpy()[row, column] for row, column in enumerate(best)] == [
         b'rich', b'poor']
+    # As TF Serving runs it, in C++ (ordinary ops only): every warm-up request, and the REST
+    # body of the rows above.
+    body = f'{folder}/rest_body.json'
+    with open(body, 'w') as f:
+        json.dump({'instances': [{'age': 70, 'color': 'blue', 'x': 0.5},
+                                 {'age': 20, 'color': 'red', 'x': 0.5},
+                                 {'age': 70, 'color': 'red', 'x': 0.5}]}, f)
+    lines = check_against_python(serving_loader, version, rest_body=body)
+    assert_same_answers(loader_lines(lines, 'rest_body')[body],
+                        {key: value.numpy() for key, value in rest.items()})
 
 
 def test_three_classes(tmp_path_factory):

@@ -59,7 +59,7 @@ def test_small_cnn_over_the_digits_end_to_end(digit_shards, tmp_path, serving_lo
     model_dir, exports = str(tmp_path / 'model'), str(tmp_path / 'exports')
     trainer(f'--usr_dir={usr_dir}', '--model=small_cnn', '--mode=train', f'--model_dir={model_dir}',
             f'--train_files={digit_shards.train_pattern}', '--train_steps=60',
-            '--save_checkpoints_steps=30', '--batch_size=20', '--small_cnn_filters=8')
+            '--save_checkpoints_steps=60', '--batch_size=20', '--small_cnn_filters=8')
     with open(os.path.join(model_dir, 'flags.txt')) as f:
         recorded = f.read()
     assert f'--usr_dir={usr_dir}\n' in recorded and '--small_cnn_filters=8\n' in recorded

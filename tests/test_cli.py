@@ -232,6 +232,9 @@ def test_predict_unreadable_image(exported, tmp_path):
     assert result.stderr.strip().splitlines()[-1] == f'error: {bad}: not a PNG, JPEG, GIF or BMP image'
 
 
+# test_tuner_metrics' trial (--mode=train_and_evaluate, its eval_default summaries read back)
+# is this path in the default suite.
+@pytest.mark.slow  # ./run.sh test-slow
 def test_train_and_evaluate_writes_eval_summaries(digit_shards, tmp_path):
     model_dir = tmp_path / 'model'
     run_module('trainer.main', '--mode=train_and_evaluate', f'--model_dir={model_dir}',

@@ -22,8 +22,9 @@
 #   ./run.sh sweep --study_dir=DIR --trials=N --param=... --objective=... -- TRAINER_FLAGS
 #                            a local Optuna sweep (python -m tools.sweep; installs requirements-sweep.txt)
 #   ./run.sh screenshots --model_dir=M [--output_dir=docs]   TensorBoard dashboards in headless Chromium
-#   ./run.sh serving-loader --saved_model=EXPORT_DIR [--examples=F]   an export loaded and run by
-#                            TF Serving's C++ loader (python -m tools.serving_loader; needs g++)
+#   ./run.sh serving-loader --saved_model=EXPORT_DIR [--examples=F] [--rest_body=F]   an export
+#                            loaded and run by TF Serving's C++ loader (python -m
+#                            tools.serving_loader; needs g++)
 #   ./run.sh python ...      the venv's python
 set -euo pipefail
 cd "$(dirname "$0")"

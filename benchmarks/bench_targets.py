@@ -1,6 +1,6 @@
 """Judging the bench's targets: each a ratio of two rows' medians over the paired rounds, met,
 SHORT, or not resolved when its 95% interval holds the target (benchmarks/repeats.py)."""
-from benchmarks import machine, precision_bench, repeats, table_bench
+from benchmarks import bench_tables, machine, precision_bench, repeats
 from benchmarks.bench_sections import num_cores
 
 # Training with the input_fn vs in-memory input: the issue's bar on a CPU, where the input
@@ -44,7 +44,7 @@ def fixed_targets(gpu: bool):
          'images.from_directory', 2.0, True),
         ('image_classifier: input_fn vs in-memory input', 'images.train_input_fn',
          'images.train_in_memory', ESTIMATOR_INPUT_TARGET['gpu' if gpu else 'cpu'], True),
-        *table_bench.targets(ESTIMATOR_INPUT_TARGET['gpu' if gpu else 'cpu']),
+        *bench_tables.targets(ESTIMATOR_INPUT_TARGET['gpu' if gpu else 'cpu']),
     ]
 
 

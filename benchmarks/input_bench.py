@@ -23,11 +23,11 @@ as the Estimator runs it, the rows of each section interleaved (A B C, C B A, ..
   9. the MNIST CNN at each intra-op and inter-op thread setting;
   10. and 11. image folders: prepare images, an epoch from its shards vs
      tf.keras.utils.image_dataset_from_directory on the same tree, and image_classifier
-     training from them vs in memory (benchmarks/image_bench.py; alone:
+     training from them vs in memory (benchmarks/bench_images.py; alone:
      python -m benchmarks.image_bench);
   12. and 13. tables: prepare csv, an epoch from its shards vs
      tf.data.experimental.make_csv_dataset on the same CSV, and dnn_classifier training from
-     them vs in memory (benchmarks/table_bench.py; alone: python -m benchmarks.table_bench).
+     them vs in memory (benchmarks/bench_tables.py; alone: python -m benchmarks.table_bench).
 Prints a table and the targets (met, SHORT, or not resolved when the 95% interval of the
 median ratio holds the target), and writes everything, every repeat, to --output_json. Uses
 --data_dir/mnist and --data_dir/lfw-devtrain/lfw when they are there, synthetic
@@ -41,7 +41,7 @@ import time
 import tensorflow as tf
 from absl import flags, logging
 
-from benchmarks import bench_sections, flops, image_bench, machine, precision_bench, table_bench
+from benchmarks import bench_images, bench_sections, bench_tables, flops, machine, precision_bench
 from benchmarks.bench_data import load_mnist
 from benchmarks.bench_report import Results, progress, report
 from benchmarks.bench_sections import FACE_GEOMETRY
@@ -93,8 +93,8 @@ def define_flags():
                        lower_bound=0.001)
     flags.DEFINE_bool('quick', False, 'A short run for development: ' + ', '.join(
         f'--{name}={value}' for name, value in QUICK.items()) + ' (flags given win).')
-    image_bench.define_flags()
-    table_bench.define_flags()
+    bench_images.define_flags()
+    bench_tables.define_flags()
 
 
 # --quick: fewer rounds than a figure to report needs.
@@ -159,11 +159,11 @@ def run_sections(work_dir, results, sections):
     if 'python' in sections:
         bench_sections.python_preprocessing(results)
     if 'images' in sections:
-        data['images'] = image_bench.image_rows(
+        data['images'] = bench_images.image_rows(
             work_dir, results, bench_sections.measure, bench_sections.dataset_turn,
             training_turns(work_dir, FLAGS.image_train_steps))
     if 'tables' in sections:
-        data['tables'] = table_bench.table_rows(
+        data['tables'] = bench_tables.table_rows(
             work_dir, results, bench_sections.measure, bench_sections.dataset_turn,
             training_turns(work_dir, FLAGS.table_train_steps))
     return data

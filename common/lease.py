@@ -5,9 +5,10 @@ claim on a checkpoint (trainer/evaluation/claims.py) are both this protocol: wri
 (the owner, a random token, when renewed), let other writers settle and read it back to learn
 who won (a bucket's last writer wins; it has no locks), renew it every lease_secs / 4 from a
 thread, and remove it at the end only while it still names this token. Another process takes
-an object over only when common.process_lock.stale_reason says its holder is gone.
+an object over only when stale_reason says its holder is gone.
 """
 import contextlib
+import dataclasses
 import os
 import socket
 import threading
@@ -16,8 +17,11 @@ import uuid
 from typing import Callable, ContextManager, Dict, Optional
 
 import tensorflow as tf
+from absl import logging
 
 from common import files, process_lock
+from common.errors import StoreError
+from common.records import NUMBER, field
 
 LEASE_SECS = 120
 # A bucket's last writer wins: read the object back after this long to learn who did.
@@ -40,11 +44,75 @@ def process_started() -> float:
         return _IMPORTED_AT
 
 
-def process_owner() -> Dict:
+@dataclasses.dataclass(frozen=True)
+class Owner:
+    """A process as a lease object names its holder; process_started tells it from an earlier
+    process with the same pid (a pod restarted in place). An eval job's claims add its task."""
+    pid: int
+    host: str
+    process_started: Optional[float]  # None in leases of trainers from before it was recorded
+    since: str
+    task: Optional[str] = None  # the cluster task ('evaluator1', 'local'): claims only
+
+    @classmethod
+    def from_json(cls, record: Dict) -> 'Owner':
+        """Raises ValueError naming the field when record names no process."""
+        return cls(pid=field(record, 'pid', int), host=field(record, 'host', str),
+                   process_started=field(record, 'process_started', NUMBER, optional=True),
+                   since=field(record, 'since', str),
+                   task=field(record, 'task', str, optional=True))
+
+    def to_json(self) -> Dict:
+        return {name: value for name, value in dataclasses.asdict(self).items()
+                if value is not None}
+
+
+def process_owner() -> Owner:
     """This process as a lease names it."""
-    return {'pid': os.getpid(), 'host': socket.gethostname(),
-            'process_started': process_started(),
-            'since': time.strftime('%Y-%m-%dT%H:%M:%S%z')}
+    return Owner(pid=os.getpid(), host=socket.gethostname(), process_started=process_started(),
+                 since=time.strftime('%Y-%m-%dT%H:%M:%S%z'))
+
+
+@dataclasses.dataclass(frozen=True)
+class LeaseRecord:
+    """A lease object as read. owner None: torn (a bucket's write under way) or not a lease
+    object at all; such an object holds nothing, and is taken over as unreadable."""
+    owner: Optional[Owner]
+    token: Optional[str] = None
+    renewed: float = 0.0
+    fields: Dict = dataclasses.field(default_factory=dict)  # the kind's own: a claim's step...
+
+    @classmethod
+    def from_json(cls, record, field_names=()) -> 'LeaseRecord':
+        """field_names: the fields its kind of lease adds, which it must have."""
+        try:
+            return cls(owner=Owner.from_json(record), token=field(record, 'token', str),
+                       renewed=field(record, 'renewed', NUMBER),
+                       fields={name: record[name] for name in field_names})
+        except (ValueError, KeyError):
+            return cls(owner=None)
+
+    def to_json(self) -> Dict:
+        return dict(self.owner.to_json(), **self.fields, token=self.token, renewed=self.renewed)
+
+
+def stale_reason(held: LeaseRecord, me: Owner, lease_secs: float,
+                 restarted: str) -> Optional[str]:
+    """Why a lease object another process wrote no longer holds, seen by process `me`; None
+    while its holder may still run. restarted: what to call `me` restarted in place."""
+    if held.owner is None:
+        return 'it is unreadable'
+    holder = held.owner
+    if holder.host == me.host and holder.pid == me.pid:
+        # Another lease or claim of this very process started when it did: a live holder.
+        if holder.process_started is not None and holder.process_started < me.process_started:
+            return f'its holder is {restarted} restarted in place (same host and pid)'
+    elif holder.host == me.host and not process_lock.pid_alive(holder.pid):
+        return f'pid {holder.pid} no longer runs on this host'
+    silent_secs = time.time() - held.renewed
+    if silent_secs > lease_secs:
+        return f'not renewed for {silent_secs:.0f} s (--lease_timeout_secs={lease_secs:g})'
+    return None
 
 
 class LeaseObject:
@@ -54,7 +122,7 @@ class LeaseObject:
     several lease objects share one; nothing on a bucket).
     """
 
-    def __init__(self, path: str, owner: Dict, lease_secs: float = LEASE_SECS,
+    def __init__(self, path: str, owner: Owner, lease_secs: float = LEASE_SECS,
                  settle_secs: float = SETTLE_SECS,
                  guard: Callable[[], ContextManager] = contextlib.nullcontext, **fields):
         self.path, self.owner, self.fields = path, owner, fields
@@ -63,46 +131,52 @@ class LeaseObject:
         self._stop = threading.Event()
         self._thread = None
 
-    def read(self) -> Optional[Dict]:
-        """The object as it stands: None when there is none, {} when it is torn or foreign."""
+    def read(self) -> Optional[LeaseRecord]:
+        """The object as it stands: None when there is none."""
         try:
             held = files.read_json(self.path)
         except tf.errors.NotFoundError:
             return None
         except ValueError:
-            return {}
-        return held if isinstance(held, dict) else {}
+            held = None
+        return LeaseRecord.from_json(held, field_names=tuple(self.fields))
 
     def write(self) -> None:
-        files.write_json_atomic(self.path, dict(self.owner, **self.fields, token=self.token,
-                                                renewed=time.time()))
+        files.write_json_atomic(self.path, LeaseRecord(self.owner, self.token, time.time(),
+                                                       self.fields).to_json())
 
-    def is_mine(self, held: Optional[Dict]) -> bool:
-        return (held or {}).get('token') == self.token
+    def is_mine(self, held: Optional[LeaseRecord]) -> bool:
+        return held is not None and held.token == self.token
 
-    def stale_reason(self, held: Dict, restarted: str) -> Optional[str]:
+    def stale_reason(self, held: LeaseRecord, restarted: str) -> Optional[str]:
         """Why another holder's object no longer holds; None while that holder may still run."""
-        return process_lock.stale_reason(held, self.owner, self.lease_secs, restarted)
+        return stale_reason(held, self.owner, self.lease_secs, restarted)
 
     def settled(self) -> bool:
         """After writing: whether, once other writers have settled, the object is still ours."""
         time.sleep(self.settle_secs)
         return self.is_mine(self.read())
 
-    def keep_renewed(self, on_lost: Callable[[Dict], None]) -> None:
+    def keep_renewed(self, on_lost: Callable[[Optional[LeaseRecord]], None]) -> None:
         """Renews the object every lease_secs / 4 from a thread until stop(); once another
-        process has taken it over (or removed it), calls on_lost with what it holds and stops."""
+        process has taken it over (or removed it), calls on_lost with what it holds and stops.
+        A store error is logged and the next renewal tried: it is not a lost lease."""
         self._thread = threading.Thread(target=self._renew, args=(on_lost,), daemon=True)
         self._thread.start()
 
-    def _renew(self, on_lost: Callable[[Dict], None]) -> None:
+    def _renew(self, on_lost: Callable[[Optional[LeaseRecord]], None]) -> None:
         while not self._stop.wait(self.lease_secs / 4):
-            with self.guard():
-                held = self.read()
-                if not self.is_mine(held):
-                    on_lost(held or {})
-                    return
-                self.write()
+            try:
+                with self.guard():
+                    held = self.read()
+                    if not self.is_mine(held):
+                        on_lost(held)
+                        return
+                    self.write()
+            except (tf.errors.OpError, OSError, StoreError) as error:  # StoreError: files' retries
+                first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+                logging.warning('could not renew %s (%s); trying again in %g s', self.path,
+                                first_line, self.lease_secs / 4)
 
     def stop(self) -> None:
         """Stops renewing (at once; a renewal under way finishes first)."""

@@ -5,8 +5,6 @@ flock exists only on a local disk; on a bucket callers use a lease object instea
 import contextlib
 import fcntl
 import os
-import time
-from typing import Optional
 
 
 def try_exclusive_lock(path: str, holder: str):
@@ -56,22 +54,3 @@ def pid_alive(pid: int) -> bool:
         pass
     return True
 
-
-def stale_reason(holder: dict, me: dict, lease_secs: float, restarted: str) -> Optional[str]:
-    """Why a lease or claim object another process wrote ({host, pid, process_started, token,
-    renewed}) no longer holds, seen by process `me`; None while its holder may still run.
-    restarted: what to call this process restarted in place ('this trainer')."""
-    if not isinstance(holder, dict) or 'token' not in holder:
-        return 'it is unreadable'
-    same_host = holder.get('host') == me['host']
-    pid, started = holder.get('pid'), holder.get('process_started')
-    if same_host and pid == me['pid']:
-        # Another lease or claim of this very process started when it did: a live holder.
-        if isinstance(started, (int, float)) and started < me['process_started']:
-            return f'its holder is {restarted} restarted in place (same host and pid)'
-    elif same_host and isinstance(pid, int) and not pid_alive(pid):
-        return f'pid {pid} no longer runs on this host'
-    silent_secs = time.time() - float(holder.get('renewed', 0))
-    if silent_secs > lease_secs:
-        return f'not renewed for {silent_secs:.0f} s (--lease_timeout_secs={lease_secs:g})'
-    return None

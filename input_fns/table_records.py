@@ -122,4 +122,4 @@ def make_input_fn(file_pattern: str, schema: Dict, batch_size: int, training: bo
     files = pipeline.list_record_files(file_pattern, flag_name)
     pipeline.check_record_files(files, feature_spec(schema))
     return pipeline.record_input_fn(files, parse_batch_fn(schema), batch_size, training, seed,
-                                    shuffle_buffer)
+                                    shuffle_buffer, windows=True)

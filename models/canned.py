@@ -1,5 +1,6 @@
 """tf.estimator's canned models over a table's schema: --model=dnn_classifier, linear_classifier,
-wide_deep_classifier and their _regressor forms.
+wide_deep_classifier and their _regressor forms; boosted_trees_classifier and _regressor are the
+service's own (models/boosted_trees.py), with the same heads.
 
 Each is the canned Estimator's own model_fn (DNNClassifier's, LinearClassifier's,
 DNNLinearCombinedClassifier's, in their TF2 form), called with feature columns and a head made
@@ -11,7 +12,7 @@ import tensorflow as tf
 from tensorflow_estimator.python.estimator.canned import dnn, dnn_linear_combined, linear
 
 from common.errors import UserError
-from models import eval_pictures, registry, table_columns
+from models import boosted_trees, eval_pictures, registry, table_columns
 
 # The canned models' optimizers (tf.keras legacy optimizers, as the canned models make them).
 OPTIMIZERS = {'adagrad': 'Adagrad', 'adam': 'Adam', 'ftrl': 'Ftrl', 'rmsprop': 'RMSprop',
@@ -73,9 +74,7 @@ def with_pictures(spec, labels, schema):
     if spec.mode != tf.estimator.ModeKeys.EVAL or schema['label']['task'] != 'classification':
         return spec
     classes = [str(value) for value in schema['label']['classes']]
-    labels = tf.reshape(labels, [-1])
-    label_ids = tf.argmax(tf.cast(tf.equal(labels[:, None], tf.constant(classes)[None, :]),
-                                  tf.int32), axis=1)
+    label_ids = table_columns.label_ids(labels, schema)
     predicted = tf.reshape(spec.predictions['class_ids'], [-1])
     metrics = dict(spec.eval_metric_ops)
     if len(classes) == 2:
@@ -108,13 +107,17 @@ def _model_fn(build, task: str, name: str):
     return model_fn
 
 
+# family: (build, default params, whether it trains in one process only)
 FAMILIES = {
-    'dnn': (dnn_fn, {**DEEP_PARAMS}),
-    'linear': (linear_fn, {'optimizer': 'ftrl', 'learning_rate': 0.1, **LINEAR_PARAMS}),
-    'wide_deep': (wide_deep_fn, {**DEEP_PARAMS, 'linear_learning_rate': 0.1, **LINEAR_PARAMS}),
+    'dnn': (dnn_fn, {**DEEP_PARAMS}, False),
+    'linear': (linear_fn, {'optimizer': 'ftrl', 'learning_rate': 0.1, **LINEAR_PARAMS}, False),
+    'wide_deep': (wide_deep_fn, {**DEEP_PARAMS, 'linear_learning_rate': 0.1, **LINEAR_PARAMS},
+                  False),
+    'boosted_trees': (boosted_trees.boosted_trees_fn, {**boosted_trees.PARAMS}, True),
 }
-for _family, (_build, _params) in FAMILIES.items():
+for _family, (_build, _params, _single_process) in FAMILIES.items():
     for _task, _suffix in (('classification', 'classifier'), ('regression', 'regressor')):
         registry.register(registry.ModelSpec(
             name=f'{_family}_{_suffix}', model_fn=_model_fn(_build, _task, f'{_family}_{_suffix}'),
-            default_params=_params, input_kind='table', schema_kind='table'))
+            default_params=_params, input_kind='table', schema_kind='table',
+            single_process=_single_process))

@@ -10,7 +10,7 @@ from common.registry import Registry
 
 MODEL_MODULES = ('models.mnist_cnn', 'models.face_diff', 'models.face_siamese',
                  'models.face_embedding', 'models.csv_mlp', 'models.image_classifier',
-                 'models.canned')
+                 'models.canned')  # canned registers boosted_trees' models too
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,6 +30,10 @@ class ModelSpec:
     # (trainer/run/data_schema.py) and hands it to the model_fn as params['schema'].
     schema_kind: Optional[str] = None
     schema: Optional[Dict] = None
+    # Trains in one process only (boosted trees: a layer grows from one process's statistics):
+    # training refuses a --distribution strategy and a TF_CONFIG cluster with workers or
+    # parameter servers (trainer/run/experiment.py).
+    single_process: bool = False
 
 
 _MODELS: Registry[ModelSpec] = Registry('model', MODEL_MODULES)

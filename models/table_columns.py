@@ -74,6 +74,20 @@ def parse_crosses(text: str) -> List[List[str]]:
     return crosses
 
 
+def position_in(values: tf.Tensor, names: List[str]) -> tf.Tensor:
+    """[batch] int32: each value's place in names, len(names) for a value not among them."""
+    found = tf.equal(tf.reshape(values, [-1])[:, None], tf.constant(names)[None, :])
+    return tf.where(tf.reduce_any(found, axis=1),
+                    tf.argmax(tf.cast(found, tf.int32), axis=1, output_type=tf.int32), len(names))
+
+
+def label_ids(labels: tf.Tensor, schema: Dict) -> tf.Tensor:
+    """[batch] class names (as the heads take them) -> [batch] int64 places in the schema's
+    classes (the heads' class_ids' type)."""
+    return tf.cast(position_in(labels, [str(value) for value in schema['label']['classes']]),
+                   tf.int64)
+
+
 def head(schema: Dict):
     """The canned head the label calls for: binary, multi-class (the schema's classes as the
     label vocabulary) or regression; rows weighted by the schema's weight column, if any."""

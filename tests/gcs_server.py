@@ -7,7 +7,7 @@ Its libcurl honours `https_proxy`, so nothing on the host changes: the tests set
 GoogleProxy (127.0.0.1), which answers CONNECT for those two hosts only, presents a certificate
 signed by a CA made for the session (`CURL_CA_BUNDLE`, which TF reads for every request) and
 forwards each request as plain HTTP to its upstream: the server, or anything put between them
-(a fault-injecting proxy: `running_server(upstream=...)`).
+(a fault-injecting proxy: set `.proxy.upstream` of what running_server yields).
 
 The proxy runs in its own process: a TensorFlow call may hold Python's GIL while it waits for
 the network, which would stall a proxy thread in the same process (a SavedModel export did).
@@ -130,7 +130,7 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
         headers = {name: value for name, value in self.headers.items()
                    if name.lower() not in HOP_BY_HOP}
         # A connection a request: one the upstream (or a proxy there) dropped is never reused.
-        upstream = http.client.HTTPConnection(*proxy.upstream, timeout=proxy.timeout)
+        upstream = http.client.HTTPConnection(*proxy.current_upstream(), timeout=proxy.timeout)
         try:
             upstream.request(self.command, self.path, body, headers)
             response = upstream.getresponse()
@@ -229,8 +229,10 @@ class GoogleProxy:
     .url is what https_proxy gets; .requests counts the requests forwarded, by method.
     """
 
-    def __init__(self, upstream, certificate_chain, key, timeout=60, log_path=None):
-        self.upstream, self.timeout, self.log_path = tuple(upstream), timeout, log_path
+    def __init__(self, upstream, certificate_chain, key, timeout=60, log_path=None,
+                 upstream_file=None):
+        self.upstream, self.timeout, self.log_path = upstream, timeout, log_path
+        self.upstream_file = upstream_file  # 'HOST:PORT', read for each request when given
         self.tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.tls.load_cert_chain(certificate_chain, key)
         self.requests = {}
@@ -241,6 +243,13 @@ class GoogleProxy:
         self.port = self._server.server_address[1]
         self.url = f'http://127.0.0.1:{self.port}'
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def current_upstream(self):
+        if self.upstream_file:
+            with open(self.upstream_file) as f:
+                host, port = f.read().strip().rsplit(':', 1)
+            return host, int(port)
+        return self.upstream
 
     def count(self, method):
         with self._lock:
@@ -287,14 +296,11 @@ def _request(port, method, path, body=None):
 
 
 @contextlib.contextmanager
-def running_server(folder, set_environ=True, upstream=None):
+def running_server(folder, set_environ=True):
     """Starts fake-gcs-server (objects in memory) and GoogleProxy on free 127.0.0.1 ports, sets
     the variables of gcs_env in os.environ (child processes inherit them), yields an object with
-    .port (the server's), .proxy_url, .env, .make_bucket() and .requests_forwarded(); stops both
-    and restores os.environ after.
-
-    upstream: the (host, port) the proxy forwards to instead of the server (a proxy in front of
-    it, started by the caller once .port is known: give a callable port -> (host, port)).
+    .port (the server's), .proxy (a ProxyProcess), .env and .make_bucket(); stops both and
+    restores os.environ after.
     """
     folder = str(folder)
     port = free_port()
@@ -316,17 +322,9 @@ def running_server(folder, set_environ=True, upstream=None):
                 raise RuntimeError(f'fake-gcs-server did not start:\n{open(log_path).read()}')
             time.sleep(0.05)
         certificates = make_test_ca(folder)
-        target = upstream(port) if callable(upstream) else (upstream or ('127.0.0.1', port))
-        proxy_log = os.path.join(folder, 'proxy.log')
-        proxy = subprocess.Popen(
-            [sys.executable, '-m', 'tests.gcs_server', f'{target[0]}:{target[1]}',
-             certificates.chain, certificates.key, proxy_log], cwd=REPO, stdout=subprocess.PIPE,
-            text=True)
+        proxy = ProxyProcess(folder, ('127.0.0.1', port), certificates)
         try:
-            proxy_url = proxy.stdout.readline().strip()
-            if not proxy_url:
-                raise RuntimeError(f'the GCS test proxy did not start (exit {proxy.wait()})')
-            env = gcs_env(proxy_url, certificates.ca)
+            env = gcs_env(proxy.url, certificates.ca)
 
             def make_bucket(prefix='bucket'):
                 name = f'{prefix}-{uuid.uuid4().hex[:8]}'
@@ -336,28 +334,55 @@ def running_server(folder, set_environ=True, upstream=None):
                     raise RuntimeError(f'fake-gcs-server made no bucket {name}: {status} {answer!r}')
                 return name
 
-            def requests_forwarded():
-                """The requests the proxy forwarded so far, by method."""
-                with open(proxy_log) as log:
-                    methods = [line.split(' ', 1)[0] for line in log if ' -> ' in line]
-                return {method: methods.count(method) for method in sorted(set(methods))}
-
             if set_environ:
                 os.environ.update(env)
-            yield types.SimpleNamespace(port=port, proxy_url=proxy_url, env=env,
-                                        make_bucket=make_bucket, ca=certificates.ca,
-                                        requests_forwarded=requests_forwarded)
+            yield types.SimpleNamespace(port=port, proxy=proxy, env=env, make_bucket=make_bucket,
+                                        ca=certificates.ca)
         finally:
-            stop_server(proxy, {})
+            stop_server(proxy.process, {})
     finally:
         stop_server(process, saved)
 
 
-def main(upstream, certificate_chain, key, log_path):
-    """`python -m tests.gcs_server HOST:PORT CHAIN KEY LOG`: GoogleProxy until terminated; prints
-    its URL once it listens."""
-    host, port = upstream.rsplit(':', 1)
-    with GoogleProxy((host, int(port)), certificate_chain, key, log_path=log_path) as proxy:
+class ProxyProcess:
+    """GoogleProxy in its own process (module docstring). .url is what https_proxy gets;
+    .upstream, (host, port), may be set at any time (the proxy reads it for every request);
+    .requests counts the requests forwarded so far, by method."""
+
+    def __init__(self, folder, upstream, certificates):
+        self._upstream_file = os.path.join(folder, 'proxy-upstream')
+        self.log_path = os.path.join(folder, 'proxy.log')
+        self.upstream = upstream
+        self.process = subprocess.Popen(
+            [sys.executable, '-m', 'tests.gcs_server', self._upstream_file, certificates.chain,
+             certificates.key, self.log_path], cwd=REPO, stdout=subprocess.PIPE, text=True)
+        self.url = self.process.stdout.readline().strip()
+        if not self.url:
+            raise RuntimeError(f'the GCS test proxy did not start (exit {self.process.wait()})')
+
+    @property
+    def upstream(self):
+        return self._upstream
+
+    @upstream.setter
+    def upstream(self, address):
+        self._upstream = tuple(address)
+        with open(self._upstream_file + '.new', 'w') as f:
+            f.write(f'{address[0]}:{address[1]}')
+        os.replace(self._upstream_file + '.new', self._upstream_file)  # never read half-written
+
+    @property
+    def requests(self):
+        with open(self.log_path) as log:
+            methods = [line.split(' ', 1)[0] for line in log if ' -> ' in line]
+        return {method: methods.count(method) for method in sorted(set(methods))}
+
+
+def main(upstream_file, certificate_chain, key, log_path):
+    """`python -m tests.gcs_server UPSTREAM_FILE CHAIN KEY LOG`: GoogleProxy until terminated,
+    forwarding to the HOST:PORT in UPSTREAM_FILE; prints its URL once it listens."""
+    with GoogleProxy(None, certificate_chain, key, log_path=log_path,
+                     upstream_file=upstream_file) as proxy:
         print(proxy.url, flush=True)
         threading.Event().wait()
 

@@ -187,10 +187,20 @@ def copy_model_dir(model_dir, destination):
     return str(destination)
 
 
-def evaluated(step, **metrics):
+def evaluated(step, checkpoint=None, **metrics):
     """The ledger entry of an evaluated step, as an eval job writes it."""
-    return {'step': step, 'checkpoint': f'model.ckpt-{step}', 'status': 'evaluated',
-            'metrics': metrics}
+    from trainer.model_dir import ledger
+    return ledger.LedgerEntry(step=step, checkpoint=checkpoint or f'model.ckpt-{step}',
+                              status=ledger.EVALUATED, time='2026-11-26T10:00:00+0000',
+                              eval_files='data/validation-*', metrics=metrics)
+
+
+def skipped(step):
+    """The ledger entry of a step whose checkpoint was deleted before it was evaluated."""
+    from trainer.model_dir import ledger
+    return ledger.LedgerEntry(step=step, checkpoint=f'model.ckpt-{step}', status=ledger.SKIPPED,
+                              time='2026-11-26T10:00:00+0000', eval_files='data/validation-*',
+                              reason='deleted before evaluation')
 
 
 def write_fake_checkpoints(model_dir, steps, newest_saved):

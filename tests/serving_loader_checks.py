@@ -33,9 +33,9 @@ def replayed_warmup(saved_model_dir):
     return outputs
 
 
-def run_loader(binary, saved_model_dir, examples=None):
-    return serving_loader.run(binary, saved_model_dir, examples, capture_output=True, text=True,
-                              timeout=120, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'))
+def run_loader(binary, saved_model_dir, examples=None, rest_body=None):
+    return serving_loader.run(binary, saved_model_dir, examples, rest_body, capture_output=True,
+                              text=True, timeout=120, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'))
 
 
 def as_array(output):
@@ -55,10 +55,10 @@ def assert_same_answers(cpp_outputs, python_outputs):
             np.testing.assert_array_equal(cpp, python, err_msg=key)
 
 
-def check_against_python(binary, version_dir, examples=None):
+def check_against_python(binary, version_dir, examples=None, rest_body=None):
     """Loads the export in C++: its signatures (TensorInfo names included) and every warm-up
     answer are Python's. Returns the loader's JSON lines."""
-    result = run_loader(binary, version_dir, examples)
+    result = run_loader(binary, version_dir, examples, rest_body)
     assert result.returncode == 0, result.stderr[-3000:]
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     python_signatures = export.signature_defs(version_dir)

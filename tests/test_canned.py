@@ -1,6 +1,8 @@
 """The canned models over a prepared table, through the CLI: training, the eval job's ledger and
-best export, TensorBoard's metrics, status, the export's signatures and warm-up, predict on
-rows, and the errors for a model that does not fit its data or params."""
+best export, TensorBoard's metrics, status, the export's signatures and warm-up, the export as
+TF Serving's C++ loader runs it (warm-up, Classify, Regress, a REST body), predict on rows, and
+the errors for a model that does not fit its data or params."""
+import glob
 import json
 import os
 import random
@@ -10,7 +12,7 @@ import tensorflow as tf
 
 from helpers import assert_one_line_error, run_module, run_prepare
 from input_fns import csv_tables, prepare
-from serving_loader_checks import replayed_warmup
+from serving_loader_checks import assert_same_answers, check_against_python
 
 STEPS = ['--train_steps=40', '--save_checkpoints_steps=20', '--batch_size=16',
          '--log_every_n_steps=20']
@@ -56,7 +58,18 @@ def last_json(result):
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def test_dnn_classifier_trains_then_the_eval_job_exports_the_best_and_it_serves(binary):
+def validation_records(folder):
+    """The validation shard's serialized tf.Examples: its file, and the records."""
+    [path] = glob.glob(f'{folder}/data/validation-*')
+    return path, [record.numpy() for record in tf.data.TFRecordDataset(path)]
+
+
+def loader_lines(lines, key):
+    return {line[key]: line['outputs'] for line in lines if key in line}
+
+
+def test_dnn_classifier_trains_then_the_eval_job_exports_the_best_and_it_serves(binary,
+                                                                                serving_loader):
     model_dir, export_dir = f'{binary}/run', f'{binary}/exports'
     common = ['--model=dnn_classifier', f'--model_dir={model_dir}', *files_flags(binary)]
     trainer(*common, '--mode=train', *STEPS, '--hidden_units=16,8')
@@ -73,12 +86,23 @@ def test_dnn_classifier_trains_then_the_eval_job_exports_the_best_and_it_serves(
     assert sorted(signatures) == ['classify', 'predict_examples', 'regress', 'serving_default']
     assert sorted(signatures['serving_default'].structured_input_signature[1]) == [
         'age', 'color', 'x']  # the weight column is not an input
-    warmed = replayed_warmup(version)
-    assert sorted(warmed) == ['classify', 'predict_examples', 'regress', 'serving_default']
     rest = signatures['serving_default'](age=tf.constant([70, 20], tf.int64),
                                          color=tf.constant(['red', 'purple']),
                                          x=tf.constant([0.5, 0.5]))
     assert rest['classes'].numpy()[:, 0].tolist() == [b'rich', b'poor']
+    # As TF Serving runs it, in C++: every warm-up request (check_against_python), Classify and
+    # Regress of the validation rows, and the REST body of the rows above.
+    body = f'{binary}/rest_body.json'
+    with open(body, 'w') as f:
+        json.dump({'instances': [{'age': 70, 'color': 'red', 'x': 0.5},
+                                 {'age': 20, 'color': 'purple', 'x': 0.5}]}, f)
+    examples, records = validation_records(binary)
+    lines = check_against_python(serving_loader, version, examples, body)
+    assert_same_answers(loader_lines(lines, 'rest_body')[body], {k: v.numpy() for k, v in rest.items()})
+    classified = signatures['classify'](inputs=tf.constant(records))
+    assert_same_answers(loader_lines(lines, 'classify')['classify'],
+                        {k: v.numpy() for k, v in classified.items()})
+    assert loader_lines(lines, 'regress')['regress']['outputs']['shape'] == [len(records), 1]
 
     rows = f'{binary}/rows.jsonl'
     with open(rows, 'w') as f:
@@ -90,7 +114,7 @@ def test_dnn_classifier_trains_then_the_eval_job_exports_the_best_and_it_serves(
 
 
 def test_linear_and_wide_deep_classifiers_report_each_class_and_the_confusion_matrix(
-        tmp_path_factory):
+        tmp_path_factory, serving_loader):
     folder = prepared(tmp_path_factory, 'three', lambda age, color, x: 'abc'[age % 3])
     for model, extra in (('linear_classifier', ['--crosses=age:color']),
                          ('wide_deep_classifier', ['--hidden_units=8'])):
@@ -98,19 +122,30 @@ def test_linear_and_wide_deep_classifiers_report_each_class_and_the_confusion_ma
         trainer(*common, '--mode=train', *STEPS, *extra)
         metrics = last_json(trainer(*common, '--mode=evaluate'))
         assert {'accuracy', 'accuracy_of_class/a', 'accuracy_of_class/c'} <= set(metrics)
+    # The crossed columns' export as TF Serving's C++ loader runs it (wide_deep's parts are the
+    # linear and the dnn classifiers' own).
+    saved = last_json(trainer('--model=linear_classifier', '--mode=export',
+                              f'--model_dir={folder}/linear_classifier',
+                              f'--export_dir={folder}/exports'))['saved_model']
+    examples, records = validation_records(folder)
+    lines = check_against_python(serving_loader, saved, examples)
+    assert loader_lines(lines, 'classify')['classify']['scores']['shape'] == [len(records), 3]
     events = tf.io.gfile.glob(f'{folder}/linear_classifier/eval_default/events.*')
     tags = {value.tag for path in events for event in tf.compat.v1.train.summary_iterator(path)
             for value in event.summary.value}
     assert 'confusion_matrix/0' in tags  # the image
 
 
-def test_dnn_regressor_on_a_number_label(tmp_path_factory):
+def test_dnn_regressor_on_a_number_label(tmp_path_factory, serving_loader):
     folder = prepared(tmp_path_factory, 'number', lambda age, color, x: round(age * 0.1 + x, 3))
     common = ['--model=dnn_regressor', f'--model_dir={folder}/run', *files_flags(folder)]
     trainer(*common, '--mode=train', *STEPS)
     assert 'average_loss' in last_json(trainer(*common, '--mode=evaluate'))
     saved = last_json(trainer(*common, '--mode=export', f'--export_dir={folder}/exports'))
     assert 'regress' in tf.saved_model.load(saved['saved_model']).signatures
+    examples, records = validation_records(folder)  # TF Serving's Regress, in C++
+    lines = check_against_python(serving_loader, saved['saved_model'], examples)
+    assert loader_lines(lines, 'regress')['regress']['outputs']['shape'] == [len(records), 1]
 
 
 def test_a_model_that_does_not_fit_its_data_or_params_is_one_line(binary, tmp_path):

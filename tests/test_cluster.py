@@ -38,13 +38,13 @@ def test_cluster_trains_to_its_step_count_evaluates_and_exports(digit_shards, tm
     final_step = checkpoints.list_checkpoints(str(model_dir))[-1][0]
     assert final_step >= 60
     entries = Ledger(str(model_dir), 'val').entries()
-    steps = [e['step'] for e in entries]
+    steps = [e.step for e in entries]
     assert steps == sorted(set(steps)) and steps[0] == 0 and steps[-1] == final_step
-    assert all(e['status'] == 'evaluated' for e in entries)
+    assert all(e.status == 'evaluated' for e in entries)
     assert 'evaluated the final checkpoint' in result.stdout
     # Exports are named by the global step inside the checkpoint, past the name's on a cluster.
-    best = min(entries, key=lambda e: e['metrics']['loss'])
-    best_step = str(best['metrics']['global_step'])
+    best = min(entries, key=lambda e: e.metrics['loss'])
+    best_step = str(best.metrics['global_step'])
     assert (export_dir / 'best').read_text() == best_step + '\n'
     assert os.path.exists(export_dir / best_step / 'export_complete.json')
     exports = [name for name in os.listdir(export_dir) if name.isdigit()]

@@ -38,7 +38,7 @@ def test_sync_cluster_trains_evaluates_and_resumes_either_way(digit_shards, tmp_
         f for f in os.listdir(digit_shards.dir) if f.startswith('train-'))
     # One global step per all-reduced step: the chief saved 0, 10, 20 and nothing past it.
     assert steps_of(model_dir)[-1] == 20
-    assert [e['step'] for e in Ledger(str(model_dir), 'val').entries()][-1] == 20
+    assert [e.step for e in Ledger(str(model_dir), 'val').entries()][-1] == 20
     assert 'every task finished: chief, worker0, evaluator' in result.stderr
     assert not os.path.exists(model_dir / 'tmp_worker_0')  # the worker's copies, removed
 

@@ -31,9 +31,8 @@ def fake_exports(tmp_path, policy, keep, saved_past_name=0):
 
 
 def ledger_entry(tmp_path, step, loss, saved_past_name=0):
-    entry = evaluated(step, loss=loss, global_step=step + saved_past_name)
-    entry['checkpoint'] = str(tmp_path / f'model.ckpt-{step}')
-    return entry
+    return evaluated(step, str(tmp_path / f'model.ckpt-{step}'), loss=loss,
+                     global_step=step + saved_past_name)
 
 
 def test_best_policy_exports_only_improvements_and_keeps_the_newest(tmp_path):

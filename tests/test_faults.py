@@ -49,7 +49,7 @@ def test_eval_job_killed_mid_evaluation_leaves_each_checkpoint_once(digit_shards
     wait_for_log(tmp_path / 'killed.log', r'Restoring parameters from .*model\.ckpt-2$', job)
     job.send_signal(signal.SIGKILL)
     job.wait()
-    assert [e['step'] for e in ledger.entries()] == [0]  # killed while evaluating step 2
+    assert [e.step for e in ledger.entries()] == [0]  # killed while evaluating step 2
 
     # Restarted; checkpoint 4 is deleted (as keep_checkpoint_max does) while it evaluates step 2.
     job = start_module('trainer.main', *args, log_path=tmp_path / 'restarted.log')
@@ -59,5 +59,5 @@ def test_eval_job_killed_mid_evaluation_leaves_each_checkpoint_once(digit_shards
     assert job.wait(timeout=120) == 0
     log = open(tmp_path / 'restarted.log').read()
     assert 'resuming after step 0' in log and 'skipped step 4' in log
-    assert [(e['step'], e['status']) for e in ledger.entries()] == [
+    assert [(e.step, e.status) for e in ledger.entries()] == [
         (0, 'evaluated'), (2, 'evaluated'), (4, 'skipped'), (6, 'evaluated')]

@@ -85,7 +85,7 @@ def test_training_and_evaluation_on_a_full_disk_resume_once_space_is_freed(small
     assert Ledger(model_dir, 'validation').entries() == []
     small_disk.free()
     run_module(*evaluate)
-    assert [entry['step'] for entry in Ledger(model_dir, 'validation').entries()] == [4]
+    assert [entry.step for entry in Ledger(model_dir, 'validation').entries()] == [4]
 
 
 def test_an_export_on_a_full_disk_leaves_no_version_and_resumes(small_disk, trained_model):

@@ -29,12 +29,12 @@ def call(connection, method, path, body=b'', headers=None):
 
 def test_tunnels_only_to_google_hosts(gcs_server):
     with pytest.raises(OSError, match='403'):
-        call(through(gcs_server.proxy_url, gcs_server.ca, host='example.com'), 'GET', '/')
+        call(through(gcs_server.proxy.url, gcs_server.ca, host='example.com'), 'GET', '/')
 
 
 def test_upload_as_tf_sends_it_and_status_as_gcs_answers(gcs_server):
     bucket = gcs_server.make_bucket()
-    connection = through(gcs_server.proxy_url, gcs_server.ca)
+    connection = through(gcs_server.proxy.url, gcs_server.ca)
     # TF's POST that starts a resumable upload: Go's server answers 501 to this header itself.
     status, headers, _ = call(connection, 'POST', f'/upload/storage/v1/b/{bucket}/o?'
                               'uploadType=resumable&name=x', headers={

@@ -4,12 +4,8 @@ import math
 import pytest
 
 from common.errors import UserError
+from helpers import evaluated, skipped
 from trainer.model_dir.metric_goal import MetricGoal
-
-
-def evaluated(step, **metrics):
-    return {'step': step, 'checkpoint': f'model.ckpt-{step}', 'status': 'evaluated',
-            'metrics': metrics}
 
 
 def test_better_and_best():
@@ -17,8 +13,8 @@ def test_better_and_best():
     assert higher.better(0.9, None) and lower.better(0.1, 0.2) and not lower.better(0.2, 0.2)
     assert not lower.better(math.nan, 1.0) and lower.better(1.0, math.nan)
     entries = [evaluated(0, loss=2.0), evaluated(2, loss=0.5), evaluated(4, loss=0.5),
-               {'step': 6, 'status': 'skipped'}, evaluated(8, loss=math.nan)]
-    assert MetricGoal('loss', 'min', '--export_metric').best(entries)['step'] == 2
+               skipped(6), evaluated(8, loss=math.nan)]
+    assert MetricGoal('loss', 'min', '--export_metric').best(entries).step == 2
     with pytest.raises(UserError, match='--export_metric=auc: .* it has loss'):
         MetricGoal('auc', 'min', '--export_metric').best(entries)
     assert MetricGoal.of('loss', None, '--m').mode == 'min'
@@ -28,7 +24,7 @@ def test_better_and_best():
 
 def test_no_improvement_counts_evaluations_after_the_best():
     entries = [evaluated(0, accuracy=0.5), evaluated(2, accuracy=0.8), evaluated(4, accuracy=0.8),
-               {'step': 6, 'status': 'skipped'}]
+               skipped(6)]
     assert MetricGoal('accuracy', 'max').stalled(entries, 2) is None
     entries.append(evaluated(8, accuracy=0.7))
     assert MetricGoal('accuracy', 'max').stalled(entries, 2) == (
@@ -38,12 +34,12 @@ def test_no_improvement_counts_evaluations_after_the_best():
 def test_best_goes_by_step_not_by_line_order():
     # A ledger line for an older step can come later (a re-evaluation after a restart).
     entries = [evaluated(4, loss=0.5), evaluated(2, loss=0.5), evaluated(0, loss=1.0)]
-    assert MetricGoal('loss', 'min').best(entries)['step'] == 2
+    assert MetricGoal('loss', 'min').best(entries).step == 2
 
 
 def test_nan_never_counts_as_an_improvement():
     entries = [evaluated(0, loss=1.0), evaluated(2, loss=math.nan), evaluated(4, loss=math.nan)]
-    assert MetricGoal('loss', 'min').best(entries)['step'] == 0
+    assert MetricGoal('loss', 'min').best(entries).step == 0
     assert MetricGoal('loss', 'min').stalled(entries, 2) == (
         'loss has not improved on 1 (step 0) in 2 evaluations')
     assert MetricGoal('loss', 'min').stalled([], 1) is None

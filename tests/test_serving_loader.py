@@ -1,7 +1,9 @@
 """TF Serving's C++ loader (tools/serving_loader.cc, issue 38) on what the other tests do not
 export (mnist_cnn, face_embedding: test_serving.py; csv_mlp: test_csv.py; image_classifier:
-test_image_classifier.py): the other face pair models, an export needing an op the model server
-lacks (refused by the op's name), and `./run.sh serving-loader` on a base path."""
+test_image_classifier.py; the canned table models: test_canned.py; --usr_dir modules:
+test_usr_dir.py): the other face pair models, an export needing an op the model server lacks
+(refused by the op's name), REST predict bodies made into tensors as TF Serving's REST server
+does, and `./run.sh serving-loader` on a base path."""
 import json
 import os
 
@@ -74,3 +76,50 @@ def test_the_run_sh_command_takes_a_base_path(serving_loader, tmp_path):
     assert result.returncode == 0 and 'built ' not in result.stderr, result.stderr[-3000:]
     [line] = result.stdout.splitlines()  # no warm-up file: the signatures only
     assert json.loads(line)['signatures']['serving_default']['inputs'] == {'x': 'x:0'}
+
+
+def rest_export(path):
+    """serving_default: y = 2 * x (float32 [N]) and n + 1 (int64 [N, 2]); text as given."""
+    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+        x = tf.compat.v1.placeholder(tf.float32, [None], name='x')
+        n = tf.compat.v1.placeholder(tf.int64, [None, 2], name='n')
+        text = tf.compat.v1.placeholder(tf.string, [None], name='text')
+        signature = tf.compat.v1.saved_model.predict_signature_def(
+            {'x': x, 'n': n, 'text': text}, {'y': x * 2, 'm': n + 1, 'same': tf.identity(text)})
+        builder = tf.compat.v1.saved_model.Builder(path)
+        builder.add_meta_graph_and_variables(session, ['serve'],
+                                             signature_def_map={'serving_default': signature})
+        builder.save()
+    return path
+
+
+@pytest.mark.parametrize('body', [
+    {'instances': [{'x': 1.5, 'n': [1, 2], 'text': 'a'}, {'x': 2, 'n': [3, 4], 'text': {'b64': 'Yg=='}}]},
+    {'signature_name': 'serving_default', 'inputs': {'x': [1.5, 2], 'n': [[1, 2], [3, 4]],
+                                                     'text': ['a', 'b']}}], ids=['rows', 'columns'])
+def test_a_rest_predict_body_is_made_into_the_signatures_tensors(serving_loader, tmp_path, body):
+    path = tmp_path / 'body.json'
+    path.write_text(json.dumps(body))
+    result = run_loader(serving_loader, rest_export(str(tmp_path / 'export')), rest_body=str(path))
+    assert result.returncode == 0, result.stderr[-3000:]
+    [answer] = [json.loads(line) for line in result.stdout.splitlines() if '"rest_body"' in line]
+    assert answer['outputs'] == {
+        'y': {'dtype': 'float', 'shape': [2], 'values': [3, 4]},
+        'm': {'dtype': 'int64', 'shape': [2, 2], 'values': [2, 3, 4, 5]},
+        'same': {'dtype': 'string', 'shape': [2], 'values': ['a', 'b']}}
+
+
+@pytest.mark.parametrize('body, error', [
+    ({'instances': [{'x': 1, 'n': [1, 2]}]}, 'an instance has no text'),
+    ({'instances': [{'x': 1, 'n': [1, 2], 'text': 'a'}, {'x': 1, 'n': [1], 'text': 'b'}]},
+     'n differs in shape between instances'),
+    ({'instances': [{'x': 1, 'n': [1.5, 2], 'text': 'a'}]}, 'n: a value that is not a whole number, for int64'),
+    ({'instances': [{'x': 'one', 'n': [1, 2], 'text': 'a'}]}, 'x: a value that is not a number, for float'),
+    ({'examples': []}, 'a predict body takes "instances" or "inputs"')])
+def test_a_rest_body_that_does_not_fit_the_signature_is_one_line(serving_loader, tmp_path, body,
+                                                                 error):
+    path = tmp_path / 'body.json'
+    path.write_text(json.dumps(body))
+    result = run_loader(serving_loader, rest_export(str(tmp_path / 'export')), rest_body=str(path))
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == f'error: {path}: {error}'

@@ -1,13 +1,15 @@
 """The status report: a pure function from what a model_dir holds to a dict, shown as text."""
 import json
+from dataclasses import replace
 
+from helpers import evaluated, skipped
+from trainer.model_dir.ledger import Evaluator
 from trainer.model_dir.run_files import TrainFinished
 from trainer.observe import status
 
 
-def entry(step, status_='evaluated', **metrics):
-    return {'step': step, 'checkpoint': f'm/model.ckpt-{step}', 'status': status_,
-            'eval_files': 'data/validation-*', 'metrics': {'global_step': step, **metrics}}
+def entry(step, **metrics):
+    return evaluated(step, global_step=step, **metrics)
 
 
 def snapshot(**overrides):
@@ -17,7 +19,7 @@ def snapshot(**overrides):
         train_finished=TrainFinished(step=400, train_steps=400, early_stopped=False,
                                      reason='reached train_steps'),
         eval_ledgers={'validation': [entry(100, loss=0.5, accuracy=0.8),
-                                     entry(200, 'skipped'),
+                                     skipped(200),
                                      entry(300, loss=0.3, accuracy=0.85)]},
         exports={'exports/m': {'steps': [100, 300], 'pointers': {'best': 300}, 'served': 300}})
     values.update(overrides)
@@ -82,11 +84,10 @@ def test_empty_model_dir():
 
 
 def test_status_shows_which_eval_job_evaluated_each_step():
-    a, b = ({'host': 'h', 'pid': 7, 'task': 'evaluator0'}, {'host': 'h', 'pid': 9,
-                                                            'task': 'evaluator1'})
-    ledgers = {'v': [dict(entry(100, loss=0.2), evaluated_by=a),
-                     dict(entry(200, loss=0.1), evaluated_by=b),
-                     dict(entry(300, 'skipped'), evaluated_by=a)]}
+    a, b = Evaluator(host='h', pid=7, task='evaluator0'), Evaluator('h', 9, 'evaluator1')
+    ledgers = {'v': [replace(entry(100, loss=0.2), evaluated_by=a),
+                     replace(entry(200, loss=0.1), evaluated_by=b),
+                     replace(skipped(300), evaluated_by=a)]}
     report = status.summarize(snapshot(eval_ledgers=ledgers))
     assert report['eval_jobs'][0]['evaluated_by'] == [
         {'evaluator': 'evaluator0 (pid 7 on h)', 'steps': [100, 300]},

@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from common.errors import UserError
 from helpers import assert_one_line_error, run_module, run_prepare
-from input_fns import csv_tables, example_tables, table_records
+from input_fns import csv_tables, example_tables, pipeline, table_records
 
 PEOPLE = '''age,workclass,"hours, per week",score,income
 39,State-gov,40,1.5,<=50K
@@ -175,6 +175,33 @@ def test_prepare_examples_reads_records_in_place_or_reshards_them(tmp_path):
     with pytest.raises(UserError, match='record 1: not a tf.Example'):
         run_prepare(example_tables.prepare_examples,
                     **{**args, 'source': str(tmp_path / 'not_examples.tfrecord')})
+
+
+@pytest.mark.parametrize('in_memory', [True, False], ids=['in_memory', 'streamed_windows'])
+def test_training_input_gives_every_row_once_an_epoch_in_a_new_order(tmp_path, monkeypatch,
+                                                                     in_memory):
+    """The training input_fn parses windows of rows and permutes them (all rows at once when
+    they fit in memory): each epoch is every row once, batches whole, each epoch reordered."""
+    rows, batch = 230, 20  # the epochs meet inside a batch, as a stream of records would
+    text = 'id,color,label\n' + ''.join(f'{i},{"red" if i % 3 else "blue"},{"yes" if i % 2 else "no"}\n'
+                                        for i in range(rows))
+    out = str(tmp_path / 'out')
+    run_prepare(csv_tables.prepare_csv, source=write(tmp_path / 't.csv', text), output_dir=out,
+                **table_args(label='label', num_shards=3))
+    schema = json.load(open(os.path.join(out, 'manifest.json')))['schema']
+    if not in_memory:
+        monkeypatch.setattr(pipeline, 'IN_MEMORY_BYTES', 0)
+    input_fn = table_records.make_input_fn(os.path.join(out, 'train-*'), schema, batch, True,
+                                           shuffle_buffer=64)
+    ids, labels = [], []
+    for features, label in input_fn().take(2 * rows // batch + 1):
+        assert features['id'].shape == (batch,) and features['color'].shape == (batch,)
+        ids.extend(features['id'].numpy().tolist())
+        labels.extend(label.numpy().tolist())
+    assert [{'yes': 1, 'no': 0}[value.decode()] for value in labels] == [i % 2 for i in ids]
+    first, second = ids[:rows], ids[rows:2 * rows]
+    assert sorted(first) == sorted(second) == list(range(rows))
+    assert first != second and first != sorted(first)
 
 
 def test_csv_rows_written_with_csv_module_quotes_read_back(tmp_path):

@@ -133,11 +133,11 @@ def test_sigterm_mid_evaluation_abandons_that_checkpoint_then_resumes(trained_mo
     assert text.strip().splitlines()[-1].startswith(
         'terminated: --mode=continuous_eval stopped; resume with the same command')
     ledger = Ledger(model_dir, 'big')
-    assert [e['step'] for e in ledger.entries()] == [0]  # step 2 abandoned, no entry
+    assert [e.step for e in ledger.entries()] == [0]  # step 2 abandoned, no entry
 
     resumed = run_module('trainer.main', *args)
     assert 'resuming after step 0' in resumed.stderr
-    assert [(e['step'], e['status']) for e in ledger.entries()] == [
+    assert [(e.step, e.status) for e in ledger.entries()] == [
         (0, 'evaluated'), (2, 'evaluated'), (4, 'evaluated')]
 
 

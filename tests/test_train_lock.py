@@ -9,6 +9,7 @@ import subprocess
 import time
 
 import pytest
+import tensorflow as tf
 
 from common import files, lease
 from common.errors import UserError
@@ -98,8 +99,48 @@ def test_a_stale_lease_is_taken_over_in_one_line_saying_why(store, request, tmp_
                     f'2024-01-01T00:00:00+0000): {reason}')
         # the age is read a moment after the lease was written: a slow store adds a second
         assert re.fullmatch(re.escape(expected).replace('200', '20[0-9]'), line), line
-        assert taking.read()['token'] == taking.token
+        assert taking.read().token == taking.token
         taking.release()
+
+
+def test_a_torn_lease_is_taken_over_as_unreadable(tmp_path, caplog):
+    model_dir = str(tmp_path / 'model')
+    os.makedirs(model_dir)
+    with open(f'{model_dir}/{train_lock.LEASE_NAME}', 'w') as f:
+        f.write('{"host": "h", "pid": 7, "tok')  # what a reader may see of a write under way
+    taking = train_lock.Lease(model_dir, lease_secs=120, settle_secs=0)
+    with caplog.at_level(logging.WARNING):
+        taking.acquire()
+    assert (f'taking over the training lease {model_dir}/train.lease (pid ? on ?, since ?): '
+            'it is unreadable') in caplog.text
+    taking.release()
+
+
+def test_a_failed_renewal_is_logged_in_one_line_and_renewal_goes_on(tmp_path, monkeypatch,
+                                                                    caplog):
+    held = train_lock.Lease(str(tmp_path / 'model'), lease_secs=0.4, settle_secs=0)
+    write = files.write_json_atomic
+    failed = []
+
+    def first_renewal_fails(path, record):
+        if held._thread is not None and not failed:  # acquire's own write goes through
+            failed.append(path)
+            raise tf.errors.UnavailableError(None, None, 'the store is down\n(its details)')
+        write(path, record)
+    monkeypatch.setattr(files, 'write_json_atomic', first_renewal_fails)
+    with caplog.at_level(logging.WARNING):
+        held.acquire()
+        first = held.read()
+        time.sleep(0.6)  # renewals every 0.1 s: the first fails, the next ones go through
+    assert failed and held._thread.is_alive()
+    assert held.read().renewed > first.renewed and held.read().token == held.token
+    [line] = [r.getMessage() for r in caplog.records if 'renew' in r.getMessage()]
+    assert line == f'could not renew {held.path} (the store is down); trying again in 0.1 s'
+    # The lease object in the format it always had.
+    assert set(files.read_json(held.path)) == {'host', 'pid', 'process_started', 'since',
+                                               'token', 'renewed'}
+    held.release()
+    assert held.read() is None
 
 
 @pytest.mark.parametrize('store', ['s3', 'gcs', 'local'])

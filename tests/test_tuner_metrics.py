@@ -120,11 +120,12 @@ def test_a_trials_chief_reports_the_ledger_its_evaluator_wrote(tmp_path):
     eval_ledger = ledger.Ledger(str(tmp_path), 'default')
     reported = []
     job = types.SimpleNamespace(ledger=eval_ledger, report=lambda entry, where: reported.append(
-        (entry['step'], where)))
+        (entry.step, where)))
     ledger_reports.report_ledger(job)
     assert reported == []  # nothing evaluated: nothing to report
-    eval_ledger.append(0, 'model.ckpt-0', ledger.EVALUATED, metrics={'accuracy': 0.5})
-    eval_ledger.append(4, 'model.ckpt-4', ledger.EVALUATED, metrics={'accuracy': 0.75})
+    for step, accuracy in [(0, 0.5), (4, 0.75)]:
+        eval_ledger.append(step, f'model.ckpt-{step}', ledger.EVALUATED, eval_files='data/*',
+                           metrics={'accuracy': accuracy})
     ledger_reports.report_ledger(job)
     assert reported == [(0, None), (4, None)]  # no eval folder: the evaluator wrote the summaries
 

@@ -1,11 +1,14 @@
 """TF Serving's loader on an export: tools/serving_loader.cc, built with g++ against the wheel.
   ./run.sh serving-loader --saved_model=EXPORT_DIR [--examples=EXAMPLES.tfrecord]
+                          [--rest_body=BODY.json]
 
 No model server binary installs from the package sources here, but the TensorFlow wheel holds
 libtensorflow_cc.so.2, libtensorflow_framework.so.2 and their headers: the C++ TensorFlow that
 TF Serving links. The program loads the export as TF Serving's SavedModelBundle does (tag serve,
 no Python, no tensorflow_io), prints its signatures, replays its warm-up requests and, with
---examples (a TFRecord of serialized tf.Example), runs a Classify request of them. --saved_model
+--examples (a TFRecord of serialized tf.Example), runs a Classify request of them through each
+classify signature and a Regress request through each regress one; with --rest_body (a TF
+Serving REST predict body: "instances" or "inputs"), runs it as the REST server would. --saved_model
 takes what --mode=predict takes: EXPORT_DIR (its newest complete version), EXPORT_DIR/STEP or a
 pointer such as EXPORT_DIR/best. Built once per source and TensorFlow into the user's cache.
 Needs g++ (apt-get install g++).
@@ -68,17 +71,20 @@ def build(cache_dir: str = None) -> str:
     return binary
 
 
-def run(binary: str, saved_model_dir: str, examples: str = None,
+def run(binary: str, saved_model_dir: str, examples: str = None, rest_body: str = None,
         **subprocess_options) -> subprocess.CompletedProcess:
-    return subprocess.run([binary, saved_model_dir, *([examples] if examples else [])],
-                          **subprocess_options)
+    options = [f'--{name}={path}' for name, path in (('examples', examples),
+                                                     ('rest_body', rest_body)) if path]
+    return subprocess.run([binary, saved_model_dir, *options], **subprocess_options)
 
 
 def define_flags():
     flags.DEFINE_string('saved_model', None, 'EXPORT_DIR, a version EXPORT_DIR/STEP or a pointer '
                         'file such as EXPORT_DIR/best.')
     flags.DEFINE_string('examples', None, 'A TFRecord of serialized tf.Example: a Classify '
-                        'request of them through each classify signature.')
+                        '(Regress) request of them through each classify (regress) signature.')
+    flags.DEFINE_string('rest_body', None, 'A TF Serving REST predict body (JSON: "instances" '
+                        'or "inputs", "signature_name" optional) run through its signature.')
     flags.mark_flag_as_required('saved_model')
 
 
@@ -86,10 +92,11 @@ def main(argv):
     del argv
     from trainer.serving import predict  # TensorFlow: after the flags are parsed
     version_dir = predict.resolve_saved_model(FLAGS.saved_model)
-    if FLAGS.examples and not os.path.isfile(FLAGS.examples):
-        raise UserError(f'--examples={FLAGS.examples}: no such file')
+    for name in ('examples', 'rest_body'):
+        if FLAGS[name].value and not os.path.isfile(FLAGS[name].value):
+            raise UserError(f'--{name}={FLAGS[name].value}: no such file')
     sys.stdout.flush()
-    return run(build(), version_dir, FLAGS.examples).returncode
+    return run(build(), version_dir, FLAGS.examples, FLAGS.rest_body).returncode
 
 
 if __name__ == '__main__':

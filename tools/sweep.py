@@ -100,16 +100,16 @@ class Sweep:
             finished = trainer.poll() is not None
             for entry in evaluated_by_step(eval_ledger.entries() if os.path.isdir(eval_ledger.path)
                                            else []):
-                if entry['step'] in reported:
+                if entry.step in reported:
                     continue
-                reported.add(entry['step'])
+                reported.add(entry.step)
                 value = self.value(entry)
-                trial.report(value, entry['step'])
-                trial.set_user_attr(sweep_study.STEP, entry['step'])
+                trial.report(value, entry.step)
+                trial.set_user_attr(sweep_study.STEP, entry.step)
                 if trial.should_prune() and not finished:
                     _stop(trainer)
                     raise optuna.TrialPruned(f'{self.objective.metric} {value:.4g} at step '
-                                             f'{entry["step"]}')
+                                             f'{entry.step}')
             # 130: the trainer's own Ctrl-C exit; -SIGINT: Ctrl-C before it could set one up
             if self.stopping.is_set() or trainer.returncode in (cli.EXIT_INTERRUPTED,
                                                                  -signal.SIGINT):
@@ -125,8 +125,8 @@ class Sweep:
             raise TrialFailed(failure)
         return self.value(evaluated_by_step(eval_ledger.entries())[-1])
 
-    def value(self, entry) -> float:
-        metrics = scalar_metrics(entry['metrics'])
+    def value(self, entry: ledger.LedgerEntry) -> float:
+        metrics = scalar_metrics(entry.metrics)
         if self.objective.metric not in metrics:
             raise UserError(f'--objective={self.objective.metric}: the evaluation has no such '
                             f'metric; it has {", ".join(metrics)}')

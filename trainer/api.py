@@ -6,7 +6,8 @@ built-in models are their first users: they use exactly these (tests/test_usr_di
 
 Models:
   ModelSpec(name, model_fn, default_params, input_kind, image_shape=(), num_features=0,
-            schema_kind=None)  schema_kind: built from a prepared data set's schema
+            schema_kind=None, single_process=False)  schema_kind: built from a prepared data
+                                 set's schema; single_process: training refuses distribution
   register_model(spec)           makes spec.name a --model choice, each param a flag
   TRAINING_PARAMS                the params train_op reads (optimizer, learning rate and its
                                  schedule, warm-up, label smoothing, weight averaging), with

@@ -38,12 +38,16 @@ TRIAL_NAME = 'trialName'  # the trial parameter Katib fills with the trial's own
 def search(options: DeployOptions, trainer_flags: List[str]):
     """(model, [Param], Objective) from the flags, checked against the model and the trainer
     flags (a tuned param must not also be fixed there)."""
+    from models import registry
     from trainer.config.flags import defaults  # TensorFlow: only for katib and --hptune
     from trainer.usr_dir import command_line as usr_dir
     model = job_args.flag_value(trainer_flags, 'model') or defaults()['model']
     # A model of the user's own: its params are checked here as each trial's trainer reads them.
     usr_dir.import_for_command(['deploy', *trainer_flags], read_model_dir=False)
     params = search_space.parse_params(options.param, model)
+    if registry.get(model).single_process and (options.workers or options.ps):
+        raise UserError(f'--workers={options.workers} --ps={options.ps}: {model} trains in one '
+                        'process; give --workers=0 --ps=0 (each trial a chief and its evaluator)')
     fixed = job_args.flag_value(trainer_flags, 'model_params') or ''
     for param in params:
         if (job_args.flag_value(trainer_flags, param.name) is not None
@@ -85,8 +89,8 @@ def katib_parameter(param: search_space.Param) -> Dict:
 
 
 def katib_experiment(options: DeployOptions, trainer_flags: List[str]) -> Dict:
+    check_trial_replicas(options)  # the deploy flags' own mistakes before search starts TensorFlow
     _, params, objective = search(options, trainer_flags)
-    check_trial_replicas(options)
     args = job_args.trainer_args(trainer_flags, needs_model_dir=True)
     model_dir = job_args.flag_value(args, 'model_dir').rstrip('/')
     # Each trial trains in its own folder, so trials never share a training lease.
@@ -144,7 +148,7 @@ def vertex_parameter(param: search_space.Param) -> Dict:
 
 
 def vertex_tuning_job(options: DeployOptions, trainer_flags: List[str]) -> Dict:
-    _, params, objective = search(options, trainer_flags)
+    # The deploy flags' own mistakes first, in a moment: search starts TensorFlow.
     if options.algorithm not in VERTEX_ALGORITHMS:
         raise UserError(f'--algorithm={options.algorithm}: Vertex AI offers '
                         f'{", ".join(VERTEX_ALGORITHMS)}')
@@ -157,6 +161,7 @@ def vertex_tuning_job(options: DeployOptions, trainer_flags: List[str]) -> Dict:
         raise UserError(f'--base_output_dir={options.base_output_dir}: Vertex AI needs a gs:// '
                         'folder')
     check_trial_replicas(options)
+    _, params, objective = search(options, trainer_flags)
     args = job_args.trainer_args(trainer_flags, needs_model_dir=False) + [
         f'--hypertune_metric={objective.metric}']
     custom_job = job_specs.vertex_job_spec(options, args)

@@ -16,33 +16,36 @@ written, so two jobs seldom evaluate one step twice, and the entry stays one who
 named by its step: at most a duplicate evaluation, never a duplicate or a lost entry.
 """
 import contextlib
+import dataclasses
 import os
-from typing import Callable, Dict, Optional, Set
+from typing import Callable, Optional, Set, Union
 
 from absl import logging
 
 from common import files, lease, paths, process_lock, tf_config
 from common.errors import UserError
 from trainer.model_dir import ledger
+from trainer.model_dir.ledger import Evaluator, LedgerEntry
 
 CLAIMS_DIR = 'claims'
 LOCK_NAME = '.lock'
 EXPORTS_LOCK_NAME = '.exports.lock'
 
 
-def identity() -> Dict:
+def identity() -> Evaluator:
     """Who evaluates, as ledger entries and status name it: host, pid and cluster task."""
     role = tf_config.role()
     owner = lease.process_owner()
-    return {'host': owner['host'], 'pid': owner['pid'],
-            'task': f'{role.task_type}{role.index}' if role.task_type else 'local'}
+    return Evaluator(host=owner.host, pid=owner.pid,
+                     task=f'{role.task_type}{role.index}' if role.task_type else 'local')
 
 
-def describe(who: Optional[Dict]) -> str:
-    """'evaluator1 (pid 7 on host-b)'; 'unknown' for an entry written before claims."""
-    if not who:
+def describe(who: Union[Evaluator, lease.Owner, None]) -> str:
+    """'evaluator1 (pid 7 on host-b)'; 'unknown' for an entry written before claims, or a claim
+    that cannot be read."""
+    if who is None:
         return 'unknown'
-    return f"{who.get('task', '?')} (pid {who.get('pid', '?')} on {who.get('host', '?')})"
+    return f'{who.task} (pid {who.pid} on {who.host})'
 
 
 class Claims:
@@ -54,8 +57,8 @@ class Claims:
         self.eval_files = eval_files
         self.dir = paths.join(eval_ledger.dir, CLAIMS_DIR)
         self.lease_secs, self.settle_secs = lease_secs, settle_secs
-        self.owner = {**lease.process_owner(), 'task': identity()['task']}
-        self.holders = {}  # step -> the live claim of another job, as last seen
+        self.owner = dataclasses.replace(lease.process_owner(), task=identity().task)
+        self.holders = {}  # step -> the owner of another job's live claim, as last seen
 
     def path(self, step: int) -> str:
         return paths.join(self.dir, ledger.result_name(step))
@@ -91,17 +94,17 @@ class Claims:
         claim.keep_renewed(on_lost=lambda held: None)  # commit says so
         return claim
 
-    def _taken_over(self, step: int, held: Dict) -> bool:
-        if held.get('eval_files', self.eval_files) != self.eval_files:
-            raise UserError(f'--eval_name={self.ledger.eval_name}: {describe(held)} evaluates '
-                            f'it on --eval_files={held["eval_files"]}; give {self.eval_files} '
-                            'its own --eval_name')
-        reason = process_lock.stale_reason(held, self.owner, self.lease_secs, 'this eval job')
+    def _taken_over(self, step: int, held: lease.LeaseRecord) -> bool:
+        if held.owner is not None and held.fields['eval_files'] != self.eval_files:
+            raise UserError(f'--eval_name={self.ledger.eval_name}: {describe(held.owner)} '
+                            f'evaluates it on --eval_files={held.fields["eval_files"]}; give '
+                            f'{self.eval_files} its own --eval_name')
+        reason = lease.stale_reason(held, self.owner, self.lease_secs, 'this eval job')
         if reason is None:
-            self.holders[step] = held
+            self.holders[step] = held.owner
             return False
         logging.warning('eval_%s: taking over the claim %s of %s: %s', self.ledger.eval_name,
-                        self.path(step), describe(held), reason)
+                        self.path(step), describe(held.owner), reason)
         return True
 
 
@@ -113,7 +116,7 @@ class Claim(lease.LeaseObject):
                          guard=claims.guarded, step=step, eval_files=claims.eval_files)
         self.claims, self.step = claims, step
 
-    def commit(self, write_entry: Callable[[], Dict]) -> Optional[Dict]:
+    def commit(self, write_entry: Callable[[], LedgerEntry]) -> Optional[LedgerEntry]:
         """Writes the step's ledger entry (write_entry) if this claim still holds and the ledger
         lacks the step, then removes the claim; None when nothing was written."""
         self.stop()
@@ -122,7 +125,8 @@ class Claim(lease.LeaseObject):
             if not self.is_mine(held):
                 logging.warning('eval_%s: step %d was taken over by %s while this job evaluated '
                                 'it (silent over --lease_timeout_secs?); this result is dropped',
-                                self.claims.ledger.eval_name, self.step, describe(held))
+                                self.claims.ledger.eval_name, self.step,
+                                describe(held and held.owner))
                 return None
             entry = None
             if self.claims.ledger.find(self.step) is None:

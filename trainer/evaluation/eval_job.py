@@ -22,13 +22,14 @@ from common.errors import UserError
 from trainer.evaluation import claims as step_claims, wait_for_trainer
 from trainer.evaluation.export_policy import LedgerExports
 from trainer.model_dir import checkpoints, ledger
+from trainer.model_dir.ledger import LedgerEntry
 
 
 class EvalJob:
     def __init__(self, estimator: tf.estimator.Estimator, input_fn: Callable, eval_files: str,
                  eval_ledger: ledger.Ledger, exports: Optional[LedgerExports] = None,
                  extra_metrics: Optional[Callable[[str], Dict]] = None,
-                 report: Optional[Callable[[Dict, str], None]] = None,
+                 report: Optional[Callable[[LedgerEntry, str], None]] = None,
                  claims: Optional[step_claims.Claims] = None):
         self.estimator = estimator
         self.report = report  # (ledger entry, eval folder) -> None: tells tuners (observe/tuner_metrics)
@@ -43,13 +44,14 @@ class EvalJob:
     def start(self) -> None:
         """Checks the ledger holds results on the same data, and mends exports a kill left undone."""
         for entry in self.ledger.entries():
-            if entry.get('eval_files', self.eval_files) != self.eval_files:
+            if entry.eval_files != self.eval_files:
                 raise UserError(f'--eval_name={self.ledger.eval_name}: {self.ledger.path} holds '
-                                f'results on --eval_files={entry["eval_files"]}; give '
+                                f'results on --eval_files={entry.eval_files}; give '
                                 f'{self.eval_files} its own --eval_name')
         self.update_exports()
 
-    def evaluate(self, step: int, path: str, claim: Optional[step_claims.Claim] = None) -> Dict:
+    def evaluate(self, step: int, path: str,
+                 claim: Optional[step_claims.Claim] = None) -> Optional[LedgerEntry]:
         """Evaluates one checkpoint, writes its ledger entry (through claim, if it holds one),
         then exports if the ledger says so; None when the claim was lost meanwhile."""
         if not checkpoints.exists(path):
@@ -72,7 +74,7 @@ class EvalJob:
         return self.record(step, path, metrics, claim, eval_secs=round(time.time() - started, 2))
 
     def _append(self, claim: Optional[step_claims.Claim], step: int, path: str, status: str,
-                **fields) -> Optional[Dict]:
+                **fields) -> Optional[LedgerEntry]:
         """The ledger entry, written through the claim when there is one (None: it was lost)."""
         def write():
             return self.ledger.append(step, path, status, eval_files=self.eval_files,
@@ -88,7 +90,7 @@ class EvalJob:
         return metrics
 
     def record(self, step: int, path: str, metrics: Dict,
-               claim: Optional[step_claims.Claim] = None, **fields) -> Optional[Dict]:
+               claim: Optional[step_claims.Claim] = None, **fields) -> Optional[LedgerEntry]:
         """Appends a checkpoint's evaluation to the ledger, tells the tuners, then exports if
         the ledger says so."""
         entry = self._append(
@@ -99,13 +101,14 @@ class EvalJob:
             return None
         logging.info('eval_%s: step %d: %s', self.ledger.eval_name, step, ', '.join(
             f'{key} {value:.4g}' if isinstance(value, float) else f'{key} {value}'
-            for key, value in sorted(entry['metrics'].items()) if isinstance(value, (int, float))))
+            for key, value in sorted(entry.metrics.items()) if isinstance(value, (int, float))))
         if self.report:
             self.report(entry, self.ledger.dir)
         self.update_exports()
         return entry
 
-    def _skip(self, step: int, path: str, claim: Optional[step_claims.Claim]) -> Dict:
+    def _skip(self, step: int, path: str,
+              claim: Optional[step_claims.Claim]) -> Optional[LedgerEntry]:
         logging.warning('eval_%s: skipped step %d: %s was deleted before it was evaluated '
                         '(raise --keep_checkpoint_max to keep checkpoints longer)',
                         self.ledger.eval_name, step, path)
@@ -117,9 +120,9 @@ class EvalJob:
                 entries = self.ledger.entries()
                 # Steps another job is still evaluating: choose only among the steps before
                 # them, so that a later step finished first is not exported as "best".
-                unfinished = self.claims.claimed_steps() - {e['step'] for e in entries}
+                unfinished = self.claims.claimed_steps() - {e.step for e in entries}
                 cut = min(unfinished, default=None)
-                self.exports.update([e for e in entries if cut is None or e['step'] < cut])
+                self.exports.update([e for e in entries if cut is None or e.step < cut])
 
 
 def continuous_eval(job: EvalJob, model_dir: str, train_steps: Optional[int],
@@ -169,7 +172,7 @@ def continuous_eval(job: EvalJob, model_dir: str, train_steps: Optional[int],
 
 
 def recorded_steps(job: EvalJob) -> Set[int]:
-    return {entry['step'] for entry in job.ledger.entries()}
+    return {entry.step for entry in job.ledger.entries()}
 
 
 def _say_once(said: Optional[str], line: str) -> str:
@@ -191,7 +194,7 @@ def _evaluate_first_unclaimed(job: EvalJob, pending: List[int], listed: Dict[int
     return False
 
 
-def evaluate_once(job: EvalJob, chosen: List[Tuple[int, str]]) -> List[Dict]:
+def evaluate_once(job: EvalJob, chosen: List[Tuple[int, str]]) -> List[LedgerEntry]:
     """Ledger entries of the chosen checkpoints, evaluating only those the ledger lacks."""
     entries = []
     with job.ledger.lock(shared=True):
@@ -210,7 +213,7 @@ def evaluate_once(job: EvalJob, chosen: List[Tuple[int, str]]) -> List[Dict]:
     return entries
 
 
-def _evaluate_when_claimed(job: EvalJob, step: int, path: str) -> Dict:
+def _evaluate_when_claimed(job: EvalJob, step: int, path: str) -> LedgerEntry:
     """The step's entry: evaluated here once claimed, or written by the live job that holds
     its claim (if that job dies, its claim goes stale and this one takes the step)."""
     said = None

@@ -14,6 +14,7 @@ from absl import logging
 
 from common import files, paths
 from trainer.model_dir import checkpoints
+from trainer.model_dir.ledger import LedgerEntry
 from trainer.model_dir.metric_goal import MetricGoal, evaluated_by_step
 from trainer.serving import export, model_config
 
@@ -41,26 +42,26 @@ class LedgerExports:
         self._export_fn = export_fn  # checkpoint path -> EXPORT_DIR/<its step>
         self.model_name = model_name  # TF Serving's name for it (models.config)
 
-    def chosen(self, entries: List[Dict]) -> Optional[Dict]:
+    def chosen(self, entries: List[LedgerEntry]) -> Optional[LedgerEntry]:
         if self.policy == 'latest':
             evaluated = evaluated_by_step(entries)
             return evaluated[-1] if evaluated else None
         return self.goal.best(entries)
 
-    def update(self, entries: List[Dict]) -> Optional[str]:
+    def update(self, entries: List[LedgerEntry]) -> Optional[str]:
         """Makes EXPORT_DIR agree with the ledger; returns the chosen export's folder."""
         entry = self.chosen(entries)
         if entry is None:
             return None
-        step = checkpoints.saved_step(entry['checkpoint'], entry['metrics'])
+        step = checkpoints.saved_step(entry.checkpoint, entry.metrics)
         target = paths.join(self.export_dir, str(step))
         if not export.is_complete(target):
-            if not checkpoints.exists(entry['checkpoint']):
+            if not checkpoints.exists(entry.checkpoint):
                 logging.warning('cannot export step %d: its checkpoint %s was deleted',
-                                entry['step'], entry['checkpoint'])
+                                entry.step, entry.checkpoint)
                 return None
-            self._export_fn(entry['checkpoint'])
-            logging.info('exported %s (%s) to %s', entry['checkpoint'], self._why(entry), target)
+            self._export_fn(entry.checkpoint)
+            logging.info('exported %s (%s) to %s', entry.checkpoint, self._why(entry), target)
         export.write_pointer(self.export_dir, self.policy, step)
         keep_steps = {step}
         if self.policy == 'best':
@@ -74,10 +75,10 @@ class LedgerExports:
         self._remove_old_exports(keep_steps)
         return target
 
-    def _why(self, entry: Dict) -> str:
+    def _why(self, entry: LedgerEntry) -> str:
         if self.policy == 'latest':
             return 'latest'
-        return f'best {self.goal.metric} {entry["metrics"][self.goal.metric]:.6g}'
+        return f'best {self.goal.metric} {entry.metrics[self.goal.metric]:.6g}'
 
     def _remove_old_exports(self, keep_steps: Set[Optional[int]]) -> None:
         if not self.keep:

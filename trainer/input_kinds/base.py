@@ -112,6 +112,9 @@ class RecordFileKind(InputKind):
     records = None
     reader = tf.data.TFRecordDataset
     last_stage_name = '+ prefetch: the input_fn'
+    # Training parses windows of records at once (pipeline.process_record_dataset's windows):
+    # for small records whose parse costs less than tf.data's handling of each one.
+    parse_in_windows = False
 
     @abc.abstractmethod
     def record_shape(self, spec):
@@ -146,8 +149,11 @@ class RecordFileKind(InputKind):
         def up_to(parse):
             return lambda: pipeline.process_record_dataset(
                 files, parse, batch_size, True, seed=seed, reader=self.reader, prefetch=False,
-                shuffle_buffer=options.shuffle_buffer)
+                shuffle_buffer=options.shuffle_buffer, windows=self.parse_in_windows)
 
+        if self.parse_in_windows:
+            return [('read: interleave, windows, shuffle, batch', up_to(None)),
+                    ('+ parse the windows', up_to(self.parse_batch_fn(spec)))]
         return [('read: interleave, shuffle, batch', up_to(None)),
                 ('+ parse the batch', up_to(self.parse_batch_fn(spec)))]
 

@@ -127,7 +127,7 @@ def chosen_threshold(model_dir: str, step: int, eval_name: str) -> Tuple[Optiona
     found = {}
     for name in ledger.eval_names(model_dir):
         entry = ledger.Ledger(model_dir, name).find(step)
-        report = (entry or {}).get('metrics', {}).get(REPORT_KEY, {})
+        report = (entry.metrics or {}).get(REPORT_KEY, {}) if entry else {}
         if 'threshold' in report:
             found[name] = (entry, report)
     if not found:
@@ -148,7 +148,7 @@ def chosen_threshold(model_dir: str, step: int, eval_name: str) -> Tuple[Optiona
         'eval_name': name,
         'ledger_entry': paths.join(ledger.Ledger(model_dir, name).path, ledger.result_name(step)),
         'step': step,
-        'eval_files': entry.get('eval_files'),
+        'eval_files': entry.eval_files,
         'eval_accuracy': report['accuracy'],  # LFW's protocol figure, at this threshold
         'eval_auc': report['auc'],
     }, ''

@@ -20,6 +20,7 @@ class Table(base.WithoutAugmentation, base.RecordFileKind):
     records_are = 'table rows'
     name = 'table'
     records = table_records
+    parse_in_windows = True  # small records: see pipeline.process_record_dataset
     # Estimator names the signatures '<receiver>:<output>' for the alternative receiver; the
     # canned heads' outputs are serving_default, classification or regression, and predict.
     signature_renames = {

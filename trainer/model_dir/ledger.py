@@ -8,6 +8,7 @@ answer. Eval jobs under one name share its checkpoints through claims
 train_and_evaluate on one machine, which evaluates without claims, holds it alone.
 """
 import contextlib
+import dataclasses
 import os
 import re
 import time
@@ -17,6 +18,7 @@ import tensorflow as tf
 
 from common import files, paths, process_lock
 from common.errors import UserError
+from common.records import NUMBER, field
 
 RESULTS_DIR = 'results'
 RESULT_NAME = re.compile(r'^step-(\d{9,})\.json$')
@@ -24,6 +26,60 @@ LOCK_NAME = '.lock'
 EVALUATED = 'evaluated'
 SKIPPED = 'skipped'
 DAMAGED = 'damaged'  # its files could not be read: recorded so that later checkpoints go on
+
+
+@dataclasses.dataclass(frozen=True)
+class Evaluator:
+    """Who evaluated a step, as its ledger entry and status name it: host, pid, cluster task."""
+    host: str
+    pid: int
+    task: str
+
+    @classmethod
+    def from_json(cls, record: Dict) -> 'Evaluator':
+        return cls(host=field(record, 'host', str), pid=field(record, 'pid', int),
+                   task=field(record, 'task', str))
+
+
+@dataclasses.dataclass(frozen=True)
+class LedgerEntry:
+    """One checkpoint's result: EVALUATED with its metrics, or SKIPPED or DAMAGED with the reason.
+
+    On disk, a field that is None is left out, except the export_dir of an evaluation (null
+    when its eval job exported nothing), as entries have always been written."""
+    step: int
+    checkpoint: str
+    status: str
+    time: str
+    eval_files: str  # the --eval_files it was evaluated on
+    evaluated_by: Optional[Evaluator] = None  # None in ledgers older than claims
+    metrics: Optional[Dict] = None  # an evaluation's, by name
+    export_dir: Optional[str] = None  # where the eval job exported to, for status
+    eval_secs: Optional[float] = None
+    reason: Optional[str] = None  # why skipped or damaged
+
+    @classmethod
+    def from_json(cls, record: Dict) -> 'LedgerEntry':
+        """Raises ValueError naming the field when record is not a ledger entry."""
+        status = field(record, 'status', str)
+        if status not in (EVALUATED, SKIPPED, DAMAGED):
+            raise ValueError(f'"status" is {status!r}, not {EVALUATED}, {SKIPPED} or {DAMAGED}')
+        evaluated_by = field(record, 'evaluated_by', dict, optional=True)
+        return cls(step=field(record, 'step', int), checkpoint=field(record, 'checkpoint', str),
+                   status=status, time=field(record, 'time', str),
+                   eval_files=field(record, 'eval_files', str),
+                   evaluated_by=evaluated_by and Evaluator.from_json(evaluated_by),
+                   metrics=field(record, 'metrics', dict, optional=status != EVALUATED),
+                   export_dir=field(record, 'export_dir', str, optional=True),
+                   eval_secs=field(record, 'eval_secs', NUMBER, optional=True),
+                   reason=field(record, 'reason', str, optional=True))
+
+    def to_json(self) -> Dict:
+        record = {name: value for name, value in dataclasses.asdict(self).items()
+                  if value is not None}
+        if self.status == EVALUATED:
+            record.setdefault('export_dir', None)
+        return record
 
 
 def eval_dir(model_dir: str, eval_name: str) -> str:
@@ -52,33 +108,39 @@ class Ledger:
         self.eval_name = eval_name
         self._read = {}  # file name -> entry: a result, once written, is never changed
 
-    def entries(self) -> List[Dict]:
+    def entries(self) -> List[LedgerEntry]:
         """Every result, oldest step first."""
         names = [name for name in files.listdir(self.path) if RESULT_NAME.match(name)]
         for name in names:
             if name not in self._read:
                 path = paths.join(self.path, name)
                 try:
-                    self._read[name] = files.read_json(path)
+                    record = files.read_json(path)
                 except (ValueError, UnicodeDecodeError):
                     raise UserError(f'{path}: not a JSON object; delete it to evaluate that '
                                     'checkpoint again')
                 except tf.errors.NotFoundError:  # deleted since listed
                     continue
+                try:
+                    self._read[name] = LedgerEntry.from_json(record)
+                except ValueError as e:
+                    raise UserError(f'{path}: not a ledger entry ({e}); delete it to evaluate '
+                                    'that checkpoint again')
         return sorted((self._read[name] for name in names if name in self._read),
-                      key=lambda entry: entry['step'])
+                      key=lambda entry: entry.step)
 
     def last_step(self) -> int:
-        return max((entry['step'] for entry in self.entries()), default=-1)
+        return max((entry.step for entry in self.entries()), default=-1)
 
-    def find(self, step: int) -> Optional[Dict]:
-        return next((entry for entry in self.entries() if entry['step'] == step), None)
+    def find(self, step: int) -> Optional[LedgerEntry]:
+        return next((entry for entry in self.entries() if entry.step == step), None)
 
-    def append(self, step: int, checkpoint: str, status: str, **fields) -> Dict:
-        """Records a checkpoint's result as one whole object (again: the same answer replaced)."""
-        entry = {'step': step, 'checkpoint': checkpoint, 'status': status,
-                 'time': time.strftime('%Y-%m-%dT%H:%M:%S%z'), **fields}
-        files.write_json_atomic(paths.join(self.path, result_name(step)), entry)
+    def append(self, step: int, checkpoint: str, status: str, **fields) -> LedgerEntry:
+        """Records a checkpoint's result as one whole object (again: the same answer replaced);
+        fields: LedgerEntry's."""
+        entry = LedgerEntry(step=step, checkpoint=checkpoint, status=status,
+                            time=time.strftime('%Y-%m-%dT%H:%M:%S%z'), **fields)
+        files.write_json_atomic(paths.join(self.path, result_name(step)), entry.to_json())
         self._read[result_name(step)] = entry
         return entry
 

@@ -5,10 +5,11 @@ counts as no improvement can never disagree.
 """
 import dataclasses
 import math
-from typing import Dict, List, Optional
+from typing import List, Optional
 
 from common.errors import UserError
 from trainer.model_dir import ledger
+from trainer.model_dir.ledger import LedgerEntry
 
 
 def default_mode(metric: str) -> str:
@@ -27,8 +28,8 @@ class MetricGoal:
         """mode None means the metric's usual direction (default_mode)."""
         return cls(metric, mode or default_mode(metric), flag_name)
 
-    def value(self, entry: Dict) -> float:
-        metrics = entry['metrics']
+    def value(self, entry: LedgerEntry) -> float:
+        metrics = entry.metrics
         if self.metric not in metrics:
             raise UserError(f'{self.flag_name}={self.metric}: the evaluation has no such metric; '
                             'it has ' + ', '.join(sorted(metrics)))
@@ -42,7 +43,7 @@ class MetricGoal:
             return True
         return value > than if self.mode == 'max' else value < than
 
-    def best(self, entries: List[Dict]) -> Optional[Dict]:
+    def best(self, entries: List[LedgerEntry]) -> Optional[LedgerEntry]:
         """The first evaluated ledger entry, by step, with the best value; None if none."""
         best, best_value = None, None
         for entry in evaluated_by_step(entries):
@@ -51,18 +52,18 @@ class MetricGoal:
                 best, best_value = entry, value
         return best
 
-    def stalled(self, entries: List[Dict], patience: int) -> Optional[str]:
+    def stalled(self, entries: List[LedgerEntry], patience: int) -> Optional[str]:
         """Why to stop, if the last `patience` evaluations did not improve on the best before them."""
         best = self.best(entries)
         if best is None:
             return None
-        since = len([e for e in evaluated_by_step(entries) if e['step'] > best['step']])
+        since = len([e for e in evaluated_by_step(entries) if e.step > best.step])
         if since < patience:
             return None
-        return (f'{self.metric} has not improved on {best["metrics"][self.metric]:.6g} '
-                f'(step {best["step"]}) in {since} evaluations')
+        return (f'{self.metric} has not improved on {best.metrics[self.metric]:.6g} '
+                f'(step {best.step}) in {since} evaluations')
 
 
-def evaluated_by_step(entries: List[Dict]) -> List[Dict]:
+def evaluated_by_step(entries: List[LedgerEntry]) -> List[LedgerEntry]:
     """The ledger entries that hold an evaluation (not a skipped checkpoint), oldest step first."""
-    return sorted((e for e in entries if e['status'] == ledger.EVALUATED), key=lambda e: e['step'])
+    return sorted((e for e in entries if e.status == ledger.EVALUATED), key=lambda e: e.step)

@@ -100,9 +100,13 @@ class TrainFinished:
 
 
 def write_train_finished(model_dir: str, train_steps: int, early_stop_reason=None) -> None:
+    step = checkpoints.latest_saved_step(model_dir)
+    # Short of train_steps with no early stop: the model's own hook ended it (boosted trees,
+    # once every tree is grown); a signal's stop writes no record.
+    reached = 'reached train_steps' if step >= train_steps else 'the model ended training'
     finished = TrainFinished(
-        step=checkpoints.latest_saved_step(model_dir), train_steps=train_steps,
-        early_stopped=bool(early_stop_reason), reason=early_stop_reason or 'reached train_steps',
+        step=step, train_steps=train_steps,
+        early_stopped=bool(early_stop_reason), reason=early_stop_reason or reached,
         time=time.strftime('%Y-%m-%dT%H:%M:%S%z'))
     files.write_json_atomic(paths.join(model_dir, TRAIN_FINISHED_FILE), finished.to_json())
 

@@ -14,6 +14,7 @@ Workers and parameter servers of the chief's cluster never take it.
 """
 import json
 import os
+from typing import Optional
 
 from absl import logging
 
@@ -24,12 +25,14 @@ LOCK_NAME = 'train.lock'
 LEASE_NAME = 'train.lease'
 
 
-def describe(holder: dict) -> str:
-    return (f"pid {holder.get('pid', '?')} on {holder.get('host', '?')}, "
-            f"since {holder.get('since', '?')}")
+def describe(holder: Optional[lease.Owner]) -> str:
+    """None: the holder's file is torn or not a lease."""
+    if holder is None:
+        return 'pid ? on ?, since ?'
+    return f'pid {holder.pid} on {holder.host}, since {holder.since}'
 
 
-def _held_error(model_dir: str, holder: dict) -> UserError:
+def _held_error(model_dir: str, holder: Optional[lease.Owner]) -> UserError:
     return UserError(f'--model_dir={model_dir} is in use by another training run '
                      f'({describe(holder)}); wait for it to finish or stop it, or train into '
                      'another --model_dir')
@@ -44,14 +47,14 @@ class LocalLock:
         self._file = None
 
     def acquire(self) -> None:
-        self._file, holder = process_lock.try_exclusive_lock(self.path,
-                                                             json.dumps(lease.process_owner()))
+        self._file, holder = process_lock.try_exclusive_lock(
+            self.path, json.dumps(lease.process_owner().to_json()))
         if self._file is None:
             try:
-                holder = json.loads(holder or '{}')
+                owner = lease.Owner.from_json(json.loads(holder or '{}'))
             except ValueError:
-                holder = {}
-            raise _held_error(self.model_dir, holder)
+                owner = None
+            raise _held_error(self.model_dir, owner)
 
     def release(self) -> None:
         if self._file is not None:
@@ -74,18 +77,20 @@ class Lease(lease.LeaseObject):
         if held is not None:
             reason = self.stale_reason(held, 'this trainer')
             if reason is None:
-                raise _held_error(self.model_dir, held)
+                raise _held_error(self.model_dir, held.owner)
             logging.warning('taking over the training lease %s (%s): %s', self.path,
-                            describe(held), reason)
+                            describe(held.owner), reason)
         self.write()
         if not self.settled():  # another trainer wrote at the same moment, and won
-            raise _held_error(self.model_dir, self.read() or {})
+            held = self.read()
+            raise _held_error(self.model_dir, held and held.owner)
         self._held = True
         self.keep_renewed(self._lost)
 
-    def _lost(self, held: dict) -> None:
+    def _lost(self, held: Optional[lease.LeaseRecord]) -> None:
         logging.error('training lease %s was taken over by %s (this run stalled for more than '
-                      '%g s); stop one of the two trainers', self.path, describe(held),
+                      '%g s); stop one of the two trainers', self.path,
+                      describe(held and held.owner),
                       self.lease_secs)
 
     def release(self) -> None:

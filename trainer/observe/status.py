@@ -37,7 +37,7 @@ class Snapshot:
     checkpoints: List[int]  # steps of the complete checkpoints kept, oldest first
     latest_checkpoint_age_secs: Optional[float]
     train_finished: Optional[run_files.TrainFinished]  # recorded by the chief when training ended
-    eval_ledgers: Dict[str, List[Dict]]  # eval name -> ledger entries
+    eval_ledgers: Dict[str, List[ledger.LedgerEntry]]  # eval name -> its ledger's entries
     exports: Dict[str, Dict]  # export dir -> {'steps': [...], 'pointers': {'best': step}}
     # The last training run's --usr_dir folders -> sha256 of their files (flags.txt).
     usr_dirs: Dict[str, Optional[str]] = dataclasses.field(default_factory=dict)
@@ -93,45 +93,46 @@ def _metrics_text(metrics: Dict[str, float]) -> str:
     return ', '.join(plain)
 
 
-def numeric_metrics(entry: Dict) -> Dict[str, float]:
-    return {name: value for name, value in sorted(entry['metrics'].items())
+def numeric_metrics(entry: ledger.LedgerEntry) -> Dict[str, float]:
+    return {name: value for name, value in sorted(entry.metrics.items())
             if isinstance(value, (int, float)) and not isinstance(value, bool)
             and name not in NOT_METRICS}
 
 
-def eval_job_summary(name: str, entries: List[Dict], checkpoint_steps: List[int]) -> Dict:
+def eval_job_summary(name: str, entries: List[ledger.LedgerEntry],
+                     checkpoint_steps: List[int]) -> Dict:
     """Steps evaluated, skipped and waiting; the latest metrics; the best value of each metric."""
     evaluated = evaluated_by_step(entries)
-    last = max((e['step'] for e in entries), default=-1)
+    last = max((e.step for e in entries), default=-1)
     summary = {
         'name': name,
-        'eval_files': entries[-1].get('eval_files') if entries else None,
-        'evaluated': [e['step'] for e in evaluated],
-        'skipped': sorted(e['step'] for e in entries if e['status'] == ledger.SKIPPED),
+        'eval_files': entries[-1].eval_files if entries else None,
+        'evaluated': [e.step for e in evaluated],
+        'skipped': sorted(e.step for e in entries if e.status == ledger.SKIPPED),
         'waiting': [step for step in checkpoint_steps if step > last],
         'latest': None, 'best': {},
         'evaluated_by': evaluated_by(entries),
     }
     if evaluated:
-        summary['latest'] = {'step': evaluated[-1]['step'],
+        summary['latest'] = {'step': evaluated[-1].step,
                              'metrics': numeric_metrics(evaluated[-1])}
         for metric in summary['latest']['metrics']:
             goal = MetricGoal.of(metric, None, '--metric')
-            best = goal.best([e for e in evaluated if metric in e['metrics']])
+            best = goal.best([e for e in evaluated if metric in e.metrics])
             if best is not None:
-                summary['best'][metric] = {'step': best['step'], 'value': best['metrics'][metric],
+                summary['best'][metric] = {'step': best.step, 'value': best.metrics[metric],
                                            'mode': goal.mode}
     return summary
 
 
-def evaluated_by(entries: List[Dict]) -> List[Dict]:
+def evaluated_by(entries: List[ledger.LedgerEntry]) -> List[Dict]:
     """Which eval job wrote each step's entry: [{'evaluator': 'evaluator1 (pid 7 on h)',
     'steps': [...]}], in order of each one's first step; [] for ledgers older than claims."""
-    if not any(entry.get('evaluated_by') for entry in entries):
+    if not any(entry.evaluated_by for entry in entries):
         return []
     steps = {}
     for entry in entries:
-        steps.setdefault(claims.describe(entry.get('evaluated_by')), []).append(entry['step'])
+        steps.setdefault(claims.describe(entry.evaluated_by), []).append(entry.step)
     return [{'evaluator': who, 'steps': done} for who, done in steps.items()]
 
 
@@ -209,8 +210,8 @@ def read_snapshot(model_dir: str, export_dirs: List[str] = ()) -> Snapshot:
     listed = checkpoints.list_checkpoints(model_dir)
     ledgers = {name: ledger.Ledger(model_dir, name).entries()
                for name in ledger.eval_names(model_dir)}
-    export_dirs = set(export_dirs) | {entry['export_dir'] for entries in ledgers.values()
-                                      for entry in entries if entry.get('export_dir')}
+    export_dirs = set(export_dirs) | {entry.export_dir for entries in ledgers.values()
+                                      for entry in entries if entry.export_dir}
     if flags.get('export_dir'):
         export_dirs.add(flags['export_dir'])
     return Snapshot(

@@ -19,6 +19,7 @@ import hypertune
 import tensorflow as tf
 
 from common.errors import UserError
+from trainer.model_dir.ledger import LedgerEntry
 
 TRIAL_VARIABLE = 'CLOUD_ML_TRIAL_ID'  # set by Vertex AI in each trial of a tuning job
 TENSOR_TAG_SUFFIX = 'tensor'
@@ -62,17 +63,17 @@ class TunerReport:
         self._hypertune_metric = hypertune_metric
         self._hypertune = None  # one per process: it rewrites its file with every report so far
 
-    def report(self, entry: Dict, eval_dir: Optional[str] = None) -> None:
+    def report(self, entry: LedgerEntry, eval_dir: Optional[str] = None) -> None:
         """entry: a ledger entry ('evaluated'); eval_dir: where to write the tensor summaries
         (None: they are there already)."""
-        metrics = entry['metrics']
+        metrics = entry.metrics
         print(katib_line(metrics), file=self._stream, flush=True)
         if eval_dir:
-            write_tensor_summaries(eval_dir, metrics, entry['step'])
+            write_tensor_summaries(eval_dir, metrics, entry.step)
         if os.environ.get(TRIAL_VARIABLE):
             self._report_to_vertex(scalar_metrics(metrics), entry)
 
-    def _report_to_vertex(self, metrics: Dict, entry: Dict) -> None:
+    def _report_to_vertex(self, metrics: Dict, entry: LedgerEntry) -> None:
         names = [self._hypertune_metric] if self._hypertune_metric else [
             name for name in metrics if name != 'global_step']
         if self._hypertune_metric and self._hypertune_metric not in metrics:
@@ -81,5 +82,4 @@ class TunerReport:
         self._hypertune = self._hypertune or hypertune.HyperTune()
         for name in names:
             self._hypertune.report_hyperparameter_tuning_metric(
-                name, metrics[name], global_step=entry['step'],
-                checkpoint_path=entry.get('checkpoint', ''))
+                name, metrics[name], global_step=entry.step, checkpoint_path=entry.checkpoint)

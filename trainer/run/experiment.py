@@ -169,6 +169,20 @@ class Experiment:
         run_files.check_model(self.settings.model_dir, self.spec.name,
                               'pass --model={previous}, or use another --model_dir')
 
+    def check_single_process(self) -> None:
+        """A model that trains in one process only (ModelSpec.single_process) refuses more."""
+        if not self.spec.single_process:
+            return
+        name, distribution = self.spec.name, self.settings.distribution
+        if distribution != 'none':
+            raise UserError(f'--distribution={distribution}: {name} trains in one process; '
+                            'use --distribution=none')
+        spread = sorted(set(tf_config.cluster_jobs()) & {'worker', 'ps'})
+        if spread:
+            raise UserError(f'TF_CONFIG: a cluster with {" and ".join(spread)} tasks, but {name} '
+                            'trains in one process; run a chief alone (./run.sh cluster '
+                            '--workers=0 --ps=0, evaluators as you like)')
+
     def check_checkpoint_fits(self) -> None:
         """Builds the training graph once, aside, so that a latest checkpoint the model no longer
         fits stops training before anything in model_dir changes
@@ -198,6 +212,7 @@ class Experiment:
         servers of its cluster take no lock.
         """
         s = self.settings
+        self.check_single_process()
         is_chief = self.is_chief
         if is_chief:
             self.check_model()

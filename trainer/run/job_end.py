@@ -41,7 +41,7 @@ def wait_for_eval(eval_ledger: ledger.Ledger, final_step: int, wait_secs: float)
 def _all_recorded(eval_ledger: ledger.Ledger, final_step: int) -> bool:
     """The final step is in the ledger, and so is every checkpoint kept before it (several
     eval jobs under one name finish steps out of order)."""
-    recorded = {entry['step'] for entry in eval_ledger.entries()}
+    recorded = {entry.step for entry in eval_ledger.entries()}
     kept = [step for step, _ in checkpoints.list_checkpoints(eval_ledger.model_dir)]
     return (max(recorded, default=-1) >= final_step
             and all(step in recorded for step in kept if step < final_step))

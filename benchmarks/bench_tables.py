@@ -1,0 +1,169 @@
+"""The bench's table rows (sections 12 and 13 of `./run.sh bench`); alone:
+`python -m benchmarks.table_bench [--quick]` (benchmarks/table_bench.py).
+
+On a generated CSV (--table_rows rows like a census table: 5 number and 4 text columns, a
+few cells missing, a binary text label):
+  12. `prepare csv` (counted once: rows/s), then an epoch of training input (examples/s):
+      this service's input_fn over the prepared tf.Example shards against
+      tf.data.experimental.make_csv_dataset reading the same CSV (header, label column,
+      na_value), both batching --batch_size, shuffled and repeated;
+  13. dnn_classifier training (Estimator, float32) fed by that input_fn against the same batch
+      held in memory: whether training a canned model from shards is input-bound.
+`--table_csv_gb=1` instead prepares a CSV of that size (written under the system's temporary
+folder, deleted after) in a child process and reports its rows/s and peak RSS.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import tensorflow as tf
+from absl import flags
+
+from benchmarks import precision_bench
+from input_fns import csv_tables, shards, table_records
+
+FLAGS = flags.FLAGS
+# Measured 2.3x and 2.6x (docs/bench.md#tables): parse_example on a batch of typed values vs
+# make_csv_dataset's text parsing every epoch. 1.5x leaves room for a busy machine's noise
+# and still catches the input_fn losing its lead.
+INPUT_FN_VS_MAKE_CSV_DATASET = 1.5
+HEADER = 'age,workclass,fnlwgt,education,hours per week,capital gain,score,occupation,city,income'
+WORKCLASSES = np.array(['Private', 'Self-emp', 'State-gov', 'Local-gov', 'NA'])
+EDUCATION = np.array(['HS-grad', 'Some-college', 'Bachelors', 'Masters', 'Doctorate'])
+OCCUPATIONS = np.array([f'occupation-{i}' for i in range(14)])
+CITIES = np.array([f'city-{i:03d}' for i in range(300)])
+
+
+def define_flags():
+    flags.DEFINE_integer('table_rows', 40_000, 'Table rows: rows of the generated CSV.',
+                         lower_bound=100)
+    flags.DEFINE_integer('table_train_steps', 200, 'Training steps per timed repeat of a '
+                         'dnn_classifier row.', lower_bound=1)
+    flags.DEFINE_float('table_csv_gb', 0.0, 'Instead of the rows: prepare a generated CSV of '
+                       'this many GB, reporting rows/s and peak RSS.', lower_bound=0.0)
+
+
+def targets(estimator_target: float):
+    """The table rows' targets, in bench_targets.fixed_targets' form."""
+    return [
+        ('tables: an epoch, input_fn vs make_csv_dataset', 'tables.input_fn',
+         'tables.make_csv_dataset', INPUT_FN_VS_MAKE_CSV_DATASET, True),
+        ('dnn_classifier: input_fn vs in-memory input', 'tables.train_input_fn',
+         'tables.train_in_memory', estimator_target, True),
+    ]
+
+
+def csv_lines(rows: int, seed: int) -> str:
+    """rows lines of the generated table (no header): the label depends on age, education and
+    hours, with noise; about 100 bytes a row."""
+    rng = np.random.RandomState(seed)
+    age = rng.randint(17, 90, rows)
+    education = rng.randint(0, len(EDUCATION), rows)
+    hours = rng.choice([20, 35, 40, 40, 40, 45, 50, 60], rows)
+    gain = np.where(rng.random_sample(rows) < 0.1, rng.randint(1000, 99999, rows), 0)
+    label = (age / 40 + education / 2 + hours / 40 + rng.random_sample(rows)) > 3.0
+    hours_text = np.where(rng.random_sample(rows) < 0.03, '', hours.astype(str))
+    columns = [age.astype(str), rng.choice(WORKCLASSES, rows),
+               rng.randint(10_000, 1_000_000, rows).astype(str), EDUCATION[education],
+               hours_text, gain.astype(str), np.char.mod('%.5f', rng.random_sample(rows)),
+               rng.choice(OCCUPATIONS, rows), rng.choice(CITIES, rows),
+               np.where(label, '>50K', '<=50K')]
+    return '\n'.join(','.join(row) for row in zip(*columns)) + '\n'
+
+
+def write_csv(path: str, rows: int = 0, gigabytes: float = 0.0) -> int:
+    """Writes the generated table with its header: `rows` rows, or `gigabytes` GB of them;
+    returns the rows written."""
+    written, chunk = 0, 100_000
+    with open(path, 'w') as f:
+        f.write(HEADER + '\n')
+        while (written < rows) if rows else (f.tell() < gigabytes * 1e9):
+            count = min(chunk, rows - written) if rows else chunk
+            f.write(csv_lines(count, seed=written))
+            written += count
+    return written
+
+
+def make_csv_dataset(path: str, batch_size: int):
+    """tf.data.experimental.make_csv_dataset as its users feed a CSV: header, label column,
+    the missing marker, shuffled and repeated, parsing in parallel."""
+    return tf.data.experimental.make_csv_dataset(
+        path, batch_size, label_name='income', na_value='NA', num_epochs=None, shuffle=True,
+        shuffle_buffer_size=10_000, shuffle_seed=0, num_parallel_reads=tf.data.AUTOTUNE)
+
+
+def table_rows(work_dir: str, results, measure, dataset_turn, training_turn) -> str:
+    """Sections 12 and 13 into results (bench_report's Results, bench_sections' measure and
+    dataset_turn, and a training_turn(spec, input_fn, batch_size)); returns what the data was."""
+    source, data = os.path.join(work_dir, 'table.csv'), os.path.join(work_dir, 'table_shards')
+    write_csv(source, rows=FLAGS.table_rows)
+    started = time.perf_counter()
+    csv_tables.prepare_csv(source=source, label='income', output_dir=data, column_types=None,
+                           task=None, na_values=['', 'NA'], max_vocabulary=1000,
+                           weight_column=None, validation_fraction=0.0, num_shards=10,
+                           num_eval_shards=1, seed=0)
+    seconds = time.perf_counter() - started
+    section, batch_size = '12 tables', FLAGS.batch_size
+    results.add('tables.prepare', section, 'prepare csv (one process): rows/s',
+                [FLAGS.table_rows / seconds], 'rows/s', f'{seconds:.1f} s with writing')
+    pattern = os.path.join(data, 'train-*')
+    schema = shards.read_schema(pattern, 'the bench')
+    input_fn = table_records.make_input_fn(pattern, schema, batch_size, True)
+    epoch = dict(repetitions=1, steps=FLAGS.table_rows // batch_size, warmup_steps=5)
+    measure(results, section, [
+        ('tables.input_fn', "an epoch: this service's input_fn on the table shards",
+         dataset_turn(input_fn, batch_size, epoch), ''),
+        ('tables.make_csv_dataset', 'an epoch: make_csv_dataset on the CSV',
+         dataset_turn(lambda: make_csv_dataset(source, batch_size), batch_size, epoch),
+         'parses the text every epoch'),
+    ], 'examples/s')
+    measure(results, '13 canned DNN training', precision_bench.schema_model_rows(
+        'tables', 'dnn_classifier', schema, input_fn, batch_size, training_turn), 'examples/s')
+    return (f'generated: {FLAGS.table_rows:,} rows, 5 number and 4 text columns, binary label; '
+            f'batch {batch_size}')
+
+
+def high_water_mb(pid: int) -> float:
+    """A process's peak RSS so far (VmHWM): its own, not the parent's it was started from, as
+    getrusage(RUSAGE_CHILDREN) would count through vfork and exec."""
+    try:
+        with open(f'/proc/{pid}/status') as status:
+            for line in status:
+                if line.startswith('VmHWM:'):
+                    return int(line.split()[1]) / 1024
+    except OSError:  # it has just exited
+        pass
+    return 0.0
+
+
+def large_csv_figure(gigabytes: float) -> dict:
+    """Prepares a generated CSV of `gigabytes` GB in a child process: rows/s and its peak RSS."""
+    folder = tempfile.mkdtemp(prefix='table_bench-')
+    try:
+        source = os.path.join(folder, 'big.csv')
+        started = time.perf_counter()
+        rows = write_csv(source, gigabytes=gigabytes)
+        size = os.path.getsize(source)
+        print(f'wrote {size / 1e9:.2f} GB, {rows:,} rows in {time.perf_counter() - started:.0f} s',
+              flush=True)
+        started = time.perf_counter()
+        child = subprocess.Popen([sys.executable, '-m', 'input_fns.prepare', 'csv',
+                                  f'--source={source}', '--label=income',
+                                  f'--output_dir={folder}/shards', '--num_shards=20'],
+                                 stdout=subprocess.DEVNULL)
+        peak_mb = 0.0
+        while child.poll() is None:
+            peak_mb = max(peak_mb, high_water_mb(child.pid))
+            time.sleep(1)
+        if child.returncode:
+            raise RuntimeError(f'prepare csv exited {child.returncode}')
+        seconds = time.perf_counter() - started
+        return {'csv_bytes': size, 'rows': rows, 'seconds': seconds, 'rows_per_sec': rows / seconds,
+                'mb_per_sec': size / 1e6 / seconds, 'peak_rss_mb': peak_mb}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+

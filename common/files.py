@@ -1,11 +1,10 @@
 """Every file a user names (data, model_dir, export_dir, output_dir, saved_model) goes through here.
 
-Paths may be local, gs:// (TensorFlow's own GCS filesystem), s3:// (tensorflow-io's
-filesystem) or ram:// (TF's in-memory filesystem, for tests); common.paths says which
-kind a path is. Object stores have no append, no atomic rename of a folder and no locks,
-so the writers here only ever write whole files: locally through a temporary name and a
-rename, in a bucket as one object put (which is atomic by itself). Each bucket is probed
-before its first use (common.bucket_probe).
+Paths may be local, gs:// (TensorFlow's own GCS filesystem), s3:// (tensorflow-io's filesystem)
+or ram:// (TF's in-memory filesystem, for tests); common.paths says which kind a path is. Object
+stores have no append, no atomic rename of a folder and no locks, so the writers here only ever
+write whole files: locally through a temporary name and a rename, in a bucket as one object put
+(atomic by itself). Each bucket is probed before its first use (common.bucket_probe).
 
 A bucket's transient failures are tried again (common.store_retries), then one line naming
 the path and the operation.
@@ -22,7 +21,7 @@ import tensorflow as tf
 
 from common import bucket_probe
 from common.errors import NO_SPACE, UserError
-from common.paths import OBJECT_STORE_SCHEMES, bucket_of, is_local, join, local_path
+from common.paths import OBJECT_STORE_SCHEMES, as_folder, is_local, join, local_path
 from common.store_retries import in_store
 
 
@@ -121,21 +120,14 @@ def isdir(path: str) -> bool:
 
 
 def makedirs(path: str) -> None:
-    """Creates a local folder (and its parents). In a bucket a folder exists by the objects in
-    it, and nothing is written: TF's gs:// would put an empty 'folder/' marker object for each
-    level (tensorflow-io's s3:// puts none), requests that make an export's version folder
-    visible before its first file."""
-    if path.startswith(OBJECT_STORE_SCHEMES):
-        _ready(path)
-    else:
+    """A local folder and its parents; nothing in a bucket: no 'folder/' marker objects (gs://)."""
+    if not path.startswith(OBJECT_STORE_SCHEMES):
         in_store('making the folder', path, lambda: tf.io.gfile.makedirs(_ready(path)))
 
 
 def listdir(path: str) -> List[str]:
     """The sorted names in a folder, without trailing slashes; [] when it does not exist."""
-    if path.startswith(OBJECT_STORE_SCHEMES) and path.rstrip('/') == bucket_of(path):
-        path = bucket_of(path) + '/'  # s3:// finds no folder 's3://bucket', only 's3://bucket/'
-
+    path = as_folder(path)  # a bucket's root too
     def names():
         try:
             return in_store('listing', path, lambda: tf.io.gfile.listdir(path))

@@ -34,3 +34,11 @@ def bucket_of(path: str) -> str:
     """'s3://bucket/a/b' -> 's3://bucket'."""
     scheme, rest = path.split('://', 1)
     return f'{scheme}://{rest.split("/", 1)[0]}'
+
+
+def as_folder(path: str) -> str:
+    """A bucket's root as a folder TF's clients list: 's3://bucket' -> 's3://bucket/'
+    (tensorflow-io finds no folder 's3://bucket'); any other path as it is."""
+    if path.startswith(OBJECT_STORE_SCHEMES) and path.rstrip('/') == bucket_of(path):
+        return bucket_of(path) + '/'
+    return path

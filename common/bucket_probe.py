@@ -10,7 +10,7 @@ import os
 import ssl
 import threading
 import urllib.parse
-from typing import Optional
+from typing import Callable, Optional, TypeVar
 
 from common import paths
 from common.errors import UserError
@@ -18,7 +18,14 @@ from common.errors import UserError
 # One probe of a bucket gets this long; the S3 endpoint check inside it gets part of it.
 PROBE_TIMEOUT_SECS = 20.0
 ENDPOINT_TIMEOUT_SECS = 8.0
+ENDPOINT_TRIES = 3
 
+# tensorflow-io's stat answers "does not exist" (False), and a glob nothing, when its requests
+# fail (500, 503, 429, resets): an s3:// "no" is asked this many times before it is believed. A bucket probed as
+# missing would stop the run with the wrong advice; a manifest read as missing would be
+# rewritten without the splits it had.
+S3_STAT_ASKS = 3
+T = TypeVar('T')
 _probed_buckets = {}  # 's3://bucket' -> None (fine) or the UserError message
 _s3_loaded = False
 
@@ -55,15 +62,31 @@ def _check_s3_endpoint(path: str) -> Optional[str]:
     else:
         connection = http.client.HTTPConnection(url.hostname, url.port,
                                                 timeout=ENDPOINT_TIMEOUT_SECS)
-    try:
-        connection.request('HEAD', '/')
-        connection.getresponse()
-    except (OSError, http.client.HTTPException) as e:
-        return (f'{path}: cannot reach the S3 endpoint {endpoint} ({e.__class__.__name__}: {e}); '
-                'check S3_ENDPOINT (a URL such as http://host:9000) and the network')
-    finally:
-        connection.close()
-    return None
+    for _ in range(ENDPOINT_TRIES):  # a store drops a connection now and then: asked again
+        try:
+            connection.request('HEAD', '/')
+            connection.getresponse()
+            return None
+        except (ConnectionResetError, http.client.RemoteDisconnected) as e:
+            problem = e
+        except (OSError, http.client.HTTPException) as e:
+            problem = e
+            break
+        finally:
+            connection.close()
+    return (f'{path}: cannot reach the S3 endpoint {endpoint} ({problem.__class__.__name__}: '
+            f'{problem}); check S3_ENDPOINT (a URL such as http://host:9000) and the network')
+
+
+def asked_again(ask: Callable[[], T], path: str) -> T:
+    """ask() about path (exists, isdir, a glob); on s3://, a False or empty answer asked again
+    (S3_STAT_ASKS)."""
+    answer = ask()
+    for _ in range(S3_STAT_ASKS - 1 if path.startswith('s3://') else 0):
+        if answer:
+            break
+        answer = ask()
+    return answer
 
 
 def _probe_bucket(path: str, bucket: str) -> Optional[str]:
@@ -73,7 +96,7 @@ def _probe_bucket(path: str, bucket: str) -> Optional[str]:
         if problem:
             return problem
     import tensorflow as tf  # here, so commands that never touch a bucket (deploy) start without it
-    if not tf.io.gfile.isdir(bucket + '/'):
+    if not asked_again(lambda: tf.io.gfile.isdir(bucket + '/'), bucket):
         keys = ('S3_ENDPOINT, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION'
                 if bucket.startswith('s3://') else 'GOOGLE_APPLICATION_CREDENTIALS')
         return (f'{path}: bucket {bucket} does not exist or these credentials cannot read it; '

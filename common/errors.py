@@ -1,4 +1,5 @@
-"""The one exception type for mistakes a user must fix (exit 2), and one-line TensorFlow errors."""
+"""The one exception type for mistakes a user must fix (exit 2), the one for a store that keeps
+failing (exit 1), and one-line TensorFlow errors."""
 import errno
 import sys
 import threading
@@ -12,6 +13,12 @@ class UserError(ValueError):
 
     The message names the file, pattern, flag or checkpoint and says what to do.
     """
+
+
+class StoreError(RuntimeError):
+    """A bucket kept failing (500, 503 SlowDown, 429, resets, stalls) after common.files tried
+    again: a failure while running (exit 1), not bad input. The message names the path and
+    the operation, and says that the same command resumes."""
 
 
 def op_error_summary(error) -> str:

@@ -6,6 +6,9 @@ kind a path is. Object stores have no append, no atomic rename of a folder and n
 so the writers here only ever write whole files: locally through a temporary name and a
 rename, in a bucket as one object put (which is atomic by itself). Each bucket is probed
 before its first use (common.bucket_probe).
+
+A bucket's transient failures are tried again (common.store_retries), then one line naming
+the path and the operation.
 """
 import json
 import os
@@ -20,6 +23,7 @@ import tensorflow as tf
 from common import bucket_probe
 from common.errors import NO_SPACE, UserError
 from common.paths import OBJECT_STORE_SCHEMES, is_local, join, local_path
+from common.store_retries import in_store
 
 
 def _ready(path: str) -> str:
@@ -30,8 +34,10 @@ def _ready(path: str) -> str:
 # Reading and writing whole files.
 
 def read_bytes(path: str) -> bytes:
-    with tf.io.gfile.GFile(_ready(path), 'rb') as f:
-        return f.read()
+    def read():
+        with tf.io.gfile.GFile(_ready(path), 'rb') as f:
+            return f.read()
+    return in_store('reading', path, read)
 
 
 def read_text(path: str) -> str:
@@ -70,8 +76,10 @@ def write_bytes_atomic(path: str, data: bytes) -> None:
             if os.path.exists(temp_path):
                 os.remove(temp_path)
     elif path.startswith(OBJECT_STORE_SCHEMES):
-        with tf.io.gfile.GFile(_ready(path), 'wb') as f:  # one PUT when closed
-            f.write(data)
+        def put():
+            with tf.io.gfile.GFile(_ready(path), 'wb') as f:  # one PUT when closed
+                f.write(data)
+        in_store('writing', path, put)
     else:  # ram:// and other filesystems with a rename
         tf.io.gfile.makedirs(posixpath.dirname(path))
         temp_path = f'{path}.tmp-{os.getpid()}'
@@ -93,7 +101,8 @@ def rename(source: str, destination: str) -> None:
     if is_local(source):
         os.replace(local_path(source), local_path(destination))
     else:
-        tf.io.gfile.rename(_ready(source), destination, overwrite=True)
+        in_store('renaming', source, lambda: tf.io.gfile.rename(_ready(source), destination,
+                                                                overwrite=True))
 
 
 def open_file(path: str, mode: str = 'rb'):
@@ -104,58 +113,76 @@ def open_file(path: str, mode: str = 'rb'):
 # Folders.
 
 def exists(path: str) -> bool:
-    return tf.io.gfile.exists(_ready(path))
+    return bucket_probe.asked_again(lambda: tf.io.gfile.exists(_ready(path)), path)
 
 
 def isdir(path: str) -> bool:
-    return tf.io.gfile.isdir(_ready(path))
+    return bucket_probe.asked_again(lambda: tf.io.gfile.isdir(_ready(path)), path)
 
 
 def makedirs(path: str) -> None:
     """Creates a local folder (and its parents); in a bucket folders exist by their objects."""
-    tf.io.gfile.makedirs(_ready(path))
+    in_store('making the folder', path, lambda: tf.io.gfile.makedirs(_ready(path)))
 
 
 def listdir(path: str) -> List[str]:
     """The sorted names in a folder, without trailing slashes; [] when it does not exist."""
-    if not tf.io.gfile.isdir(_ready(path)):
+    def names():
+        try:
+            return in_store('listing', path, lambda: tf.io.gfile.listdir(path))
+        except tf.errors.NotFoundError:  # on s3://, maybe failed requests (asked again)
+            return []
+    if not isdir(path):
         return []
-    return sorted(name.rstrip('/') for name in tf.io.gfile.listdir(path))
+    return sorted(name.rstrip('/') for name in bucket_probe.asked_again(names, path))
 
 
 def glob(pattern: str) -> List[str]:
-    return sorted(tf.io.gfile.glob(_ready(pattern)))
+    return sorted(bucket_probe.asked_again(
+        lambda: in_store('listing', pattern, lambda: tf.io.gfile.glob(_ready(pattern))), pattern))
 
 
 def size(path: str) -> int:
     """A file's size in bytes."""
-    return tf.io.gfile.stat(_ready(path)).length
+    asks = bucket_probe.S3_STAT_ASKS if path.startswith('s3://') else 1
+    for asks_left in range(asks, 0, -1):
+        try:
+            return tf.io.gfile.stat(_ready(path)).length
+        except tf.errors.NotFoundError:  # on s3://, maybe failed requests (bucket_probe.asked_again)
+            if asks_left == 1:
+                raise
+    raise AssertionError('unreachable')
 
 
 def remove(path: str) -> None:
     """Removes one file; a file already gone is fine."""
-    try:
-        tf.io.gfile.remove(_ready(path))
-    except tf.errors.NotFoundError:
-        pass
+    def delete():
+        try:
+            tf.io.gfile.remove(_ready(path))
+        except tf.errors.NotFoundError:
+            pass
+    in_store('removing', path, delete)
 
 
 def remove_tree(path: str) -> None:
     """Removes a folder and everything under it; a folder already gone is fine."""
     if is_local(path):
         shutil.rmtree(local_path(path), ignore_errors=True)
-    elif tf.io.gfile.isdir(_ready(path)):
-        try:
-            tf.io.gfile.rmtree(path)
-        except tf.errors.NotFoundError:
-            pass
+    elif isdir(path):
+        def delete_all():
+            try:
+                tf.io.gfile.rmtree(path)
+            except tf.errors.NotFoundError:
+                pass
+        in_store('removing the folder', path, delete_all)
 
 
 def list_tree(folder: str) -> List[str]:
     """The relative paths ('a/b.png') of every file under folder, sorted; [] when it does not exist."""
     folder = folder.rstrip('/')
     found = []
-    for parent, _, names in tf.io.gfile.walk(_ready(folder)):
+    walked = in_store('listing', folder, lambda: list(tf.io.gfile.walk(_ready(folder))))
+    for parent, _, names in walked:
         relative_parent = parent.rstrip('/')[len(folder):].lstrip('/')
         found += [posixpath.join(relative_parent, name) if relative_parent else name
                   for name in names]
@@ -171,8 +198,9 @@ def copy_tree(source: str, destination: str) -> List[str]:
     makedirs(destination)
     for relative in copied:
         makedirs(posixpath.dirname(join(destination, relative)))
-        tf.io.gfile.copy(join(source.rstrip('/'), relative), join(_ready(destination), relative),
-                         overwrite=True)
+        from_path, to_path = join(source.rstrip('/'), relative), join(destination, relative)
+        in_store('copying', from_path,
+                 lambda: tf.io.gfile.copy(from_path, _ready(to_path), overwrite=True))
     return copied
 
 
@@ -207,10 +235,12 @@ def check_writable(path: str, flag: str) -> None:
         while not os.path.isdir(folder):
             folder = os.path.dirname(folder)
     probe = join(folder, f'.write-check-{socket.gethostname()}-{os.getpid()}')
-    try:
+    def write_and_remove():
         with tf.io.gfile.GFile(_ready(probe), 'wb') as f:
             f.write(b'ok')  # GFile makes the file at its first write
         tf.io.gfile.remove(probe)
+    try:
+        in_store('writing', probe, write_and_remove)
     except (tf.errors.OpError, OSError) as e:
         reason = e.message if isinstance(e, tf.errors.OpError) else (e.strerror or str(e))
         advice = ('free space there' if NO_SPACE in reason else

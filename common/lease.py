@@ -20,6 +20,7 @@ import tensorflow as tf
 from absl import logging
 
 from common import files, process_lock
+from common.errors import StoreError
 from common.records import NUMBER, field
 
 LEASE_SECS = 120
@@ -172,7 +173,7 @@ class LeaseObject:
                         on_lost(held)
                         return
                     self.write()
-            except (tf.errors.OpError, OSError) as error:
+            except (tf.errors.OpError, OSError, StoreError) as error:  # StoreError: files' retries
                 first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
                 logging.warning('could not renew %s (%s); trying again in %g s', self.path,
                                 first_line, self.lease_secs / 4)

@@ -17,7 +17,7 @@ import tensorflow as tf
 from absl import logging
 
 from common import files as common_files
-from common import tf_config
+from common import store_retries, tf_config
 from common.errors import UserError, op_error_summary
 from input_fns import shards
 
@@ -42,7 +42,7 @@ def list_record_files(file_pattern: str, flag_name: str = 'file pattern') -> Lis
     if not files:
         raise UserError(f'{flag_name}: no files match {file_pattern!r}; check the path, or '
                         'write shards first with `python -m input_fns.prepare`')
-    if all(tf.io.gfile.stat(path).length == 0 for path in files):  # training or evaluating on nothing
+    if all(common_files.size(path) == 0 for path in files):  # training or evaluating on nothing
         raise UserError(f'{flag_name}: the {len(files)} file(s) matching {file_pattern!r} hold no '
                         'records (all empty); check the path, or write shards again with '
                         '`python -m input_fns.prepare`')
@@ -60,6 +60,8 @@ def check_record_files(files: List[str], feature_spec: Dict[str, tf.io.FixedLenF
     for path in files:
         try:
             first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
+        except store_retries.TRANSIENT_ERRORS:
+            raise  # the store failing is not a bad file
         except tf.errors.OpError as e:
             raise UserError(f'{path}: not a readable TFRecord file ({e.message.splitlines()[0]})')
         if first is None:

@@ -25,7 +25,7 @@ import numpy as np
 import tensorflow as tf
 from absl import flags
 
-from common import bucket_probe, cli, files
+from common import bucket_probe, cli, files, paths, store_retries
 from common.errors import UserError
 from input_fns import (csv_records, csv_tables, digit_sources, example_tables, image_records,
                        prepare_faces, prepare_images, shards, table_schema)
@@ -202,8 +202,13 @@ def main(argv):
         entries = call_with_flags(prepare_fn, flags.FLAGS)
     except (OSError, tf.errors.OpError) as e:  # e.g. a full disk; the split is left unlisted
         reason = getattr(e, 'strerror', None) or getattr(e, 'message', None) or str(e)
-        print(f'error: writing under {output_dir or flags.FLAGS.source} failed ({reason}); free space or fix the folder, '
-              'then run prepare again', file=sys.stderr)
+        where = output_dir or flags.FLAGS.source
+        first_line = (reason.strip().splitlines() or [type(e).__name__])[0]
+        advice = ('the store keeps failing: run prepare again once it answers'
+                  if isinstance(e, store_retries.TRANSIENT_ERRORS) and paths.is_bucket(where)
+                  else 'free space or fix the folder, then run prepare again')
+        print(f'error: writing under {where} failed ({first_line}); {advice}',
+              file=sys.stderr)
         return 1
     counts = ', '.join(f'{split}: {entry["num_records"]}' for split, entry in entries.items())
     print(f'wrote {counts} records to {output_dir}' if output_dir else

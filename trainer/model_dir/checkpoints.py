@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Tuple
 import tensorflow as tf
 from absl import logging
 
-from common import files, paths
+from common import files, paths, store_retries
 from common.errors import UserError
 
 CHECKPOINT_INDEX = re.compile(r'^model\.ckpt-(\d+)\.index$')
@@ -118,6 +118,8 @@ def damage(checkpoint_path: str) -> Optional[str]:
         for name in reader.get_variable_to_shape_map():
             reader.get_tensor(name)
     except Exception as e:  # noqa: BLE001: the reader raises IndexError, OpError, ValueError...
+        if store_retries.is_transient(e) and paths.is_bucket(checkpoint_path):
+            raise  # the store failing (500, 503, 429), not the checkpoint
         lines = str(getattr(e, 'message', e)).strip().splitlines()
         return f'{type(e).__name__}: {lines[0] if lines else "unreadable"}'
     return None

@@ -11,7 +11,7 @@ from models import registry
 from trainer.cluster import multi_worker
 from trainer.evaluation import eval_job, ledger_reports
 from trainer.model_dir import checkpoints, ledger
-from trainer.run import benchmark_input, data_schema, experiment, job_end
+from trainer.run import benchmark_input, data_schema, experiment, job_end, store_failures
 from trainer.serving import export, predict
 
 
@@ -22,7 +22,7 @@ def _on_experiment(run_on: Callable[[experiment.Experiment], None]):
         try:
             run_on(built)
         except tf.errors.OpError as e:
-            raise built.data_error(e) or e
+            raise built.data_error(e) or store_failures.as_store_error(e, settings) or e
     run.__doc__ = run_on.__doc__
     return run
 
@@ -30,14 +30,21 @@ def _on_experiment(run_on: Callable[[experiment.Experiment], None]):
 @_on_experiment
 def run_train(run: experiment.Experiment):
     with run.training():
-        run.estimator.train(run.train_spec.input_fn, max_steps=run.train_spec.max_steps,
-                            hooks=run.train_spec.hooks)
+        store_failures.resuming(
+            lambda: run.estimator.train(run.train_spec.input_fn,
+                                        max_steps=run.train_spec.max_steps,
+                                        hooks=run.train_spec.hooks),
+            run.settings, 'training', mend=lambda: checkpoints.prepare_to_resume(
+                run.settings.model_dir))  # what a failed save left
 
 
 def _continuous_eval(run: experiment.Experiment):
     run.check_model()
-    eval_job.continuous_eval(run.eval_job, run.settings.model_dir, run.settings.final_train_steps,
-                             run.settings.eval_timeout_secs)
+    store_failures.resuming(
+        lambda: eval_job.continuous_eval(run.eval_job, run.settings.model_dir,
+                                         run.settings.final_train_steps,
+                                         run.settings.eval_timeout_secs),
+        run.settings, 'the eval job')
 
 
 run_continuous_eval = _on_experiment(_continuous_eval)
@@ -91,8 +98,11 @@ def run_export(run: experiment.Experiment):
 
 
 def run_predict(settings, arguments: List[str]):
-    predict.print_json_lines(predict.predict_files(settings.saved_model, arguments,
-                                                   settings.signature))
+    try:
+        predict.print_json_lines(predict.predict_files(settings.saved_model, arguments,
+                                                       settings.signature))
+    except tf.errors.OpError as e:
+        raise store_failures.as_store_error(e, settings) or e
 
 
 def run_benchmark_input(settings, arguments: List[str]):

@@ -21,9 +21,9 @@ ENDPOINT_TIMEOUT_SECS = 8.0
 ENDPOINT_TRIES = 3
 
 # tensorflow-io's stat answers "does not exist" (False), and a glob nothing, when its requests
-# fail (500, 503, 429, resets): an s3:// "no" is asked this many times before it is believed. A bucket probed as
-# missing would stop the run with the wrong advice; a manifest read as missing would be
-# rewritten without the splits it had.
+# fail (500, 503, 429, resets): an s3:// "no" is asked this many times before it is believed. A
+# bucket probed as missing would stop the run with the wrong advice; a manifest read as missing
+# would be rewritten without the splits it had.
 S3_STAT_ASKS = 3
 T = TypeVar('T')
 _probed_buckets = {}  # 's3://bucket' -> None (fine) or the UserError message

@@ -148,7 +148,7 @@ def size(path: str) -> int:
     for asks_left in range(asks, 0, -1):
         try:
             return tf.io.gfile.stat(_ready(path)).length
-        except tf.errors.NotFoundError:  # on s3://, maybe failed requests (bucket_probe.asked_again)
+        except tf.errors.NotFoundError:  # on s3://, maybe failed requests (asked again)
             if asks_left == 1:
                 raise
     raise AssertionError('unreachable')

@@ -144,14 +144,15 @@ def test_a_store_failing_for_a_while_is_tried_again_then_one_line(monkeypatch):
             return 'done'
         return call
 
-    assert store_retries.in_store('writing', 's3://b/model/train.lease', failing(store_retries.STORE_TRIES - 1)) \
-        == 'done'
+    tries = store_retries.STORE_TRIES
+    lease_path = 's3://b/model/train.lease'
+    assert store_retries.in_store('writing', lease_path, failing(tries - 1)) == 'done'
     calls.clear()
     with pytest.raises(StoreError) as raised:
-        store_retries.in_store('writing', 's3://b/model/train.lease', failing(store_retries.STORE_TRIES))
+        store_retries.in_store('writing', lease_path, failing(tries))
     assert len(calls) == store_retries.STORE_TRIES
     assert str(raised.value).startswith(f'writing s3://b/model/train.lease failed '
-                                        f'{store_retries.STORE_TRIES} times, the last with InternalError')
+                                        f'{tries} times, the last with InternalError')
     assert 'run the same command again' in str(raised.value)
     calls.clear()
     with pytest.raises(tf.errors.InternalError):  # a local path: no retries, TF's error as it is
@@ -370,6 +371,15 @@ class Step:
         self.runs = self.resumed = self.crashed = 0
         self.errors = []
 
+    def stopped(self, code, output, log_name):
+        """A run stopped by the store: counted, and its line kept; the caller resumes it."""
+        if code == -signal.SIGSEGV and CHECKPOINT_READER_CRASH in output:
+            self.crashed += 1  # TensorFlow's, not the service's (see the constant)
+            self.errors.append(f'{log_name}: SIGSEGV {CHECKPOINT_READER_CRASH}')
+        else:
+            self.errors.append(stopped_cleanly(code, output, log_name, self.root))
+        self.resumed += 1
+
     def __call__(self, jobs, timeout=900):
         """jobs: {name: argv of python -m}; returns the last run's output by name."""
         before = self.proxy.counts.as_dict()
@@ -388,32 +398,31 @@ class Step:
 
         for job in jobs:
             start(job)
-        while running:
-            assert time.time() - started < timeout, f'{self.name}: still running: {list(running)}'
-            time.sleep(0.5)
-            for job, (process, log) in list(running.items()):
-                code = process.poll()
-                if code is None:
-                    continue
-                del running[job]
-                outputs[job] = log.read_text()
-                if code == 0:
-                    continue
-                if code == -signal.SIGSEGV and CHECKPOINT_READER_CRASH in outputs[job]:
-                    self.crashed += 1  # TensorFlow's, not the service's (see the constant)
-                    self.errors.append(f'{log.name}: SIGSEGV in {CHECKPOINT_READER_CRASH}')
-                else:
-                    self.errors.append(stopped_cleanly(code, outputs[job], log.name, self.root))
-                assert attempts[job] < MAX_RUNS, f'{self.name}: {job} stopped {MAX_RUNS} times'
-                self.resumed += 1
-                start(job)
+        try:
+            while running:
+                assert time.time() - started < timeout, f'{self.name}: still running: {running}'
+                time.sleep(0.5)
+                for job, (process, log) in list(running.items()):
+                    if process.poll() is None:
+                        continue
+                    del running[job]
+                    outputs[job] = log.read_text()
+                    if process.returncode != 0:
+                        self.stopped(process.returncode, outputs[job], log.name)
+                        assert attempts[job] < MAX_RUNS, f'{self.name}: {job} stopped {MAX_RUNS}x'
+                        start(job)
+        finally:  # a failed check leaves no job running on
+            for process, _ in running.values():
+                process.kill()
+                process.wait()
         after = self.proxy.counts.as_dict()
         requests = {kind: after.get(kind, {}).get('requests', 0)
                     - before.get(kind, {}).get('requests', 0) for kind in KINDS}
         faults = {fault: sum(after.get(kind, {}).get(fault, 0) - before.get(kind, {}).get(fault, 0)
                              for kind in KINDS) for fault in FAULTS}
         self.table.append({'step': self.name, 'runs': self.runs, 'finished': 1,
-                           'resumed': self.resumed, 'crashed': self.crashed, 'secs': round(time.time() - started),
+                           'resumed': self.resumed, 'crashed': self.crashed,
+                           'secs': round(time.time() - started),
                            'requests': sum(requests.values()),
                            'faults': {f: n for f, n in faults.items() if n},
                            'errors': self.errors})

@@ -24,6 +24,7 @@ from trainer.config import modes
 # A run that got further resumes again: each try costs a restore, not the work done.
 RESUME_TRIES = 6
 MAX_RESUME_DELAY_SECS = 8.0
+CHECKPOINT_KEY_MISSING = 'not found in checkpoint'
 DATA = 'data'  # stands for the mode's data flag (train_files, eval_files)
 # By the failing op's type: (what it was doing, the flag that names the path).
 _BY_OP = {
@@ -61,8 +62,14 @@ def what_failed(error: tf.errors.OpError, mode: str) -> Tuple[str, str]:
 
 
 def as_store_error(error: tf.errors.OpError, settings) -> Optional[StoreError]:
-    """A store's transient failure under a bucket flag, as StoreError; None for other errors."""
-    if not store_retries.is_transient(error):
+    """A store's transient failure under a bucket flag, as StoreError; None for other errors.
+
+    TensorFlow's checkpoint reader reports a failed read of a bucket's .index as "Key
+    global_step not found in checkpoint": counted as the store's failure too (a checkpoint
+    that really lacks it fails every try, then stops with this line)."""
+    if not (store_retries.is_transient(error) or (
+            isinstance(error, tf.errors.NotFoundError)
+            and CHECKPOINT_KEY_MISSING in error.message)):
         return None
     doing, flag = what_failed(error, settings.mode)
     path = getattr(settings, flag, None) or settings.model_dir

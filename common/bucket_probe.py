@@ -89,6 +89,19 @@ def asked_again(ask: Callable[[], T], path: str) -> T:
     return answer
 
 
+def found_again(call: Callable[[], T], path: str) -> T:
+    """call() about path (a read, a stat); on s3://, a NotFoundError asked again (S3_STAT_ASKS)
+    before it is believed."""
+    import tensorflow as tf  # here: see _probe_bucket
+    for asks_left in range(S3_STAT_ASKS if path.startswith('s3://') else 1, 0, -1):
+        try:
+            return call()
+        except tf.errors.NotFoundError:
+            if asks_left == 1:
+                raise
+    raise AssertionError('unreachable')
+
+
 def _probe_bucket(path: str, bucket: str) -> Optional[str]:
     """Why path's bucket (gs://NAME or s3://NAME) does not answer, or None."""
     if bucket.startswith('s3://'):

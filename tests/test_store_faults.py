@@ -219,6 +219,18 @@ def test_an_s3_file_or_glob_that_seems_missing_is_asked_again(monkeypatch):
     listings = [[], ['s3://b/data/train-0']]
     monkeypatch.setattr(tf.io.gfile, 'glob', lambda pattern: listings.pop(0))
     assert files.glob('s3://b/data/train-*') == ['s3://b/data/train-0']
+    stats = [None, None, types.SimpleNamespace(length=7)]
+
+    def stat(path):
+        if stats[0] is None:
+            stats.pop(0)
+            raise tf.errors.NotFoundError(None, None, f'Object {path} does not exist')
+        return stats.pop(0)
+    monkeypatch.setattr(tf.io.gfile, 'stat', stat)
+    assert files.size('s3://b/data/train-0') == 7
+    stats[:] = [None, None, None]
+    with pytest.raises(tf.errors.NotFoundError):  # asked three times: believed
+        files.size('s3://b/data/train-1')
 
 
 def test_one_failed_s3_read_then_a_retry_gives_the_object_whole(s3_server, tmp_path):

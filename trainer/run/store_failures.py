@@ -24,7 +24,8 @@ from trainer.config import modes
 # A run that got further resumes again: each try costs a restore, not the work done.
 RESUME_TRIES = 6
 MAX_RESUME_DELAY_SECS = 8.0
-CHECKPOINT_KEY_MISSING = 'not found in checkpoint'
+NOT_FOUND_AFTER_FAILURES = ('not found in checkpoint', 'Error executing an HTTP request: HTTP response '
+                            'code 404')
 DATA = 'data'  # stands for the mode's data flag (train_files, eval_files)
 # By the failing op's type: (what it was doing, the flag that names the path).
 _BY_OP = {
@@ -65,11 +66,12 @@ def as_store_error(error: tf.errors.OpError, settings) -> Optional[StoreError]:
     """A store's transient failure under a bucket flag, as StoreError; None for other errors.
 
     TensorFlow's checkpoint reader reports a failed read of a bucket's .index as "Key
-    global_step not found in checkpoint": counted as the store's failure too (a checkpoint
-    that really lacks it fails every try, then stops with this line)."""
+    global_step not found in checkpoint", and its GCS client a resumable upload whose session a
+    failed request lost as a bare HTTP 404: counted as the store's failure too (what really
+    is missing fails every try, then stops with this line)."""
     if not (store_retries.is_transient(error) or (
             isinstance(error, tf.errors.NotFoundError)
-            and CHECKPOINT_KEY_MISSING in error.message)):
+            and any(text in error.message for text in NOT_FOUND_AFTER_FAILURES))):
         return None
     doing, flag = what_failed(error, settings.mode)
     path = getattr(settings, flag, None) or settings.model_dir

@@ -26,6 +26,7 @@ RESUME_TRIES = 6
 MAX_RESUME_DELAY_SECS = 8.0
 NOT_FOUND_AFTER_FAILURES = ('not found in checkpoint', 'Error executing an HTTP request: HTTP response '
                             'code 404')
+TRAINING_MODES = ('train', 'train_and_evaluate')
 DATA = 'data'  # stands for the mode's data flag (train_files, eval_files)
 # By the failing op's type: (what it was doing, the flag that names the path).
 _BY_OP = {
@@ -59,6 +60,8 @@ def what_failed(error: tf.errors.OpError, mode: str) -> Tuple[str, str]:
                             else ('using', 'model_dir'))
     if flag == DATA:
         flag = (modes.MODES[mode].data_flags or ('model_dir',))[0]
+    if doing.startswith('saving') and mode not in TRAINING_MODES:  # it saves only exports
+        doing, flag = 'writing an export into', 'export_dir'
     return doing, flag
 
 

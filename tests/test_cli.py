@@ -1,4 +1,6 @@
 """The trainer CLI in subprocesses, as a user runs it: train -> resume -> evaluate -> export -> predict."""
+import contextlib
+import io
 import json
 import os
 import re
@@ -11,7 +13,7 @@ import pytest
 import tensorflow as tf
 from tensorboard.plugins.hparams import metadata as hparams_metadata
 
-from helpers import REPO, assert_one_line_error, default_sigint, run_module
+from helpers import REPO, assert_one_line_error, default_sigint, run_module, trainer_flags
 from trainer.config.modes import MODES
 from trainer.run.mode_runners import RUNNERS
 
@@ -58,17 +60,25 @@ def test_second_run_resumes_from_the_checkpoint(trained):
     assert 'step 4/5 (80%), loss' in second.stderr
 
 
-def test_evaluate_export_predict(trained, digit_shards):
+@pytest.fixture(scope='module')
+def exported(trained):
+    """(export_dir, the export command's result): checkpoint 3 of `trained` exported."""
+    work, model_dir, _, _ = trained
+    export_dir = str(work / 'export')
+    return export_dir, run_module('trainer.main', '--mode=export', f'--model_dir={model_dir}',
+                                  f'--export_dir={export_dir}',
+                                  f'--checkpoint={model_dir}/model.ckpt-3')
+
+
+def test_evaluate_export_predict(trained, exported, digit_shards):
     work, model_dir, _, _ = trained
     evaluated = run_module('trainer.main', '--mode=evaluate', f'--model_dir={model_dir}',
                            f'--eval_files={digit_shards.validation_pattern}', '--batch_size=10')
     metrics = json.loads(evaluated.stdout)
     assert metrics['global_step'] == 5 and 'accuracy' in metrics
 
-    export_dir = str(work / 'export')
-    exported = run_module('trainer.main', '--mode=export', f'--model_dir={model_dir}',
-                          f'--export_dir={export_dir}', f'--checkpoint={model_dir}/model.ckpt-3')
-    saved_model = json.loads(exported.stdout)['saved_model']
+    export_dir, export_result = exported
+    saved_model = json.loads(export_result.stdout)['saved_model']
     assert saved_model == os.path.join(export_dir, '3')
     assert sorted(os.listdir(export_dir)) == ['3', 'latest']  # no staging folder left behind
     loaded = tf.saved_model.load(saved_model)
@@ -91,13 +101,27 @@ def test_evaluate_export_predict(trained, digit_shards):
     assert rows[0]['classes'] == int(pixels['classes'][0])
 
 
+def parsed_by_the_command(*args):
+    """(exit status, stderr) of the trainer's own flag parsing (common.cli.parse_flags, as
+    `python -m trainer.main` calls it) of args, here in the test's process: a subprocess each
+    would start TensorFlow each time (test_a_bad_flag_is_one_line_from_the_command runs one)."""
+    from absl import flags
+
+    from common import cli
+    trainer_flags('--model_dir=m', '--train_files=t')  # the trainer's flags defined here
+    flags.FLAGS.unparse_flags()
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr), pytest.raises(SystemExit) as exited:
+        cli.parse_flags(['trainer.main', *args])
+    flags.FLAGS.unparse_flags()
+    return exited.value.code, stderr.getvalue()
+
+
 @pytest.mark.parametrize('args, message', [
     (['--batch_size=0'], '--batch_size=0: 0 is not a positive integer'),
     (['--mode=train', '--model_dir=/tmp/x'], '--mode=train needs --train_files'),
-    (['--model=resnet9000'], '--model must be one of: csv_mlp, dnn_classifier, dnn_regressor, face_diff, face_embedding, face_siamese, image_classifier, linear_classifier, linear_regressor, mnist_cnn, wide_deep_classifier, wide_deep_regressor'),
+    (['--model=resnet9000'], '--model must be one of: boosted_trees_classifier, boosted_trees_regressor, csv_mlp, dnn_classifier, dnn_regressor, face_diff, face_embedding, face_siamese, image_classifier, linear_classifier, linear_regressor, mnist_cnn, wide_deep_classifier, wide_deep_regressor'),
     (['--mode=dance'], 'value should be one of'),
-    (['--model_dir=/tmp/x', '--train_files=x', '--model_params=similarity_scale=40'],
-     "--model_params: mnist_cnn has no param 'similarity_scale'"),
     (['--mode=evaluate', '--model_dir=/tmp/x', '--eval_files=x', '--checkpoint=/nope/model.ckpt-1'],
      '--checkpoint: no such checkpoint'),
     (['--mode=export', '--model_dir=/tmp/x', '--export_dir=/tmp/y', '--checkpoint=all'],
@@ -106,10 +130,25 @@ def test_evaluate_export_predict(trained, digit_shards):
      '--eval_name may use only letters, digits, _, . and -'),
 ])
 def test_bad_flag_values_are_one_line_errors(args, message):
-    result = run_module('trainer.main', *args, check=False)
+    status, stderr = parsed_by_the_command(*args)
+    assert status == 2
+    assert stderr.startswith('error: ') and message in stderr.splitlines()[0], stderr
+
+
+def test_a_bad_flag_is_one_line_from_the_command():
+    result = run_module('trainer.main', '--batch_size=0', check=False)
     assert result.returncode == 2
-    assert message in result.stderr
+    assert result.stderr.strip().splitlines()[-2:] == [
+        'error: flag --batch_size=0: 0 is not a positive integer', '(--helpshort lists the flags)']
     assert 'Traceback' not in result.stderr
+
+
+def test_an_unknown_model_param_is_a_user_error():
+    from common.errors import UserError
+    from trainer.config.settings import Settings
+    with pytest.raises(UserError, match="--model_params: mnist_cnn has no param 'similarity_scale'"):
+        Settings.from_flags(trainer_flags('--model_dir=/tmp/x', '--train_files=x',
+                                          '--model_params=similarity_scale=40'))
 
 
 def test_every_mode_has_its_runner():
@@ -183,19 +222,19 @@ def test_missing_train_files_pattern(tmp_path):
         f"error: --train_files: no files match '{tmp_path}/none-*'")
 
 
-def test_predict_unreadable_image(trained, tmp_path):
+def test_predict_unreadable_image(exported, tmp_path):
     bad = tmp_path / 'notes.txt'
     bad.write_text('not an image')
-    export_dir = str(tmp_path / 'export')
-    saved_model = json.loads(run_module(
-        'trainer.main', '--mode=export', f'--model_dir={trained[1]}',
-        f'--export_dir={export_dir}').stdout)['saved_model']
+    saved_model = json.loads(exported[1].stdout)['saved_model']
     result = run_module('trainer.main', '--mode=predict', f'--saved_model={saved_model}', str(bad),
                         check=False)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1] == f'error: {bad}: not a PNG, JPEG, GIF or BMP image'
 
 
+# test_tuner_metrics' trial (--mode=train_and_evaluate, its eval_default summaries read back)
+# is this path in the default suite.
+@pytest.mark.slow  # ./run.sh test-slow
 def test_train_and_evaluate_writes_eval_summaries(digit_shards, tmp_path):
     model_dir = tmp_path / 'model'
     run_module('trainer.main', '--mode=train_and_evaluate', f'--model_dir={model_dir}',

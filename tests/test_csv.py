@@ -85,13 +85,14 @@ def test_csv_mlp_trains_evaluates_and_exports(mlp_csv, serving_loader, tmp_path)
                      for name, _ in tf.train.list_variables(model_dir)
                      if name.endswith('kernel'))
     assert weights == [(1024, 1), (1024, 1024)]
-    metrics = json.loads(run_module(
+    # Evaluated, and exported as the best so far (--mode=export is test_cli's and test_serving's).
+    evaluated = run_module(
         'trainer.main', '--model=csv_mlp', '--mode=evaluate', f'--model_dir={model_dir}',
-        f'--eval_files={mlp_csv}/validation-*', '--batch_size=8').stdout)
+        f'--eval_files={mlp_csv}/validation-*', '--batch_size=8', f'--export_dir={tmp_path}/export')
+    metrics = json.loads(evaluated.stdout.splitlines()[-1])
     assert metrics['global_step'] == 4 and 'accuracy' in metrics
-    exported = json.loads(run_module(
-        'trainer.main', '--model=csv_mlp', '--mode=export', f'--model_dir={model_dir}',
-        f'--export_dir={tmp_path}/export').stdout)['saved_model']
+    exported = f'{tmp_path}/export/4'
+    assert (tmp_path / 'export' / 'best').read_text() == '4\n'
     serve = tf.saved_model.load(exported).signatures['serving_default']
     probability = serve(inputs=tf.zeros([2, 1024]))['probability'].numpy()
     assert probability.shape == (2,) and ((0 <= probability) & (probability <= 1)).all()

@@ -7,10 +7,12 @@ import shutil
 
 import pytest
 
+from common.errors import UserError
 from helpers import run_module, run_together
 from trainer.model_dir import checkpoints
 from trainer.model_dir.ledger import Ledger
 from trainer.model_dir.metric_goal import MetricGoal
+from trainer.observe import status
 from trainer.serving import model_config
 
 
@@ -27,6 +29,14 @@ def eval_args(model_dir, eval_files, name, *extra):
 
 def steps_of(entries):
     return [entry.step for entry in entries]
+
+
+@pytest.fixture(scope='module')
+def status_report(side_by_side):
+    """`python -m trainer.observe.status --format=json` of side_by_side's model_dir."""
+    model_dir, _, _ = side_by_side
+    return json.loads(run_module('trainer.observe.status', f'--model_dir={model_dir}',
+                                 '--format=json').stdout)
 
 
 @pytest.fixture(scope='module')
@@ -91,7 +101,8 @@ def test_eval_job_logs_its_checkpoint_and_how_many_wait(side_by_side):
             in logs['validation'] + logs['validation_b'])
 
 
-def test_two_jobs_on_one_name_evaluate_each_checkpoint_once_and_say_who(side_by_side):
+def test_two_jobs_on_one_name_evaluate_each_checkpoint_once_and_say_who(side_by_side,
+                                                                       status_report):
     """Every checkpoint has one ledger entry, written by the one job that evaluated it (each
     job logs the checkpoints it takes); status names the job of each step."""
     model_dir, _, logs = side_by_side
@@ -109,18 +120,16 @@ def test_two_jobs_on_one_name_evaluate_each_checkpoint_once_and_say_who(side_by_
     assert all(len(found) == 1 for found in pids.values())  # one process per job
     for name in ('validation', 'validation_b'):
         assert 'eval_validation: evaluated the final checkpoint (step 8); done' in logs[name]
-    report = json.loads(run_module('trainer.observe.status', f'--model_dir={model_dir}',
-                                   '--format=json').stdout)
-    [validation] = [job for job in report['eval_jobs'] if job['name'] == 'validation']
+    [validation] = [job for job in status_report['eval_jobs'] if job['name'] == 'validation']
     assert sorted(step for who in validation['evaluated_by'] for step in who['steps']) == [
         0, 2, 4, 6, 8]
     assert all(who['evaluator'].startswith('local (pid ') for who in validation['evaluated_by'])
 
 
-def test_status_of_a_model_dir_with_a_trainer_eval_jobs_and_exports(side_by_side, digit_shards):
+def test_status_of_a_model_dir_with_a_trainer_eval_jobs_and_exports(side_by_side, status_report,
+                                                                    digit_shards):
     model_dir, export_dir, _ = side_by_side
-    report = json.loads(run_module('trainer.observe.status', f'--model_dir={model_dir}',
-                                   '--format=json').stdout)
+    report = status_report
     assert report['model'] == 'mnist_cnn' and report['flags']['train_steps'] == '8'
     assert report['training'] == {'latest_step': 8, 'train_steps': 8, 'percent': 100.0,
                                   'state': 'finished', 'final_step': 8,
@@ -139,7 +148,7 @@ def test_status_of_a_model_dir_with_a_trainer_eval_jobs_and_exports(side_by_side
     assert exports['export_dir'] == str(export_dir)
     assert exports['pointers'] == {'best': best.step}
 
-    text = run_module('trainer.observe.status', f'--model_dir={model_dir}').stdout
+    text = status.render_text(report)  # what the command prints without --format=json
     assert 'training    step 8/8 (100%), finished: reached train_steps' in text.splitlines()
     assert f'exports     {export_dir}: ' in text and f'best -> {best.step}' in text
 
@@ -158,10 +167,11 @@ def test_one_shot_evaluate_never_evaluates_a_checkpoint_twice(side_by_side, digi
     assert 'step 8 is already in' in again.stderr
     assert sorted(steps_of(Ledger(str(model_dir), 'scheduled').entries())) == [0, 2, 4, 6, 8]
 
-    missing = run_module('trainer.main', *common, '--checkpoint=7', check=False)
-    assert missing.returncode == 2 and missing.stderr.strip().splitlines()[-1] == (
-        f'error: --checkpoint=7: no checkpoint for that step in {model_dir}; '
-        'it has steps 0, 2, 4, 6, 8')
+    # How --checkpoint=STEP is read (the busy job below shows a UserError's one line, exit 2).
+    with pytest.raises(UserError) as missing:
+        checkpoints.resolve(str(model_dir), '7')
+    assert str(missing.value) == (f'--checkpoint=7: no checkpoint for that step in {model_dir}; '
+                                  'it has steps 0, 2, 4, 6, 8')
     with Ledger(str(model_dir), 'scheduled').lock():
         busy = run_module('trainer.main', *common, check=False)
     assert busy.returncode == 2 and 'Traceback' not in busy.stderr
@@ -172,9 +182,11 @@ def test_one_shot_evaluate_never_evaluates_a_checkpoint_twice(side_by_side, digi
 def test_restarted_eval_job_never_exports_a_worse_model(digit_shards, tmp_path):
     model_dir, export_dir = tmp_path / 'model', tmp_path / 'exports'
     exports = [f'--export_dir={export_dir}', '--export_metric=loss', '--export_mode=min']
-    run_module('trainer.main', *train_args(model_dir, digit_shards, 4))
-    run_module('trainer.main', *eval_args(model_dir, digit_shards.validation_pattern, 'val', *exports))
+    run_together(tmp_path, {  # side by side, as an eval job runs
+        'trainer': train_args(model_dir, digit_shards, 4),
+        'eval': eval_args(model_dir, digit_shards.validation_pattern, 'val', *exports)})
     first = Ledger(str(model_dir), 'val').entries()
+    assert steps_of(first) == [0, 2, 4]
     best = min(first, key=lambda e: e.metrics['loss'])
     assert (export_dir / 'best').read_text() == f'{best.step}\n'
 

@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import assert_one_line_error, run_module, run_prepare
+from helpers import assert_one_line_error, run_module, run_prepare, run_together
 from image_tree import class_image, encode, write_image_tree
 from input_fns import prepare_images
 from serving_loader_checks import as_array, check_against_python, replayed_warmup
 from test_serving import run_rest_body
 from trainer.input_kinds.image_classification import image_example
+from trainer.serving import predict
 
 CLASSES = ['cat', 'dog', 'fox']
 SMALL_NETWORK = '--model_params=base_filters=8,residual_stages=2'
@@ -31,12 +32,13 @@ def trained(tmp_path_factory):
                 output_dir=str(root / 'data'), image_size='16x20', channels='3', resize='crop',
                 validation_fraction=0.25, skip_bad_images=False, decode_workers=1, num_shards=2)
     model_dir, export_dir = root / 'model', root / 'exports'
-    run_module('trainer.main', '--model=image_classifier', '--mode=train', f'--model_dir={model_dir}',
-               f'--train_files={root}/data/train-*', '--train_steps=20', '--batch_size=16',
-               '--save_checkpoints_steps=10', '--augment', '--augment_flip', SMALL_NETWORK)
-    run_module('trainer.main', '--model=image_classifier', '--mode=continuous_eval',
-               f'--model_dir={model_dir}', f'--eval_files={root}/data/validation-*',
-               '--eval_name=validation', f'--export_dir={export_dir}', '--export_metric=accuracy')
+    run_together(root, {  # the eval job beside its trainer, as it runs
+        'train': ['--model=image_classifier', '--mode=train', f'--model_dir={model_dir}',
+                  f'--train_files={root}/data/train-*', '--train_steps=20', '--batch_size=16',
+                  '--save_checkpoints_steps=10', '--augment', '--augment_flip', SMALL_NETWORK],
+        'eval': ['--model=image_classifier', '--mode=continuous_eval', f'--model_dir={model_dir}',
+                 f'--eval_files={root}/data/validation-*', '--eval_name=validation',
+                 f'--export_dir={export_dir}', '--export_metric=accuracy']})
     return types.SimpleNamespace(root=root, model_dir=model_dir, export_dir=export_dir)
 
 
@@ -127,11 +129,12 @@ def test_predict_prints_each_files_class_name_and_score(trained, tmp_path):
     [row] = [json.loads(line) for line in result.stdout.splitlines()]
     assert row['image'] == str(tmp_path / 'fox.bmp') and row['class_name'] in CLASSES
     assert row['score'] == max(row['probabilities'])
+    # The same photo in a REST body, through what --mode=predict runs on a .json file (here in
+    # the test: test_usr_dir's end-to-end tests give .json bodies to the command itself).
     encoded = base64.b64encode(photo_bytes(2, 50, 33, 'bmp')).decode()
     (tmp_path / 'request.json').write_text(json.dumps({'instances': [{'b64': encoded}]}))
-    result = run_module('trainer.main', '--mode=predict', f'--saved_model={trained.export_dir}/best',
-                        str(tmp_path / 'request.json'))
-    [rest_row] = [json.loads(line) for line in result.stdout.splitlines()]
+    [rest_row] = predict.predict_files(f'{trained.export_dir}/best',
+                                       [str(tmp_path / 'request.json')])
     assert rest_row['class_name'] == row['class_name'] and rest_row['score'] == row['score']
     result = run_module('trainer.main', '--mode=predict', f'--saved_model={trained.export_dir}/best',
                         str(tmp_path / 'fox.bmp'), str(tmp_path / 'broken.png'), check=False)
@@ -146,6 +149,8 @@ def test_image_classifier_refuses_shards_without_an_images_schema(digit_shards, 
     assert not os.path.exists(tmp_path / 'model')
 
 
+# The CLI's mixed_bfloat16 training is test_precision's (mnist_cnn) in the default suite.
+@pytest.mark.slow  # a third trainer process: ./run.sh test-slow
 def test_mixed_bfloat16_trains(trained, tmp_path):
     run_module('trainer.main', '--model=image_classifier', '--mode=train', f'--model_dir={tmp_path}',
                f'--train_files={trained.root}/data/train-*', '--train_steps=2', '--batch_size=8',

@@ -18,6 +18,9 @@ from trainer.model_dir import checkpoints
 from trainer.model_dir.ledger import Ledger
 
 
+SLOW = pytest.mark.slow  # ./run.sh test-slow
+
+
 def train_args(model_dir, shards, steps, *extra):
     return ['--mode=train', f'--model_dir={model_dir}', f'--train_files={shards.train_pattern}',
             f'--train_steps={steps}', '--batch_size=16', '--save_checkpoints_steps=2',
@@ -74,6 +77,8 @@ def test_second_trainer_on_one_model_dir_stops_naming_the_first(digit_shards, tm
         first.wait()
 
 
+# test_cli's test_ctrl_c_exits_130_and_says_how_to_resume is this path in the default suite.
+@pytest.mark.slow  # ./run.sh test-slow
 def test_ctrl_c_during_training_is_one_line(digit_shards, tmp_path):
     args = train_args(tmp_path / 'model', digit_shards, 1_000_000, '--log_every_n_steps=1')
     trainer = start_module('trainer.main', *args, log_path=tmp_path / 'train.log')
@@ -105,7 +110,10 @@ def test_failed_train_leaves_the_model_dir_as_it_was(trained_model, tmp_path):
     assert file_bytes(kept) == kept
 
 
-@pytest.mark.parametrize('mode', ['export', 'evaluate'])
+# --mode=evaluate's case in the slow suite: evaluate, export and the eval job each call
+# Experiment.check_model first, and test_eval_job_started_before_its_trainer_reads_the_flags_it_writes
+# shows it for the eval job.
+@pytest.mark.parametrize('mode', ['export', pytest.param('evaluate', marks=SLOW)])
 def test_export_and_evaluate_check_the_model_against_the_model_dir(trained_model, digit_shards,
                                                                    tmp_path, mode):
     result = run_module('trainer.main', f'--mode={mode}', '--model=csv_mlp',
@@ -135,8 +143,10 @@ def save_with_one_weight_changed(model_dir, step, change):
     return changed
 
 
+# Each mode and each change is in the default suite; the other pairs of them in the slow one.
 @pytest.mark.parametrize('change, mode', [('widen', 'evaluate'), ('widen', 'export'),
-                                          ('widen', 'train'), ('drop', 'evaluate'),
+                                          pytest.param('widen', 'train', marks=SLOW),
+                                          pytest.param('drop', 'evaluate', marks=SLOW),
                                           ('drop', 'train')])
 def test_checkpoint_that_does_not_fit_is_one_line_error_naming_it(trained_model, digit_shards,
                                                                   tmp_path, change, mode):

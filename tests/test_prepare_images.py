@@ -130,9 +130,10 @@ def test_bad_trees_are_refused_before_anything_is_written(tmp_path, layout, mess
 def test_command_line_errors_are_one_line(tmp_path):
     write_image_tree(tmp_path / 'photos', per_class=2)
     (tmp_path / 'photos' / 'fox' / 'bad.png').write_bytes(b'nope')
+    # A bad flag value, here (the command below shows how a UserError reaches the user).
+    with pytest.raises(UserError, match='--image_size=64: give HEIGHTxWIDTH'):
+        prepare(tmp_path / 'photos', tmp_path / 'out', image_size='64')
     common = ['images', f'--source_dir={tmp_path}/photos', f'--output_dir={tmp_path}/out']
-    result = run_module('input_fns.prepare', *common, '--image_size=64', check=False)
-    assert_one_line_error(result, 2, '--image_size=64: give HEIGHTxWIDTH')
     result = run_module('input_fns.prepare', *common, check=False)
     assert_one_line_error(result, 2, f'{tmp_path}/photos/fox/bad.png: not a decodable',
                           '--skip_bad_images')

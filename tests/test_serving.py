@@ -2,6 +2,7 @@
 pointer; MNIST's classify signature; the face decision baked into the export; warm-up
 records; the REST bodies of docs/serving.md; what predict says about inputs it cannot use."""
 import json
+import logging
 import os
 import re
 import shutil
@@ -12,6 +13,7 @@ import tensorflow as tf
 from google.protobuf import text_format
 from tensorflow_serving.config import model_server_config_pb2
 
+from common.errors import UserError
 from helpers import REPO, assert_one_line_error, run_module, synthetic_face_shards
 from input_fns import lfw_files
 from serving_loader_checks import as_array, check_against_python, replayed_warmup
@@ -47,14 +49,16 @@ def test_export_mode_points_latest_at_the_newest_version(exports):
     assert (export_dir / 'latest').read_text() == '4\n'
 
 
-def test_base_path_version_and_pointer_each_say_which_version_and_why(exports):
+def test_base_path_version_and_pointer_each_say_which_version_and_why(exports, caplog):
     export_dir, images = exports
     from_base, said = predicted(f'--saved_model={export_dir}', *images)
     assert (f'--saved_model={export_dir}: version 4, the newest complete one of 2, as TF Serving '
             f'serves a base path; the best, 2, is --saved_model={export_dir}/best') in said
     assert from_base == predict.predict_files(str(export_dir / '4'), images)
-    from_best, said = predicted(f'--saved_model={export_dir}/best', *images)
-    assert f'--saved_model={export_dir}/best: version 2, which that pointer names' in said
+    # The pointer through what the command runs, here (its log line as absl logs it above).
+    with caplog.at_level(logging.INFO):
+        from_best = predict.predict_files(f'{export_dir}/best', images)
+    assert f'--saved_model={export_dir}/best: version 2, which that pointer names' in caplog.text
     assert from_best == predict.predict_files(str(export_dir / '2'), images) != from_base
 
 
@@ -80,20 +84,23 @@ def test_bad_saved_model_and_signature_are_one_line_errors(exports, tmp_path):
                       check=False)
     assert_one_line_error(gone, 2, f'--saved_model={copied}/best: it names version 2, but '
                           f'{copied}/2 is gone; {copied} has complete versions 4')
+    # The rest through what --mode=predict runs, here: the command above shows how its
+    # UserError reaches the user (one line, exit 2); a process each would add only TF's start.
     os.remove(copied / '4' / 'export_complete.json')  # as a copy still under way
-    empty = run_module('trainer.main', '--mode=predict', f'--saved_model={copied}', *images,
-                       check=False)
-    assert_one_line_error(empty, 2, f'--saved_model={copied}: no complete version there (it '
-                          'holds 4 (incomplete: no export_complete.json), best, latest); export '
-                          'one with --mode=export')
+    with pytest.raises(UserError) as empty:
+        predict.predict_files(str(copied), images)
+    assert str(empty.value) == (f'--saved_model={copied}: no complete version there (it holds 4 '
+                                '(incomplete: no export_complete.json), best, latest); export '
+                                'one with --mode=export')
     for signature, fragment in [('nope', 'has no such signature; it has classify, predict_pixels, '
                                           'serving_default'),
                                 ('predict_pixels', 'it takes pixels (float32 (None, 28, 28, 1)), '
                                                    'not image files; give one of classify, '
                                                    'serving_default')]:
-        wrong = run_module('trainer.main', '--mode=predict', f'--saved_model={export_dir}',
-                           f'--signature={signature}', *images, check=False)
-        assert_one_line_error(wrong, 2, f'--signature={signature}: ', fragment)
+        with pytest.raises(UserError) as wrong:
+            predict.predict_files(str(export_dir), images, signature)
+        assert str(wrong.value).startswith(f'--signature={signature}: ') and fragment in str(
+            wrong.value), (signature, str(wrong.value))
 
 
 def test_mnist_warmup_requests_run_through_every_signature(exports):

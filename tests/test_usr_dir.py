@@ -7,6 +7,7 @@ import ast
 import json
 import os
 import re
+import runpy
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,8 @@ import pytest
 
 from helpers import REPO, assert_one_line_error, run_module
 from serving_loader_checks import check_against_python
+from trainer.observe.status import read_snapshot, render_text, summarize
+from trainer.serving import predict
 
 EXAMPLES = os.path.join(REPO, 'docs', 'your-model')
 REST_REQUEST = re.compile(r'^`POST /v1/models/(\w+):(\w+)`\n```json\n(.*?)\n```',
@@ -56,7 +59,7 @@ def test_small_cnn_over_the_digits_end_to_end(digit_shards, tmp_path, serving_lo
     model_dir, exports = str(tmp_path / 'model'), str(tmp_path / 'exports')
     trainer(f'--usr_dir={usr_dir}', '--model=small_cnn', '--mode=train', f'--model_dir={model_dir}',
             f'--train_files={digit_shards.train_pattern}', '--train_steps=60',
-            '--save_checkpoints_steps=30', '--batch_size=20', '--small_cnn_filters=8')
+            '--save_checkpoints_steps=60', '--batch_size=20', '--small_cnn_filters=8')
     with open(os.path.join(model_dir, 'flags.txt')) as f:
         recorded = f.read()
     assert f'--usr_dir={usr_dir}\n' in recorded and '--small_cnn_filters=8\n' in recorded
@@ -68,15 +71,17 @@ def test_small_cnn_over_the_digits_end_to_end(digit_shards, tmp_path, serving_lo
             f'--export_dir={exports}', '--export_metric=accuracy')
     with open(os.path.join(model_dir, 'eval_validation', 'results', 'step-000000060.json')) as f:
         assert json.load(f)['metrics']['accuracy'] > 0.5  # chance is 0.1
-    status = run_module('trainer.observe.status', f'--model_dir={model_dir}').stdout
+    # What `python -m trainer.observe.status` prints, here (the command is test_eval_job's).
+    status = render_text(summarize(read_snapshot(model_dir)))
     assert re.search(rf'^usr_dir     {re.escape(usr_dir)} \(sha256 [0-9a-f]{{12}}\)$', status,
                      re.MULTILINE) and 'model       small_cnn' in status
     image = str(tmp_path / 'digit.png')
     import tensorflow as tf
     tf.io.write_file(image, tf.io.encode_png(digit_shards.validation[0][0][..., None]))
     bodies = write_bodies(documented_bodies('small_cnn'), tmp_path)
-    predicted = json_lines(trainer('--mode=predict', f'--saved_model={exports}/best', image).stdout)
-    assert predicted[0]['classes'] == digit_shards.validation[1][0]
+    # An image through what --mode=predict runs on one (the command runs the REST bodies below).
+    [predicted] = predict.predict_files(f'{exports}/best', [image])
+    assert predicted['classes'] == digit_shards.validation[1][0]
     [classified] = json_lines(trainer('--mode=predict', f'--saved_model={exports}/best',
                                       *bodies).stdout)
     assert classified['classes'] == [str(digit) for digit in range(10)]
@@ -85,11 +90,13 @@ def test_small_cnn_over_the_digits_end_to_end(digit_shards, tmp_path, serving_lo
         check_against_python(serving_loader, os.path.join(exports, f.read().strip()))
 
 
-def test_house_prices_own_input_kind_and_regress_signature_end_to_end(tmp_path, serving_loader):
+def test_house_prices_own_input_kind_and_regress_signature_end_to_end(tmp_path, serving_loader,
+                                                                       monkeypatch):
     usr_dir = copy_example('house_prices', tmp_path)
     data, model_dir, exports = (str(tmp_path / name) for name in ('data', 'model', 'exports'))
-    subprocess.run([sys.executable, os.path.join(EXAMPLES, 'make_houses.py'), data, '1000'],
-                   check=True, capture_output=True)
+    # `python make_houses.py DATA 1000`, in this process (TensorFlow is started here already).
+    monkeypatch.setattr(sys, 'argv', ['make_houses.py', data, '1000'])
+    runpy.run_path(os.path.join(EXAMPLES, 'make_houses.py'), run_name='__main__')
     trainer(f'--usr_dir={usr_dir}', '--model=house_prices', '--mode=train',
             f'--model_dir={model_dir}', f'--train_files={data}/train-*', '--train_steps=200',
             '--save_checkpoints_steps=100', '--batch_size=50')

@@ -89,8 +89,8 @@ def katib_parameter(param: search_space.Param) -> Dict:
 
 
 def katib_experiment(options: DeployOptions, trainer_flags: List[str]) -> Dict:
+    check_trial_replicas(options)  # the deploy flags' own mistakes before search starts TensorFlow
     _, params, objective = search(options, trainer_flags)
-    check_trial_replicas(options)
     args = job_args.trainer_args(trainer_flags, needs_model_dir=True)
     model_dir = job_args.flag_value(args, 'model_dir').rstrip('/')
     # Each trial trains in its own folder, so trials never share a training lease.
@@ -148,7 +148,7 @@ def vertex_parameter(param: search_space.Param) -> Dict:
 
 
 def vertex_tuning_job(options: DeployOptions, trainer_flags: List[str]) -> Dict:
-    _, params, objective = search(options, trainer_flags)
+    # The deploy flags' own mistakes first, in a moment: search starts TensorFlow.
     if options.algorithm not in VERTEX_ALGORITHMS:
         raise UserError(f'--algorithm={options.algorithm}: Vertex AI offers '
                         f'{", ".join(VERTEX_ALGORITHMS)}')
@@ -161,6 +161,7 @@ def vertex_tuning_job(options: DeployOptions, trainer_flags: List[str]) -> Dict:
         raise UserError(f'--base_output_dir={options.base_output_dir}: Vertex AI needs a gs:// '
                         'folder')
     check_trial_replicas(options)
+    _, params, objective = search(options, trainer_flags)
     args = job_args.trainer_args(trainer_flags, needs_model_dir=False) + [
         f'--hypertune_metric={objective.metric}']
     custom_job = job_specs.vertex_job_spec(options, args)

@@ -44,7 +44,7 @@ def fixed_targets(gpu: bool):
          'images.from_directory', 2.0, True),
         ('image_classifier: input_fn vs in-memory input', 'images.train_input_fn',
          'images.train_in_memory', ESTIMATOR_INPUT_TARGET['gpu' if gpu else 'cpu'], True),
-        *bench_tables.targets(ESTIMATOR_INPUT_TARGET['gpu' if gpu else 'cpu']),
+        *bench_tables.targets(),
     ]
 
 

@@ -21,9 +21,9 @@ ENDPOINT_TIMEOUT_SECS = 8.0
 ENDPOINT_TRIES = 3
 
 # tensorflow-io's stat answers "does not exist" (False), and a glob nothing, when its requests
-# fail (500, 503, 429, resets): an s3:// "no" is asked this many times before it is believed. A bucket probed as
-# missing would stop the run with the wrong advice; a manifest read as missing would be
-# rewritten without the splits it had.
+# fail (500, 503, 429, resets): an s3:// "no" is asked this many times before it is believed. A
+# bucket probed as missing would stop the run with the wrong advice; a manifest read as missing
+# would be rewritten without the splits it had.
 S3_STAT_ASKS = 3
 T = TypeVar('T')
 _probed_buckets = {}  # 's3://bucket' -> None (fine) or the UserError message
@@ -87,6 +87,19 @@ def asked_again(ask: Callable[[], T], path: str) -> T:
             break
         answer = ask()
     return answer
+
+
+def found_again(call: Callable[[], T], path: str) -> T:
+    """call() about path (a read, a stat); on s3://, a NotFoundError asked again (S3_STAT_ASKS)
+    before it is believed."""
+    import tensorflow as tf  # here: see _probe_bucket
+    for asks_left in range(S3_STAT_ASKS if path.startswith('s3://') else 1, 0, -1):
+        try:
+            return call()
+        except tf.errors.NotFoundError:
+            if asks_left == 1:
+                raise
+    raise AssertionError('unreachable')
 
 
 def _probe_bucket(path: str, bucket: str) -> Optional[str]:

@@ -36,7 +36,7 @@ def read_bytes(path: str) -> bytes:
     def read():
         with tf.io.gfile.GFile(_ready(path), 'rb') as f:
             return f.read()
-    return in_store('reading', path, read)
+    return bucket_probe.found_again(lambda: in_store('reading', path, read), path)
 
 
 def read_text(path: str) -> str:
@@ -145,14 +145,7 @@ def glob(pattern: str) -> List[str]:
 
 def size(path: str) -> int:
     """A file's size in bytes."""
-    asks = bucket_probe.S3_STAT_ASKS if path.startswith('s3://') else 1
-    for asks_left in range(asks, 0, -1):
-        try:
-            return tf.io.gfile.stat(_ready(path)).length
-        except tf.errors.NotFoundError:  # on s3://, maybe failed requests (bucket_probe.asked_again)
-            if asks_left == 1:
-                raise
-    raise AssertionError('unreachable')
+    return bucket_probe.found_again(lambda: tf.io.gfile.stat(_ready(path)).length, path)
 
 
 def remove(path: str) -> None:

@@ -144,14 +144,15 @@ def test_a_store_failing_for_a_while_is_tried_again_then_one_line(monkeypatch):
             return 'done'
         return call
 
-    assert store_retries.in_store('writing', 's3://b/model/train.lease', failing(store_retries.STORE_TRIES - 1)) \
-        == 'done'
+    tries = store_retries.STORE_TRIES
+    lease_path = 's3://b/model/train.lease'
+    assert store_retries.in_store('writing', lease_path, failing(tries - 1)) == 'done'
     calls.clear()
     with pytest.raises(StoreError) as raised:
-        store_retries.in_store('writing', 's3://b/model/train.lease', failing(store_retries.STORE_TRIES))
+        store_retries.in_store('writing', lease_path, failing(tries))
     assert len(calls) == store_retries.STORE_TRIES
     assert str(raised.value).startswith(f'writing s3://b/model/train.lease failed '
-                                        f'{store_retries.STORE_TRIES} times, the last with InternalError')
+                                        f'{tries} times, the last with InternalError')
     assert 'run the same command again' in str(raised.value)
     calls.clear()
     with pytest.raises(tf.errors.InternalError):  # a local path: no retries, TF's error as it is
@@ -193,14 +194,15 @@ def test_training_resumes_in_place_while_the_store_fails_then_one_line(monkeypat
 
 
 @pytest.mark.parametrize('op_type, expected', [
-    ('SaveV2', 'saving a checkpoint into --model_dir=s3://b/model failed'),
+    ('SaveV2', 'writing an export into --export_dir=s3://b/e failed'),  # an eval job saves no
+                                                                        # checkpoint
     ('RestoreV2', 'restoring a checkpoint from --model_dir=s3://b/model failed'),
     ('IteratorGetNext', 'reading --eval_files=s3://b/data/validation-* failed'),
     (None, 'reading --eval_files=s3://b/data/validation-* failed')])
 def test_a_store_failure_inside_tensorflow_names_the_path_and_what_it_was_doing(op_type,
                                                                                 expected):
     settings = types.SimpleNamespace(mode='continuous_eval', model_dir='s3://b/model',
-                                     eval_files='s3://b/data/validation-*')
+                                     eval_files='s3://b/data/validation-*', export_dir='s3://b/e')
     error = tf.errors.InternalError(  # None: an eager op, named in the message only
         None, op_type and types.SimpleNamespace(type=op_type),
         '{{function_node __wrapped__IteratorGetNext_output_types_1_device_/job:localhost/replica:0'
@@ -218,6 +220,18 @@ def test_an_s3_file_or_glob_that_seems_missing_is_asked_again(monkeypatch):
     listings = [[], ['s3://b/data/train-0']]
     monkeypatch.setattr(tf.io.gfile, 'glob', lambda pattern: listings.pop(0))
     assert files.glob('s3://b/data/train-*') == ['s3://b/data/train-0']
+    stats = [None, None, types.SimpleNamespace(length=7)]
+
+    def stat(path):
+        if stats[0] is None:
+            stats.pop(0)
+            raise tf.errors.NotFoundError(None, None, f'Object {path} does not exist')
+        return stats.pop(0)
+    monkeypatch.setattr(tf.io.gfile, 'stat', stat)
+    assert files.size('s3://b/data/train-0') == 7
+    stats[:] = [None, None, None]
+    with pytest.raises(tf.errors.NotFoundError):  # asked three times: believed
+        files.size('s3://b/data/train-1')
 
 
 def test_one_failed_s3_read_then_a_retry_gives_the_object_whole(s3_server, tmp_path):
@@ -370,6 +384,15 @@ class Step:
         self.runs = self.resumed = self.crashed = 0
         self.errors = []
 
+    def stopped(self, code, output, log_name):
+        """A run stopped by the store: counted, and its line kept; the caller resumes it."""
+        if code == -signal.SIGSEGV and CHECKPOINT_READER_CRASH in output:
+            self.crashed += 1  # TensorFlow's, not the service's (see the constant)
+            self.errors.append(f'{log_name}: SIGSEGV {CHECKPOINT_READER_CRASH}')
+        else:
+            self.errors.append(stopped_cleanly(code, output, log_name, self.root))
+        self.resumed += 1
+
     def __call__(self, jobs, timeout=900):
         """jobs: {name: argv of python -m}; returns the last run's output by name."""
         before = self.proxy.counts.as_dict()
@@ -388,32 +411,31 @@ class Step:
 
         for job in jobs:
             start(job)
-        while running:
-            assert time.time() - started < timeout, f'{self.name}: still running: {list(running)}'
-            time.sleep(0.5)
-            for job, (process, log) in list(running.items()):
-                code = process.poll()
-                if code is None:
-                    continue
-                del running[job]
-                outputs[job] = log.read_text()
-                if code == 0:
-                    continue
-                if code == -signal.SIGSEGV and CHECKPOINT_READER_CRASH in outputs[job]:
-                    self.crashed += 1  # TensorFlow's, not the service's (see the constant)
-                    self.errors.append(f'{log.name}: SIGSEGV in {CHECKPOINT_READER_CRASH}')
-                else:
-                    self.errors.append(stopped_cleanly(code, outputs[job], log.name, self.root))
-                assert attempts[job] < MAX_RUNS, f'{self.name}: {job} stopped {MAX_RUNS} times'
-                self.resumed += 1
-                start(job)
+        try:
+            while running:
+                assert time.time() - started < timeout, f'{self.name}: still running: {running}'
+                time.sleep(0.5)
+                for job, (process, log) in list(running.items()):
+                    if process.poll() is None:
+                        continue
+                    del running[job]
+                    outputs[job] = log.read_text()
+                    if process.returncode != 0:
+                        self.stopped(process.returncode, outputs[job], log.name)
+                        assert attempts[job] < MAX_RUNS, f'{self.name}: {job} stopped {MAX_RUNS}x'
+                        start(job)
+        finally:  # a failed check leaves no job running on
+            for process, _ in running.values():
+                process.kill()
+                process.wait()
         after = self.proxy.counts.as_dict()
         requests = {kind: after.get(kind, {}).get('requests', 0)
                     - before.get(kind, {}).get('requests', 0) for kind in KINDS}
         faults = {fault: sum(after.get(kind, {}).get(fault, 0) - before.get(kind, {}).get(fault, 0)
                              for kind in KINDS) for fault in FAULTS}
         self.table.append({'step': self.name, 'runs': self.runs, 'finished': 1,
-                           'resumed': self.resumed, 'crashed': self.crashed, 'secs': round(time.time() - started),
+                           'resumed': self.resumed, 'crashed': self.crashed,
+                           'secs': round(time.time() - started),
                            'requests': sum(requests.values()),
                            'faults': {f: n for f, n in faults.items() if n},
                            'errors': self.errors})

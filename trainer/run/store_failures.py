@@ -24,6 +24,9 @@ from trainer.config import modes
 # A run that got further resumes again: each try costs a restore, not the work done.
 RESUME_TRIES = 6
 MAX_RESUME_DELAY_SECS = 8.0
+NOT_FOUND_AFTER_FAILURES = ('not found in checkpoint', 'Error executing an HTTP request: HTTP response '
+                            'code 404')
+TRAINING_MODES = ('train', 'train_and_evaluate')
 DATA = 'data'  # stands for the mode's data flag (train_files, eval_files)
 # By the failing op's type: (what it was doing, the flag that names the path).
 _BY_OP = {
@@ -57,12 +60,21 @@ def what_failed(error: tf.errors.OpError, mode: str) -> Tuple[str, str]:
                             else ('using', 'model_dir'))
     if flag == DATA:
         flag = (modes.MODES[mode].data_flags or ('model_dir',))[0]
+    if doing.startswith('saving') and mode not in TRAINING_MODES:  # it saves only exports
+        doing, flag = 'writing an export into', 'export_dir'
     return doing, flag
 
 
 def as_store_error(error: tf.errors.OpError, settings) -> Optional[StoreError]:
-    """A store's transient failure under a bucket flag, as StoreError; None for other errors."""
-    if not store_retries.is_transient(error):
+    """A store's transient failure under a bucket flag, as StoreError; None for other errors.
+
+    TensorFlow's checkpoint reader reports a failed read of a bucket's .index as "Key
+    global_step not found in checkpoint", and its GCS client a resumable upload whose session a
+    failed request lost as a bare HTTP 404: counted as the store's failure too (what really
+    is missing fails every try, then stops with this line)."""
+    if not (store_retries.is_transient(error) or (
+            isinstance(error, tf.errors.NotFoundError)
+            and any(text in error.message for text in NOT_FOUND_AFTER_FAILURES))):
         return None
     doing, flag = what_failed(error, settings.mode)
     path = getattr(settings, flag, None) or settings.model_dir

@@ -174,14 +174,14 @@ def test_loopback_cluster_trains_evaluates_and_exports_in_the_bucket(bucket_run)
     result = report_seconds(
         bucket_run, 'cluster', run_module, 'trainer.cluster.local_cluster',
         f'--model_dir={model_dir}', f'--train_files={bucket_run.data}/train-*',
-        f'--eval_files={bucket_run.data}/validation-*', '--eval_name=val', '--train_steps=20',
-        '--batch_size=16', '--save_checkpoints_steps=10', f'--export_dir={export_dir}',
-        '--workers=1', timeout=500)
+        f'--eval_files={bucket_run.data}/validation-*', '--eval_name=val', '--train_steps=40',
+        '--batch_size=16', '--save_checkpoints_steps=20', f'--export_dir={export_dir}',
+        '--workers=1', timeout=400)
     # The tasks reach the bucket over the network: no private namespace (it has only loopback).
     assert f'{model_dir} is in a bucket, which the tasks reach over the network' in result.stderr
     assert 'every task finished: ps0, chief, worker0, evaluator' in result.stderr
     final_step = checkpoints.list_checkpoints(model_dir)[-1][0]
-    assert final_step >= 20
+    assert final_step >= 40
     steps = [files.read_json(path)['step']
              for path in files.glob(f'{model_dir}/eval_val/results/step-*.json')]
     assert steps == sorted(set(steps)) and steps[0] == 0 and steps[-1] == final_step

@@ -99,7 +99,7 @@ def test_house_prices_own_input_kind_and_regress_signature_end_to_end(tmp_path, 
     runpy.run_path(os.path.join(EXAMPLES, 'make_houses.py'), run_name='__main__')
     trainer(f'--usr_dir={usr_dir}', '--model=house_prices', '--mode=train',
             f'--model_dir={model_dir}', f'--train_files={data}/train-*', '--train_steps=200',
-            '--save_checkpoints_steps=100', '--batch_size=50')
+            '--save_checkpoints_steps=200', '--batch_size=50')
     trainer('--model=house_prices', '--mode=continuous_eval', f'--model_dir={model_dir}',
             f'--eval_files={data}/validation-*', '--eval_name=validation',
             f'--export_dir={exports}', '--export_metric=root_mean_squared_error')

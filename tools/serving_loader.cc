@@ -498,9 +498,9 @@ int main(int argc, char** argv) {
       for (const auto& [api, method] : {std::make_pair("classify", kClassifyMethodName),
                                         std::make_pair("regress", kRegressMethodName)}) {
         if (signature.method_name() != method) continue;
+        std::string outputs = RunExamples(bundle, name, method, examples);  // or fails: no half line
         std::cout << "{\"" << api << "\": " << Quoted(name) << ", \"examples\": "
-                  << examples.size() << ", \"outputs\": "
-                  << RunExamples(bundle, name, method, examples) << "}" << std::endl;
+                  << examples.size() << ", \"outputs\": " << outputs << "}" << std::endl;
         ++run;
       }
     }

@@ -112,11 +112,13 @@ def open_file(path: str, mode: str = 'rb'):
 # Folders.
 
 def exists(path: str) -> bool:
-    return bucket_probe.asked_again(lambda: tf.io.gfile.exists(_ready(path)), path)
+    return bucket_probe.asked_again(
+        lambda: in_store('looking up', path, lambda: tf.io.gfile.exists(_ready(path))), path)
 
 
 def isdir(path: str) -> bool:
-    return bucket_probe.asked_again(lambda: tf.io.gfile.isdir(_ready(path)), path)
+    return bucket_probe.asked_again(
+        lambda: in_store('looking up', path, lambda: tf.io.gfile.isdir(_ready(path))), path)
 
 
 def makedirs(path: str) -> None:

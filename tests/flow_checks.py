@@ -1,6 +1,9 @@
 """What a run under store faults must never leave (issue 38), each check a list of violations
 (empty: none). Run after every process has ended, reading the store directly (no faults)."""
 import dataclasses
+import json
+import os
+import sys
 from typing import List, Optional
 
 import tensorflow as tf
@@ -131,3 +134,18 @@ def all_violations(data_dir: str, model_dir: str, export_dir: str, eval_name: st
     return (shard_violations(data_dir) + checkpoint_violations(model_dir)
             + ledger_violations(model_dir, eval_name, steps) + export_violations(export_dir)
             + lease_violations(model_dir, [eval_name]))
+
+
+def main(data_dir: str, model_dir: str, export_dir: str, eval_name: str) -> None:
+    """Prints the checks' findings as JSON: run in a process of its own, so that the test's
+    process, which serves the proxies, never waits on itself (TensorFlow holds the GIL in some
+    calls, such as opening a checkpoint)."""
+    print(json.dumps({
+        'violations': all_violations(data_dir, model_dir, export_dir, eval_name),
+        'checkpoint_steps': [step for step, _ in checkpoints.list_checkpoints(model_dir)],
+        'ledger_steps': [entry.step for entry in ledger.Ledger(model_dir, eval_name).entries()]}))
+
+
+if __name__ == '__main__':
+    main(*sys.argv[1:])
+    os._exit(0)  # after s3:// use: tensorflow-io aborts in the interpreter's teardown (common.cli)

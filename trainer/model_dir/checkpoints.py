@@ -25,7 +25,8 @@ def list_checkpoints(model_dir: str) -> List[Tuple[int, str]]:
     """
     if not files.exists(paths.join(model_dir, 'checkpoint')):
         return []
-    state = tf.train.get_checkpoint_state(model_dir)
+    state = store_retries.in_store('reading the checkpoint state in', model_dir,
+                                   lambda: tf.train.get_checkpoint_state(model_dir))
     if state is None:
         return []
     newest = step_of(state.model_checkpoint_path)

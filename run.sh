@@ -5,6 +5,8 @@
 #   ./run.sh                 the demo: offline digits -> shards -> train -> evaluate -> export -> predict
 #   ./run.sh test [ARGS]     the test suite (ARGS go to pytest)
 #   ./run.sh test-slow [ARGS]   the slow end-to-end tests (sweeps, the bench), which CI runs too
+#   ./run.sh test-store-faults [ARGS]   the whole flow on s3:// and gs:// under each store fault mix
+#                            (about an hour on 2 cores; CI runs only errors-5%, in test-slow)
 #   ./run.sh test-container [--scenarios=a,b,c,d]   the image built and a TFJob run as containers
 #                            the way the training operator runs it (needs a docker daemon)
 #   ./run.sh faces [--lfw_dir=ROOT]   the face-pair demo (synthetic faces unless --lfw_dir)
@@ -83,7 +85,7 @@ case "${1:-demo}" in
   demo|tabular|digit_photos) install_pinned requirements-demo.txt "$venv/.requirements-demo.sha256" ;;
   prepare) [[ " $* " != *" digits "* ]] \
     || install_pinned requirements-demo.txt "$venv/.requirements-demo.sha256" ;;
-  test|test-slow)  # the tests prepare the digits and run small sweeps too
+  test|test-slow|test-store-faults)  # the tests prepare the digits and run small sweeps too
     install_pinned requirements-demo.txt "$venv/.requirements-demo.sha256"
     install_pinned requirements-test.txt "$venv/.requirements-test.sha256"
     install_pinned requirements-sweep.txt "$venv/.requirements-sweep.sha256" ;;
@@ -100,6 +102,7 @@ case "$command" in
   digit_photos) exec "$py" -m demos.digit_photos "$@" ;;
   test)    exec "$py" -m pytest "$@" ;;  # pytest.ini: testpaths = tests, not the slow ones
   test-slow) exec "$py" -m pytest -m slow "$@" ;;
+  test-store-faults) exec "$py" -m pytest -m store_faults "$@" ;;
   test-container) exec "$py" -m tests.containers.scenarios "$@" ;;
   prepare) exec "$py" -m input_fns.prepare "$@" ;;
   trainer) exec "$py" -m trainer.main "$@" ;;
@@ -111,5 +114,5 @@ case "$command" in
   sweep)   exec "$py" -m tools.sweep "$@" ;;
   status)  exec "$py" -m trainer.observe.status "$@" ;;
   python)  exec "$py" "$@" ;;
-  *) echo "run.sh: unknown command '$command' (use: demo, faces, tabular, digit_photos, test, test-container, prepare, trainer, cluster, status, bench, screenshots, serving-loader, deploy, sweep, test-slow, python)" >&2; exit 2 ;;
+  *) echo "run.sh: unknown command '$command' (use: demo, faces, tabular, digit_photos, test, test-container, prepare, trainer, cluster, status, bench, screenshots, serving-loader, deploy, sweep, test-slow, test-store-faults, python)" >&2; exit 2 ;;
 esac

@@ -483,8 +483,11 @@ def faulty_store(request, tmp_path_factory):
     return 'gs', 'gs://' + server.make_bucket('faults'), through
 
 
-@pytest.mark.slow  # the whole service over a faulty store, per store and mix: ./run.sh test-slow
-@pytest.mark.parametrize('mix', sorted(MIXES))
+# The whole service over a faulty store, per store and mix. errors-5% on both stores is in
+# ./run.sh test-slow (CI); all four mixes, about an hour on 2 cores, in ./run.sh test-store-faults.
+@pytest.mark.store_faults
+@pytest.mark.parametrize('mix', [pytest.param(mix, marks=pytest.mark.slow) if mix == 'errors-5%'
+                                 else mix for mix in sorted(MIXES)])
 def test_the_whole_flow_under_store_faults_finishes_or_resumes_losing_nothing(
         mix, faulty_store, tmp_path):
     store, root, through = faulty_store

@@ -56,7 +56,7 @@ def test_base_path_version_and_pointer_each_say_which_version_and_why(exports, c
             f'serves a base path; the best, 2, is --saved_model={export_dir}/best') in said
     assert from_base == predict.predict_files(str(export_dir / '4'), images)
     # The pointer through what the command runs, here (its log line as absl logs it above).
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger='absl'):  # absl's level, whatever ran before
         from_best = predict.predict_files(f'{export_dir}/best', images)
     assert f'--saved_model={export_dir}/best: version 2, which that pointer names' in caplog.text
     assert from_best == predict.predict_files(str(export_dir / '2'), images) != from_base

@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from common import files
 from common.errors import UserError
-from input_fns import pipeline, shards
+from input_fns import listed_files, pipeline, shards
 
 CSV_SUFFIX = '.csv'
 FEATURE_KEY = 'inputs'
@@ -64,7 +64,7 @@ def parse_batch_fn(num_features: int):
 
 def check_csv_files(files, num_features: int) -> None:
     """Fails early, naming the file, on shards whose first line the parser would reject."""
-    pipeline.check_listed_in_manifests(files)
+    listed_files.check_listed(files)
     for path in files:
         not_text = UserError(f'{path}: not a CSV text file (binary data on line 1); this model '
                              'reads CSV shards (one line an example: the features, then the label)')

@@ -141,10 +141,14 @@ def prepare_examples(*, source: str, label: str, output_dir: Optional[str], task
 def _describe_in_place(path_list, stats, columns, dtypes, split, source) -> Dict:
     """The manifest beside the user's records: them as one split, and the schema."""
     folder = manifest_folder(source)
-    if any(os.path.dirname(path) != os.path.dirname(path_list[0]) for path in path_list) or \
-            any(_compression(path) for path in path_list):
-        raise UserError(f'--source={source}: files in several folders, or GZIP files, cannot be '
-                        'read in place; pass --output_dir to reshard them')
+    if any(os.path.dirname(path) != os.path.dirname(path_list[0]) for path in path_list):
+        raise UserError(f'--source={source}: files in several folders cannot be read in place '
+                        '(the manifest lists the files of its own folder); pass --output_dir to '
+                        'reshard them')
+    compressions = {path: _compression(path) for path in path_list}
+    if len(set(compressions.values())) > 1:
+        raise UserError(f'--source={source}: some files are GZIP-compressed and some are not; '
+                        'a split is read one way: pass --output_dir to reshard them')
     counts = dict.fromkeys(path_list, 0)
     chunk = []
     for path, number, example, _ in _records(path_list):
@@ -159,7 +163,9 @@ def _describe_in_place(path_list, stats, columns, dtypes, split, source) -> Dict
             chunk = []
     if chunk:
         stats.add_rows(chunk)
-    listed = [{'file': os.path.basename(path), 'records': counts[path], 'bytes': files.size(path)}
+    # The reader takes GZIP from here (pipeline.record_reader); plain files list none.
+    listed = [{'file': os.path.basename(path), 'records': counts[path], 'bytes': files.size(path),
+               **({'compression': compressions[path]} if compressions[path] else {})}
               for path in path_list]
     manifest = shards.read_manifest(folder)
     if split == 'train' or 'schema' not in manifest:

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from common import tf_config
 from common.errors import UserError
-from input_fns import face_records, face_sampler, pipeline, shards
+from input_fns import face_records, face_sampler, listed_files, pipeline, shards
 from input_fns.face_images import (FaceGeometry, augment_pair_batch, decode_face,
                                    decode_training_pair)
 from input_fns.face_records import PAIR_SPEC, PERSON_SPEC
@@ -127,7 +127,7 @@ def make_train_input_fn(file_pattern: str, geometry: FaceGeometry, batch_size: i
     sampled_pairs_dataset. augment: random crops, flips, brightness, contrast and rotations.
     """
     files = pipeline.list_record_files(file_pattern, flag_name)
-    pipeline.check_listed_in_manifests(files)
+    listed_files.check_listed(files)
     face_records.check_layout(files, 'people', flag_name)
     pipeline.check_record_files(files, PERSON_SPEC)
     num_people, _ = check_people(files)
@@ -140,7 +140,7 @@ def make_train_input_fn(file_pattern: str, geometry: FaceGeometry, batch_size: i
 def make_eval_input_fn(file_pattern: str, geometry: FaceGeometry, batch_size: int,
                        flag_name: str = 'file pattern'):
     files = pipeline.list_record_files(file_pattern, flag_name)
-    pipeline.check_listed_in_manifests(files)
+    listed_files.check_listed(files)
     face_records.check_layout(files, 'pairs', flag_name)
     pipeline.check_record_files(files, PAIR_SPEC)
     return lambda: fixed_pairs_dataset(files, geometry, batch_size)

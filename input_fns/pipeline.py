@@ -19,7 +19,7 @@ from absl import logging
 from common import files as common_files
 from common import store_retries, tf_config
 from common.errors import UserError, op_error_summary
-from input_fns import shards
+from input_fns import listed_files
 
 AUTOTUNE = tf.data.AUTOTUNE
 DEFAULT_SHUFFLE_BUFFER = 10_000
@@ -50,16 +50,18 @@ def list_record_files(file_pattern: str, flag_name: str = 'file pattern') -> Lis
 
 
 def check_record_files(files: List[str], feature_spec: Dict[str, tf.io.FixedLenFeature],
-                       check_example: Optional[Callable[[Dict, str], None]] = None) -> None:
+                       check_example: Optional[Callable[[Dict, str], None]] = None) -> Callable:
     """Fails early, naming the file, on shards that a reader would choke on later.
 
     Checks that each file is listed in its folder's manifest.json, and parses
-    the first record of each file against feature_spec.
+    the first record of each file against feature_spec. Returns the files' reader
+    (listed_files.record_reader's).
     """
-    check_listed_in_manifests(files)
+    listed_files.check_listed(files)
+    reader = listed_files.record_reader(files)
     for path in files:
         try:
-            first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
+            first = next(iter(reader(path).take(1)), None)
         except store_retries.TRANSIENT_ERRORS:
             raise  # the store failing is not a bad file
         except tf.errors.OpError as e:
@@ -73,42 +75,7 @@ def check_record_files(files: List[str], feature_spec: Dict[str, tf.io.FixedLenF
                             f'{sorted(feature_spec)}: {e.message.splitlines()[0]}')
         if check_example is not None:
             check_example(example, path)
-
-
-def check_listed_in_manifests(files: List[str]) -> None:
-    """Where a folder has a manifest.json, each file must be listed in it (else it is left
-    over from an interrupted job) and be the size it lists (else it was cut short or
-    damaged): refuse it, naming it, before reading anything."""
-    manifests = {}
-    for path in files:
-        folder = os.path.dirname(path)
-        if folder not in manifests:
-            manifests[folder] = _listed_shards(folder)
-        listed = manifests[folder]
-        if listed is None:
-            continue
-        manifest_path = os.path.join(folder, shards.MANIFEST_NAME)
-        entry = listed.get(os.path.basename(path))
-        if entry is None:
-            raise UserError(f'{path}: not listed in {manifest_path}; it may be left over from an '
-                            'interrupted or older prepare run: delete it or run prepare again')
-        size = tf.io.gfile.stat(path).length
-        if 'bytes' in entry and size != entry['bytes']:  # older manifests list no sizes
-            raise UserError(f'{path}: {size} bytes, but {manifest_path} lists {entry["bytes"]} bytes '
-                            f'({entry["records"]} records); it was cut short or damaged: restore '
-                            'it, or run prepare again')
-
-
-def _listed_shards(folder: str) -> Optional[Dict[str, Dict]]:
-    """{file name: its manifest entry (records, bytes)}, or None without a manifest."""
-    path = os.path.join(folder, shards.MANIFEST_NAME)
-    if not common_files.exists(path):
-        return None
-    try:
-        manifest = shards.read_manifest(folder)
-        return {s['file']: s for split in manifest['splits'].values() for s in split['shards']}
-    except (ValueError, KeyError, TypeError) as e:
-        raise UserError(f'{path}: unreadable manifest ({e}); run prepare again')
+    return reader
 
 
 def worker_share(files: List[str], num_workers: int, worker_index: int) -> List[str]:

@@ -120,6 +120,6 @@ def make_input_fn(file_pattern: str, schema: Dict, batch_size: int, training: bo
     """An Estimator input_fn over table shards; checks the files now (listed in their manifest,
     at its sizes; the first record of each parses as the schema says), not mid-training."""
     files = pipeline.list_record_files(file_pattern, flag_name)
-    pipeline.check_record_files(files, feature_spec(schema))
+    reader = pipeline.check_record_files(files, feature_spec(schema))
     return pipeline.record_input_fn(files, parse_batch_fn(schema), batch_size, training, seed,
-                                    shuffle_buffer, windows=True)
+                                    shuffle_buffer, reader=reader, windows=True)

@@ -158,12 +158,26 @@ def test_prepare_examples_reads_records_in_place_or_reshards_them(tmp_path):
     batches = read_back(str(tmp_path / 'mine'), schema, 'part')
     assert sum(len(labels) for _, labels in batches) == 50
 
-    write_records(tmp_path / 'packed.tfrecord.gz', records, 'GZIP')
-    with pytest.raises(UserError, match='pass --output_dir to reshard'):
-        run_prepare(example_tables.prepare_examples, **{**args, 'source': str(tmp_path / '*.gz')})
+    (tmp_path / 'packed').mkdir()
+    write_records(tmp_path / 'packed' / 'part-0.tfrecord.gz', records[:20], 'GZIP')
+    write_records(tmp_path / 'packed' / 'part-1.tfrecord.gz', records[20:], 'GZIP')
+    packed = str(tmp_path / 'packed' / 'part-*')
+    entries = run_prepare(example_tables.prepare_examples, **{**args, 'source': packed})
+    assert [s.get('compression') for s in entries['train']['shards']] == ['GZIP', 'GZIP']
+    assert sum(len(labels) for _, labels in read_back(str(tmp_path / 'packed'), schema, 'part')) == 50
+    training = table_records.make_input_fn(packed, schema, 50, training=True)
+    epoch = next(iter(training()))[0]['x'].numpy().tolist()  # a batch of 50: every record once
+    assert sorted(epoch) == sorted(batches[0][0]['x'].numpy().tolist())
+    with pytest.raises(UserError, match='part-0.tfrecord.gz is GZIP-compressed and .*mine/part-0'
+                                        '.tfrecord is not: one file pattern reads one kind'):
+        table_records.make_input_fn(f'{packed},{source}', schema, 50, training=True)
+    write_records(tmp_path / 'packed' / 'part-2.tfrecord', records[:5])
+    with pytest.raises(UserError, match='some files are GZIP-compressed and some are not; .* '
+                                        'pass --output_dir to reshard'):
+        run_prepare(example_tables.prepare_examples, **{**args, 'source': packed})
     out = str(tmp_path / 'resharded')
     entries = run_prepare(example_tables.prepare_examples, output_dir=out, num_shards=2,
-                          **{**args, 'source': str(tmp_path / '*.gz')})
+                          **{**args, 'source': str(tmp_path / 'packed' / '*.gz')})
     assert entries['train']['num_records'] + entries['validation']['num_records'] == 50
 
     (tmp_path / 'junk.tfrecord').write_bytes(b'not a TFRecord file')

@@ -7,7 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 from common.errors import UserError
-from input_fns import pipeline
+from input_fns import listed_files, pipeline
 
 Stages = List[Tuple[str, Callable[[], tf.data.Dataset]]]
 
@@ -110,7 +110,6 @@ class RecordFileKind(InputKind):
     parse_batch_fn(shape); record_shape(spec) gives that shape.
     """
     records = None
-    reader = tf.data.TFRecordDataset
     last_stage_name = '+ prefetch: the input_fn'
     # Training parses windows of records at once (pipeline.process_record_dataset's windows):
     # for small records whose parse costs less than tf.data's handling of each one.
@@ -122,6 +121,10 @@ class RecordFileKind(InputKind):
 
     def parse_batch_fn(self, spec) -> Callable:
         return self.records.parse_batch_fn(self.record_shape(spec))
+
+    def reader(self, files: List[str]) -> Callable:
+        """files -> their records: TFRecordDataset, GZIP where their manifest says so."""
+        return listed_files.record_reader(files)
 
     def format_options(self, training: bool, options: InputOptions) -> Dict:
         """Keyword arguments of the format's make_input_fn beyond those every format takes."""
@@ -140,15 +143,15 @@ class RecordFileKind(InputKind):
         return self._input_fn(spec, file_pattern, flag_name, batch_size, False, 0, options)
 
     def find_bad_file(self, spec, file_pattern):
-        return pipeline.find_bad_file(pipeline.list_record_files(file_pattern),
-                                      self.parse_batch_fn(spec), self.reader)
+        files = pipeline.list_record_files(file_pattern)
+        return pipeline.find_bad_file(files, self.parse_batch_fn(spec), self.reader(files))
 
     def earlier_stages(self, spec, file_pattern, flag_name, batch_size, seed, options):
         files = pipeline.list_record_files(file_pattern, flag_name)
 
         def up_to(parse):
             return lambda: pipeline.process_record_dataset(
-                files, parse, batch_size, True, seed=seed, reader=self.reader, prefetch=False,
+                files, parse, batch_size, True, seed=seed, reader=self.reader(files), prefetch=False,
                 shuffle_buffer=options.shuffle_buffer, windows=self.parse_in_windows)
 
         if self.parse_in_windows:
@@ -176,10 +179,10 @@ class TFRecordKind(RecordFileKind):
         return lambda serialized: self.parse_batch(spec, serialized)
 
     def _input_fn(self, spec, file_pattern, flag_name, batch_size, training, seed, options):
-        return pipeline.record_input_fn(pipeline.list_record_files(file_pattern, flag_name),
-                                        self.parse_batch_fn(spec), batch_size, training,
+        files = pipeline.list_record_files(file_pattern, flag_name)
+        return pipeline.record_input_fn(files, self.parse_batch_fn(spec), batch_size, training,
                                         seed=seed, shuffle_buffer=options.shuffle_buffer,
-                                        reader=self.reader)
+                                        reader=self.reader(files))
 
 
 class WithoutAugmentation:

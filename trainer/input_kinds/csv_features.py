@@ -10,7 +10,9 @@ class CsvFeatures(base.WithoutAugmentation, base.RecordFileKind):
     records_are = 'CSV rows'
     name = 'csv_features'
     records = csv_records
-    reader = tf.data.TextLineDataset
+
+    def reader(self, files):
+        return tf.data.TextLineDataset
 
     def record_shape(self, spec):
         return spec.num_features

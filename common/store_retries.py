@@ -44,7 +44,9 @@ def in_store(operation: str, path: str, call: Callable[[], T]) -> T:
     for attempt in range(1, STORE_TRIES + 1):
         try:
             return call()
-        except TRANSIENT_ERRORS as e:
+        except tf.errors.OpError as e:
+            if not is_transient(e):
+                raise
             reason = f'{type(e).__name__}: {op_error_summary(e)}'
             if attempt == STORE_TRIES:
                 raise StoreError(f'{operation} {path} failed {STORE_TRIES} times, the last with '

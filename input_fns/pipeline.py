@@ -62,9 +62,9 @@ def check_record_files(files: List[str], feature_spec: Dict[str, tf.io.FixedLenF
     for path in files:
         try:
             first = next(iter(reader(path).take(1)), None)
-        except store_retries.TRANSIENT_ERRORS:
-            raise  # the store failing is not a bad file
         except tf.errors.OpError as e:
+            if store_retries.is_transient(e):
+                raise  # the store failing is not a bad file
             raise UserError(f'{path}: not a readable TFRecord file ({e.message.splitlines()[0]})')
         if first is None:
             continue

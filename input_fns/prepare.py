@@ -205,7 +205,7 @@ def main(argv):
         where = output_dir or flags.FLAGS.source
         first_line = (reason.strip().splitlines() or [type(e).__name__])[0]
         advice = ('the store keeps failing: run prepare again once it answers'
-                  if isinstance(e, store_retries.TRANSIENT_ERRORS) and paths.is_bucket(where)
+                  if store_retries.is_transient(e) and paths.is_bucket(where)
                   else 'free space or fix the folder, then run prepare again')
         print(f'error: writing under {where} failed ({first_line}); {advice}',
               file=sys.stderr)

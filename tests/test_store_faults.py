@@ -136,11 +136,11 @@ def test_a_store_failing_for_a_while_is_tried_again_then_one_line(monkeypatch):
     monkeypatch.setattr(store_retries, 'STORE_BACKOFF_SECS', 0.01)
     calls = []
 
-    def failing(times):
+    def failing(times, error=tf.errors.InternalError(None, None, 'InternalError: 503 SlowDown')):
         def call():
             calls.append(1)
             if len(calls) <= times:
-                raise tf.errors.InternalError(None, None, 'InternalError: 503 SlowDown')
+                raise error
             return 'done'
         return call
 
@@ -154,6 +154,9 @@ def test_a_store_failing_for_a_while_is_tried_again_then_one_line(monkeypatch):
     assert str(raised.value).startswith(f'writing s3://b/model/train.lease failed '
                                         f'{tries} times, the last with InternalError')
     assert 'run the same command again' in str(raised.value)
+    calls.clear()
+    bare = tf.errors.OpError(None, None, 'unavailable', tf.errors.UNAVAILABLE)  # the checkpoint reader's
+    assert store_retries.in_store('reading', lease_path, failing(1, bare)) == 'done'
     calls.clear()
     with pytest.raises(tf.errors.InternalError):  # a local path: no retries, TF's error as it is
         store_retries.in_store('writing', '/tmp/x', failing(1))

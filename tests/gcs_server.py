@@ -36,6 +36,7 @@ import urllib.parse
 import uuid
 
 from tests.s3_server import free_port, stop_server
+from tests.threaded_server import ServedInThread
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -222,7 +223,7 @@ class _Server(socketserver.ThreadingTCPServer):
     allow_reuse_address = True
 
 
-class GoogleProxy:
+class GoogleProxy(ServedInThread):
     """An HTTPS proxy on 127.0.0.1 for TF's GCS client (module docstring); a context manager.
 
     upstream: (host, port) of a plain-HTTP GCS JSON API server (or of a proxy in front of one).
@@ -242,7 +243,6 @@ class GoogleProxy:
         self._server.proxy = self
         self.port = self._server.server_address[1]
         self.url = f'http://127.0.0.1:{self.port}'
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     def current_upstream(self):
         if self.upstream_file:
@@ -259,15 +259,6 @@ class GoogleProxy:
         if self.log_path:
             with self._lock, open(self.log_path, 'a') as f:
                 f.write(line + '\n')
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
 
 
 def gcs_env(proxy_url, ca_path) -> dict:

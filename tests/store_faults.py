@@ -27,6 +27,8 @@ import time
 import urllib.parse
 from typing import Dict, Optional, Tuple
 
+from tests.threaded_server import ServedInThread
+
 KINDS = ('GET', 'HEAD', 'LIST', 'PUT', 'COPY', 'DELETE', 'MULTIPART')
 ERRORS = {500: 'InternalError', 503: 'SlowDown', 429: 'TooManyRequests'}
 FAULTS = ('500', '503', '429', 'reset', 'stall', 'cut')
@@ -259,7 +261,7 @@ class _ProxyServer(http.server.ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
-class FaultProxy:
+class FaultProxy(ServedInThread):
     """The proxy on 127.0.0.1:port (a free one unless told), forwarding to upstream
     ('http://127.0.0.1:PORT'); store: 's3' or 'gcs' (how requests are classified and errors
     worded). Use as a context manager; .url is what a client points at instead of upstream."""
@@ -275,7 +277,6 @@ class FaultProxy:
         self._server.proxy = self
         self.port = self._server.server_address[1]
         self.url = f'http://127.0.0.1:{self.port}'
-        self._thread = None
 
     def set_mix(self, mix: FaultMix, seed: int = 0) -> None:
         """Changes the schedule from the next request on (counts go on)."""
@@ -299,13 +300,3 @@ class FaultProxy:
             return response.status, response.reason, passed, answer
         finally:
             connection.close()
-
-    def __enter__(self):
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info):
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()

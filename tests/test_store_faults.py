@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 import types
 
@@ -26,6 +25,7 @@ from helpers import REPO, default_sigint
 from input_fns import shards
 from tests import flow_checks
 from tests.store_faults import FAULTS, KINDS, MIXES, FaultMix, FaultProxy, Schedule, s3_kind
+from tests.threaded_server import serving
 from trainer.model_dir import checkpoints, ledger, train_lock
 from trainer.run import store_failures
 from trainer.serving import export, model_config
@@ -54,12 +54,8 @@ class _Upstream(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture(scope='module')
 def upstream():
-    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), _Upstream)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f'http://127.0.0.1:{server.server_address[1]}'
-    server.shutdown()
-    server.server_close()
+    with serving(http.server.ThreadingHTTPServer(('127.0.0.1', 0), _Upstream)) as server:
+        yield f'http://127.0.0.1:{server.server_address[1]}'
 
 
 def request(proxy, method, path, body=b'', headers=None):

@@ -1,13 +1,20 @@
 """--wait_for_eval_secs: the chief stays until the eval job has recorded the final checkpoint,
-or gives up after the wait with one line and exits 0 (issue 25, items 3 and 7). The
-parameter servers' own end is tested with the loopback cluster (test_cluster.py)."""
+or gives up after the wait with one line and exits 0 (issue 25, items 3 and 7); a worker leaves
+when training has finished and its parameter servers with it. The parameter servers' own end is
+tested with the loopback cluster (test_cluster.py)."""
 import datetime
+import json
 import re
+import time
 
 import pytest
 
-from helpers import run_module, run_together
+from common import files
+from helpers import run_module, run_together, start_module, wait_for_log
+from tests.s3_server import free_port
+from trainer.model_dir import run_files
 from trainer.model_dir.ledger import Ledger
+from trainer.run import job_end
 
 pytestmark = pytest.mark.slow  # a chief and a real eval job in processes: ./run.sh test-slow
 
@@ -54,3 +61,35 @@ def test_chief_waits_until_the_eval_job_records_the_final_checkpoint(digit_shard
                      trainer_lines[-1]), logs['trainer'][-2000:]
     assert waiting < len(trainer_lines) - 1
     assert Ledger(str(model_dir), 'val').last_step() == 6
+
+
+def test_a_worker_left_waiting_by_its_departed_parameter_servers_leaves(digit_shards, tmp_path,
+                                                                        monkeypatch):
+    """The chief's train_finished.json ends the parameter servers; a worker that was creating its
+    session then would wait for them for ever in TensorFlow's C++ runtime (a loopback cluster on
+    gs:// hung so). Here the chief never starts: the worker waits for it, then for the ps."""
+    model_dir = tmp_path / 'model'
+    cluster = {role: [f'127.0.0.1:{free_port()}'] for role in ('chief', 'worker', 'ps')}
+    args = ['--mode=train_and_evaluate', f'--model_dir={model_dir}', '--train_steps=6',
+            f'--train_files={digit_shards.train_pattern}', '--batch_size=16',
+            f'--eval_files={digit_shards.validation_pattern}']
+    processes = {}
+    for role in ('ps', 'worker'):
+        monkeypatch.setenv('TF_CONFIG', json.dumps({'cluster': cluster,
+                                                    'task': {'type': role, 'index': 0}}))
+        processes[role] = start_module('trainer.main', *args, log_path=tmp_path / f'{role}.log')
+    try:
+        wait_for_log(tmp_path / 'worker.log', r'Graph was finalized', processes['worker'])
+        files.write_json_atomic(str(model_dir / run_files.TRAIN_FINISHED_FILE), run_files.TrainFinished(
+            step=6, train_steps=6, early_stopped=False, reason='reached train_steps',
+            time='2026-11-26T00:00:00+0000').to_json())
+        written = time.time()
+        assert processes['ps'].wait(timeout=60) == 0
+        assert processes['worker'].wait(timeout=job_end.WORKER_GRACE_SECS + 60) == 0
+        assert time.time() - written >= job_end.WORKER_GRACE_SECS
+        assert re.search(r'training finished at step 6 \(the chief wrote train_finished.json\) '
+                         r'and this worker is still running 20 s later, its parameter servers '
+                         r'gone: worker done', (tmp_path / 'worker.log').read_text())
+    finally:
+        for process in processes.values():
+            process.kill()

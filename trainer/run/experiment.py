@@ -220,6 +220,8 @@ class Experiment:
         if with_eval_spec:
             self.eval_spec  # noqa: B018
         if not is_chief:
+            if self.estimator.config.task_type == 'worker' and 'ps' in tf_config.cluster_jobs():
+                job_end.leave_when_training_ends(s.model_dir)
             yield
             return
         self.check_checkpoint_fits()

@@ -1,23 +1,32 @@
-"""The end of a cluster job: the chief waits for the eval job, parameter servers leave.
+"""The end of a cluster job: the chief waits for the eval job, parameter servers and workers leave.
 
 On a TFJob the job is over when the chief exits (the default success policy), and the
 operator then deletes every replica still running (cleanPodPolicy: Running), the evaluator
 included; on Vertex AI the primary replica (workerpool0) reports the job's state. So the
 chief, told --wait_for_eval_secs, stays until the eval job's ledger has an entry for the
 final checkpoint. Parameter servers have no end of their own in tf.estimator (they block
-in server.join() for ever); here they serve until train_finished.json appears.
+in server.join() for ever); here they serve until train_finished.json appears. A worker then
+leaves too, if it has not ended by itself: one that was creating its session as they left
+would wait for them for ever, silently, inside TensorFlow's C++ runtime (issue 38: a loopback
+cluster on gs:// hung so once in 16 runs; a worker started with its ps gone shows it at once).
 """
+import os
+import sys
+import threading
 import time
 
 import tensorflow as tf
 from absl import logging
 
 from common import paths, termination
+from common.errors import StoreError
 from trainer.model_dir import checkpoints, ledger, run_files
 
 # How long a parameter server told to stop serves on for the chief's last save (within
 # Kubernetes' default 30 s grace period).
 PS_GRACE_SECS = 20
+# How long a worker has to end by itself once training has finished (its next step ends it).
+WORKER_GRACE_SECS = 20
 
 
 def wait_for_eval(eval_ledger: ledger.Ledger, final_step: int, wait_secs: float) -> None:
@@ -79,3 +88,31 @@ def _serve_for_the_last_save(model_dir: str, latest_before: str) -> None:
     deadline = time.time() + PS_GRACE_SECS
     while tf.train.latest_checkpoint(model_dir) == latest_before and time.time() < deadline:
         time.sleep(checkpoints.POLL_SECS / 4)
+
+
+def leave_when_training_ends(model_dir: str) -> None:
+    """A worker beside parameter servers: once the chief writes a new train_finished.json, the
+    worker still running WORKER_GRACE_SECS later exits (0: the job's training is done). A thread
+    and os._exit, because the worker may be blocked in TensorFlow's C++ session creation, where
+    no Python signal handler runs."""
+    earlier = run_files.train_finished(model_dir)
+
+    def watch():
+        finished = None
+        while finished is None or finished == earlier:
+            time.sleep(checkpoints.POLL_SECS)
+            try:
+                finished = run_files.train_finished(model_dir)
+            except (tf.errors.OpError, StoreError) as e:  # the store failing: ask again
+                logging.warning('reading %s/%s failed (%s); asking again', model_dir,
+                                run_files.TRAIN_FINISHED_FILE, e)
+        time.sleep(WORKER_GRACE_SECS)
+        logging.info('training finished at step %d (the chief wrote %s) and this worker is still '
+                     'running %d s later, its parameter servers gone: worker done', finished.step,
+                     run_files.TRAIN_FINISHED_FILE, WORKER_GRACE_SECS)
+        logging.flush()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+    threading.Thread(target=watch, name='leave_when_training_ends', daemon=True).start()

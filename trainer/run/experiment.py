@@ -220,9 +220,11 @@ class Experiment:
         if with_eval_spec:
             self.eval_spec  # noqa: B018
         if not is_chief:
-            if self.estimator.config.task_type == 'worker' and 'ps' in tf_config.cluster_jobs():
-                job_end.leave_when_training_ends(s.model_dir)
-            yield
+            beside_ps = (self.estimator.config.task_type == 'worker'
+                         and 'ps' in tf_config.cluster_jobs())
+            with (job_end.leaving_when_training_ends(s.model_dir) if beside_ps
+                  else contextlib.nullcontext()):
+                yield
             return
         self.check_checkpoint_fits()
         with train_lock.TrainLock(s.model_dir, s.lease_timeout_secs):

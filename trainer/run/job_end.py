@@ -10,6 +10,7 @@ leaves too, if it has not ended by itself: one that was creating its session as 
 would wait for them for ever, silently, inside TensorFlow's C++ runtime (issue 38: a loopback
 cluster on gs:// hung so once in 16 runs; a worker started with its ps gone shows it at once).
 """
+import contextlib
 import os
 import sys
 import threading
@@ -90,23 +91,29 @@ def _serve_for_the_last_save(model_dir: str, latest_before: str) -> None:
         time.sleep(checkpoints.POLL_SECS / 4)
 
 
-def leave_when_training_ends(model_dir: str) -> None:
-    """A worker beside parameter servers: once the chief writes a new train_finished.json, the
-    worker still running WORKER_GRACE_SECS later exits (0: the job's training is done). A thread
-    and os._exit, because the worker may be blocked in TensorFlow's C++ session creation, where
-    no Python signal handler runs."""
+@contextlib.contextmanager
+def leaving_when_training_ends(model_dir: str):
+    """Around a worker's training beside parameter servers: once the chief writes a new
+    train_finished.json, a worker still training WORKER_GRACE_SECS later exits (0: the job's
+    training is done). A thread and os._exit, because the worker may be blocked in TensorFlow's
+    C++ session creation, where no Python signal handler runs. The thread is stopped and joined
+    as training returns: a daemon thread inside a gs:// read as the interpreter exits aborts the
+    process ('FATAL: exception not rethrown')."""
     earlier = run_files.train_finished(model_dir)
+    training_returned = threading.Event()
 
     def watch():
         finished = None
         while finished is None or finished == earlier:
-            time.sleep(checkpoints.POLL_SECS)
+            if training_returned.wait(checkpoints.POLL_SECS):
+                return
             try:
                 finished = run_files.train_finished(model_dir)
             except (tf.errors.OpError, StoreError) as e:  # the store failing: ask again
                 logging.warning('reading %s/%s failed (%s); asking again', model_dir,
                                 run_files.TRAIN_FINISHED_FILE, e)
-        time.sleep(WORKER_GRACE_SECS)
+        if training_returned.wait(WORKER_GRACE_SECS):
+            return
         logging.info('training finished at step %d (the chief wrote %s) and this worker is still '
                      'running %d s later, its parameter servers gone: worker done', finished.step,
                      run_files.TRAIN_FINISHED_FILE, WORKER_GRACE_SECS)
@@ -115,4 +122,10 @@ def leave_when_training_ends(model_dir: str) -> None:
         sys.stderr.flush()
         os._exit(0)
 
-    threading.Thread(target=watch, name='leave_when_training_ends', daemon=True).start()
+    watcher = threading.Thread(target=watch, name='leaving_when_training_ends', daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        training_returned.set()
+        watcher.join()

@@ -220,10 +220,7 @@ class Experiment:
         if with_eval_spec:
             self.eval_spec  # noqa: B018
         if not is_chief:
-            beside_ps = (self.estimator.config.task_type == 'worker'
-                         and 'ps' in tf_config.cluster_jobs())
-            with (job_end.leaving_when_training_ends(s.model_dir) if beside_ps
-                  else contextlib.nullcontext()):
+            with job_end.leaving_when_training_ends(self.estimator.config.task_type, s.model_dir):
                 yield
             return
         self.check_checkpoint_fits()

@@ -19,7 +19,7 @@ import time
 import tensorflow as tf
 from absl import logging
 
-from common import paths, termination
+from common import paths, termination, tf_config
 from common.errors import StoreError
 from trainer.model_dir import checkpoints, ledger, run_files
 
@@ -92,13 +92,16 @@ def _serve_for_the_last_save(model_dir: str, latest_before: str) -> None:
 
 
 @contextlib.contextmanager
-def leaving_when_training_ends(model_dir: str):
-    """Around a worker's training beside parameter servers: once the chief writes a new
-    train_finished.json, a worker still training WORKER_GRACE_SECS later exits (0: the job's
-    training is done). A thread and os._exit, because the worker may be blocked in TensorFlow's
-    C++ session creation, where no Python signal handler runs. The thread is stopped and joined
-    as training returns: a daemon thread inside a gs:// read as the interpreter exits aborts the
-    process ('FATAL: exception not rethrown')."""
+def leaving_when_training_ends(task_type: str, model_dir: str):
+    """Around a cluster task's training; for a worker beside parameter servers: once the chief
+    writes a new train_finished.json, a worker still training WORKER_GRACE_SECS later exits (0:
+    the job's training is done). A thread and os._exit, because the worker may be blocked in
+    TensorFlow's C++ session creation, where no Python signal handler runs. The thread is stopped
+    and joined as training returns: a daemon thread inside a gs:// read as the interpreter exits
+    aborts the process ('FATAL: exception not rethrown')."""
+    if task_type != 'worker' or 'ps' not in tf_config.cluster_jobs():
+        yield
+        return
     earlier = run_files.train_finished(model_dir)
     training_returned = threading.Event()
 

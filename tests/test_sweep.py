@@ -16,14 +16,15 @@ pytestmark = pytest.mark.slow  # each test runs whole sweeps: ./run.sh test-slow
 GOOD, HOPELESS = '0.01', '1e-09'  # learning rates: the second leaves the model where it began
 
 
-def sweep_args(study_dir, digit_shards, trials, *extra, train_steps=8):
+def sweep_args(study_dir, digit_shards, trials, *extra, train_steps=8, checkpoint_steps=4):
     return ['bash', os.path.join(REPO, 'run.sh'), 'sweep', f'--study_dir={study_dir}',
             f'--trials={trials}', '--objective=accuracy:maximize',
             f'--param=learning_rate:categorical:{GOOD},{HOPELESS}',
             '--param=dropout_rate:double:0.1:0.5', '--prune_after_trials=1', *extra, '--',
             f'--train_files={digit_shards.train_pattern}',
             f'--eval_files={digit_shards.validation_pattern}', '--batch_size=16',
-            f'--train_steps={train_steps}', '--save_checkpoints_steps=4', '--eval_throttle_secs=0']
+            f'--train_steps={train_steps}', f'--save_checkpoints_steps={checkpoint_steps}',
+            '--eval_throttle_secs=0']
 
 
 def run_sweep(*args, timeout=600):
@@ -117,8 +118,11 @@ def test_each_trial_is_its_ledgers_final_evaluation(interrupted_then_continued):
 def test_the_median_pruner_stops_hopeless_trials(digit_shards, tmp_path):
     """One trial at a time: a hopeless trial after a good one trails the median at its first
     evaluation, and its trainer is stopped there; good ones are never pruned."""
-    # 40 steps: a pruned trainer is still training when the sweep (polling each second) stops it
-    result = run_sweep(*sweep_args(tmp_path / 'study', digit_shards, 3, train_steps=40))
+    # The first evaluation at step 20, where a good trial is past chance (at step 4 one trailed
+    # another good one and was pruned); 80 steps: a pruned trainer is still training when the
+    # sweep (polling each second) stops it.
+    result = run_sweep(*sweep_args(tmp_path / 'study', digit_shards, 3, train_steps=80,
+                                   checkpoint_steps=20))
     assert result.returncode == 0, result.stderr[-3000:]
     rows = table_rows(result.stdout)
     assert {row['learning_rate'] for row in rows.values()} == {GOOD, HOPELESS}  # both were tried
@@ -126,7 +130,7 @@ def test_the_median_pruner_stops_hopeless_trials(digit_shards, tmp_path):
         good_before = any(other['state'] == 'complete' and other['learning_rate'] == GOOD
                           for earlier, other in rows.items() if earlier < number)
         if row['learning_rate'] == HOPELESS and good_before:
-            assert row['state'] == 'pruned' and row['step'] == '4', row
+            assert row['state'] == 'pruned' and row['step'] == '20', row
             log = (tmp_path / 'study' / 'logs' / f'trial-{number:03d}.log').read_text()
             assert 'interrupted: --mode=train_and_evaluate stopped' in log  # stopped, resumable
         if row['learning_rate'] == GOOD:

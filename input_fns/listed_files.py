@@ -11,11 +11,13 @@ from common.errors import UserError
 from input_fns import shards
 
 
-def check_listed(files: List[str]) -> None:
+def check_listed(files: List[str]) -> Callable:
     """Where a folder has a manifest.json, each file must be listed in it (else it is left
     over from an interrupted job) and be the size it lists (else it was cut short or
-    damaged): refuse it, naming it, before reading anything."""
-    for path, (manifest_path, entry) in _manifest_entries(files).items():
+    damaged): refuse it, naming it, before reading anything. Returns record_reader's reader,
+    from the same reading of the manifests."""
+    entries = _manifest_entries(files)
+    for path, (manifest_path, entry) in entries.items():
         if manifest_path is None:
             continue
         if entry is None:
@@ -26,13 +28,18 @@ def check_listed(files: List[str]) -> None:
             raise UserError(f'{path}: {size} bytes, but {manifest_path} lists {entry["bytes"]} bytes '
                             f'({entry["records"]} records); it was cut short or damaged: restore '
                             'it, or run prepare again')
+    return _reader(entries)
 
 
 def record_reader(files: List[str]) -> Callable:
     """TFRecordDataset over the files as their manifests list them: GZIP where an entry says
     so (a user's compressed records read in place by `prepare examples`), else plain."""
+    return _reader(_manifest_entries(files))
+
+
+def _reader(entries) -> Callable:
     compressions = {path: (entry or {}).get('compression', '')
-                    for path, (_, entry) in _manifest_entries(files).items()}
+                    for path, (_, entry) in entries.items()}
     kinds = sorted(set(compressions.values()))
     if len(kinds) > 1:
         gzip_file = next(path for path, kind in compressions.items() if kind)

@@ -55,10 +55,9 @@ def check_record_files(files: List[str], feature_spec: Dict[str, tf.io.FixedLenF
 
     Checks that each file is listed in its folder's manifest.json, and parses
     the first record of each file against feature_spec. Returns the files' reader
-    (listed_files.record_reader's).
+    (listed_files.check_listed's).
     """
-    listed_files.check_listed(files)
-    reader = listed_files.record_reader(files)
+    reader = listed_files.check_listed(files)
     for path in files:
         try:
             first = next(iter(reader(path).take(1)), None)

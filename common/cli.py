@@ -116,6 +116,12 @@ def exit_process(code: int) -> None:
     work is done, which would turn every success into a failure."""
     if not bucket_probe.used_s3():
         sys.exit(code)
+    exit_at_once(code)
+
+
+def exit_at_once(code: int) -> None:
+    """Flushes the logs and exits with code now, from any thread, without the interpreter's
+    teardown (os._exit)."""
     try:
         from absl import logging
         logging.flush()

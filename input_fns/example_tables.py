@@ -163,7 +163,7 @@ def _describe_in_place(path_list, stats, columns, dtypes, split, source) -> Dict
             chunk = []
     if chunk:
         stats.add_rows(chunk)
-    # The reader takes GZIP from here (pipeline.record_reader); plain files list none.
+    # The trainer's reader takes GZIP from here (listed_files); plain files list none.
     listed = [{'file': os.path.basename(path), 'records': counts[path], 'bytes': files.size(path),
                **({'compression': compressions[path]} if compressions[path] else {})}
               for path in path_list]

@@ -148,10 +148,11 @@ class RecordFileKind(InputKind):
 
     def earlier_stages(self, spec, file_pattern, flag_name, batch_size, seed, options):
         files = pipeline.list_record_files(file_pattern, flag_name)
+        reader = self.reader(files)
 
         def up_to(parse):
             return lambda: pipeline.process_record_dataset(
-                files, parse, batch_size, True, seed=seed, reader=self.reader(files), prefetch=False,
+                files, parse, batch_size, True, seed=seed, reader=reader, prefetch=False,
                 shuffle_buffer=options.shuffle_buffer, windows=self.parse_in_windows)
 
         if self.parse_in_windows:

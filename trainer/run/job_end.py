@@ -11,15 +11,14 @@ would wait for them for ever, silently, inside TensorFlow's C++ runtime (issue 3
 cluster on gs:// hung so once in 16 runs; a worker started with its ps gone shows it at once).
 """
 import contextlib
-import os
-import sys
 import threading
 import time
+from typing import Optional
 
 import tensorflow as tf
 from absl import logging
 
-from common import paths, termination, tf_config
+from common import cli, paths, termination, tf_config
 from common.errors import StoreError
 from trainer.model_dir import checkpoints, ledger, run_files
 
@@ -72,8 +71,8 @@ def serve_until_training_ends(config: tf.estimator.RunConfig, model_dir: str) ->
     # stopped at once: the chief saves the step it reached from the variables served here.
     with termination.finish_first('serving while the chief saves its checkpoint'):
         while True:
-            finished = run_files.train_finished(model_dir)
-            if finished is not None and finished != earlier:
+            finished = _finished_since(model_dir, earlier)
+            if finished is not None:
                 logging.info('training finished at step %d; parameter server done',
                              finished.step)
                 return
@@ -81,6 +80,13 @@ def serve_until_training_ends(config: tf.estimator.RunConfig, model_dir: str) ->
             time.sleep(checkpoints.POLL_SECS)
             if termination.requested():
                 return _serve_for_the_last_save(model_dir, latest)
+
+
+def _finished_since(model_dir: str, earlier) -> Optional[run_files.TrainFinished]:
+    """train_finished.json if the chief has written one other than earlier (an earlier run's
+    record, or None), else None."""
+    finished = run_files.train_finished(model_dir)
+    return finished if finished is not None and finished != earlier else None
 
 
 def _serve_for_the_last_save(model_dir: str, latest_before: str) -> None:
@@ -107,11 +113,11 @@ def leaving_when_training_ends(task_type: str, model_dir: str):
 
     def watch():
         finished = None
-        while finished is None or finished == earlier:
+        while finished is None:
             if training_returned.wait(checkpoints.POLL_SECS):
                 return
             try:
-                finished = run_files.train_finished(model_dir)
+                finished = _finished_since(model_dir, earlier)
             except (tf.errors.OpError, StoreError) as e:  # the store failing: ask again
                 logging.warning('reading %s/%s failed (%s); asking again', model_dir,
                                 run_files.TRAIN_FINISHED_FILE, e)
@@ -120,10 +126,7 @@ def leaving_when_training_ends(task_type: str, model_dir: str):
         logging.info('training finished at step %d (the chief wrote %s) and this worker is still '
                      'running %d s later, its parameter servers gone: worker done', finished.step,
                      run_files.TRAIN_FINISHED_FILE, WORKER_GRACE_SECS)
-        logging.flush()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
+        cli.exit_at_once(0)
 
     watcher = threading.Thread(target=watch, name='leaving_when_training_ends', daemon=True)
     watcher.start()

@@ -1,4 +1,4 @@
-"""Training-time augmentation of image batches: random shifts, rotations and scaling.
+"""Training-time augmentation of image batches: random shifts, rotations, scaling and slant.
 
 One projective-transform op warps a whole batch, each image by its own random affine
 map, so the cost is one op per batch rather than one per example. Evaluation and
@@ -18,6 +18,14 @@ class AffineRange:
     max_scale_change: float = 0.1  # scale in [1 - this, 1 + this]
     max_shift_fraction: float = 0.1  # of the image's height (vertical) and width (horizontal)
     fill_mode: str = 'CONSTANT'  # outside the image: black (digits), or 'REFLECT' (photos)
+    max_shear_degrees: float = 0.0  # horizontal shear: the slant of handwriting
+
+    def stronger(self, strength: float, shear_degrees: float) -> 'AffineRange':
+        """These ranges of rotation, scale and shift times strength, with this shear."""
+        return dataclasses.replace(
+            self, max_degrees=self.max_degrees * strength,
+            max_scale_change=self.max_scale_change * strength,
+            max_shift_fraction=self.max_shift_fraction * strength, max_shear_degrees=shear_degrees)
 
 
 DIGITS = AffineRange()  # MNIST-style digits: the ink stays inside the 28x28 frame
@@ -26,20 +34,26 @@ FACES = AffineRange(max_degrees=8.0, max_scale_change=0.0, max_shift_fraction=0.
                     fill_mode='REFLECT')
 
 
-def affine_transforms(degrees, scales, shifts_y, shifts_x, height: int, width: int):
-    """[N, 8] transforms for tf.raw_ops.ImageProjectiveTransformV3: rotate by degrees and scale
-    about the centre, then move the content by (shifts_y, shifts_x) pixels.
+def affine_transforms(degrees, scales, shifts_y, shifts_x, height: int, width: int,
+                      shear_degrees=0.0):
+    """[N, 8] transforms for tf.raw_ops.ImageProjectiveTransformV3: shear horizontally by
+    shear_degrees, rotate by degrees and scale about the centre, then move the content by
+    (shifts_y, shifts_x) pixels.
 
-    The op maps each output pixel to the input pixel it samples, so this is the inverse map.
+    The op maps each output pixel to the input pixel it samples, so this is the inverse map:
+    the shear's inverse [[1, -slant], [0, 1]] after the rotation's and scale's.
     """
     radians = degrees * (math.pi / 180.0)
     cos, sin = tf.cos(radians) / scales, tf.sin(radians) / scales
+    slant = tf.tan(shear_degrees * (math.pi / 180.0))
+    to_x_from_x, to_x_from_y = cos + slant * sin, sin - slant * cos
     center_y, center_x = (height - 1) / 2.0, (width - 1) / 2.0
     from_y, from_x = center_y + shifts_y, center_x + shifts_x
-    offset_x = center_x - cos * from_x - sin * from_y
+    offset_x = center_x - to_x_from_x * from_x - to_x_from_y * from_y
     offset_y = center_y + sin * from_x - cos * from_y
     zeros = tf.zeros_like(cos)
-    return tf.stack([cos, sin, offset_x, -sin, cos, offset_y, zeros, zeros], axis=1)
+    return tf.stack([to_x_from_x, to_x_from_y, offset_x, -sin, cos, offset_y, zeros, zeros],
+                    axis=1)
 
 
 def warp(images, transforms, fill_mode: str = 'CONSTANT'):
@@ -51,7 +65,8 @@ def warp(images, transforms, fill_mode: str = 'CONSTANT'):
 
 
 def random_affine(images, affine: AffineRange = DIGITS, seed=None):
-    """images [N, H, W, C] float, each rotated, scaled and shifted at random within `affine`.
+    """images [N, H, W, C] float, each rotated, scaled, shifted and sheared at random within
+    `affine`.
 
     seed: a [2] int tensor makes the draw reproducible (stateless); None draws afresh.
     """
@@ -66,7 +81,8 @@ def random_affine(images, affine: AffineRange = DIGITS, seed=None):
     transforms = affine_transforms(
         uniform(affine.max_degrees, 0), 1.0 + uniform(affine.max_scale_change, 1),
         uniform(affine.max_shift_fraction * height, 2),
-        uniform(affine.max_shift_fraction * width, 3), height, width)
+        uniform(affine.max_shift_fraction * width, 3), height, width,
+        uniform(affine.max_shear_degrees, 4) if affine.max_shear_degrees else 0.0)
     return warp(images, transforms, affine.fill_mode)
 
 

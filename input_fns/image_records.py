@@ -67,19 +67,18 @@ def _check_image_shape(image_shape: Sequence[int]):
 
 def make_input_fn(file_pattern: str, image_shape: Sequence[int], batch_size: int, training: bool,
                   seed: Optional[int] = None, flag_name: str = 'file pattern',
-                  shuffle_buffer: int = pipeline.DEFAULT_SHUFFLE_BUFFER, augment: bool = False,
-                  flip: bool = False):
+                  shuffle_buffer: int = pipeline.DEFAULT_SHUFFLE_BUFFER,
+                  affine: Optional[image_augment.AffineRange] = None, flip: bool = False):
     """An Estimator input_fn over image shards; checks the files now, not mid-training.
 
-    augment: training batches are randomly shifted, rotated and scaled; flip: mirrored
-    left-right at random (never evaluation).
+    affine: training batches are randomly shifted, rotated, scaled (and sheared) within it; flip:
+    mirrored left-right at random (never evaluation).
     """
     files = pipeline.list_record_files(file_pattern, flag_name)
     pipeline.check_record_files(files, FEATURE_SPEC, _check_image_shape(image_shape))
     parse = parse_batch_fn(image_shape)
-    if training and (augment or flip):
-        parse = image_augment.augment_batch_fn(
-            parse, image_augment.DIGITS if augment else None, flip)
+    if training and (affine or flip):
+        parse = image_augment.augment_batch_fn(parse, affine, flip)
     return pipeline.record_input_fn(files, parse, batch_size, training, seed, shuffle_buffer)
 
 

@@ -1,4 +1,5 @@
-"""--augment: random shifts, rotations and scaling of training images, never of evaluation or serving."""
+"""--augment: random shifts, rotations, scaling (and shear) of training images, never of evaluation
+or serving."""
 import os
 
 import numpy as np
@@ -32,6 +33,30 @@ def test_a_shift_moves_the_ink_and_a_rotation_turns_it():
         tf.constant([90.0]), tf.constant([1.0]), tf.constant([0.0]), tf.constant([0.0]), 28, 28))
     rows, cols = np.nonzero(np.asarray(turned)[0, ..., 0] > 0.5)
     assert (rows.ptp() + 1, cols.ptp() + 1) == (4, 8)  # now 4 tall, 8 wide
+
+
+def test_a_shear_slants_a_vertical_bar():
+    bar = np.zeros([1, 28, 28, 1], np.float32)
+    bar[0, 4:24, 13:15] = 1.0  # 20 rows tall, 2 columns wide
+    slanted = image_augment.warp(bar, image_augment.affine_transforms(
+        tf.constant([0.0]), tf.constant([1.0]), tf.constant([0.0]), tf.constant([0.0]), 28, 28,
+        tf.constant([20.0])))[0]
+    top, bottom = ink_centre(slanted[4:9]), ink_centre(slanted[19:24])
+    # 15 rows apart, so tan(20°) * 15 = 5.5 columns apart; the middle row stays where it was
+    assert bottom[1] - top[1] == pytest.approx(np.tan(np.radians(20.0)) * 15, abs=0.2)
+    assert ink_centre(slanted)[1] == pytest.approx(ink_centre(bar[0])[1], abs=0.1)
+
+
+def test_augment_strength_scales_the_draw_and_zero_leaves_images_as_they_are():
+    images, _ = make_digit_arrays(32, seed=6)
+    images = tf.constant(images[..., None].astype(np.float32) / 255.0)
+    still = image_augment.random_affine(images, image_augment.DIGITS.stronger(0.0, 0.0))
+    np.testing.assert_allclose(still, images, atol=1e-5)
+    wider = image_augment.DIGITS.stronger(1.5, 15.0)
+    assert (wider.max_degrees, wider.max_scale_change, wider.max_shift_fraction,
+            wider.max_shear_degrees) == pytest.approx((15.0, 0.15, 0.15, 15.0))
+    sheared = image_augment.random_affine(images, image_augment.DIGITS.stronger(0.0, 15.0))
+    assert np.mean(np.abs(sheared - images.numpy()).sum(axis=(1, 2, 3)) > 1.0) > 0.8
 
 
 def test_random_affine_keeps_shape_range_and_ink():
@@ -95,6 +120,15 @@ def test_csv_models_refuse_augment(tmp_path):
     spec = registry.get('csv_mlp')
     with pytest.raises(UserError, match='--augment'):
         input_kinds.for_model(spec).train_input_fn(spec, str(tmp_path / '*.csv'), 'f', 8, 0, AUGMENT)
+
+
+@pytest.mark.parametrize('options', [InputOptions(augment=True, augment_shear=10.0),
+                                     InputOptions(augment=True, augment_strength=2.0)])
+def test_faces_refuse_the_digits_augmentation_flags(tmp_path, options):
+    spec = registry.get('face_embedding')
+    with pytest.raises(UserError, match="--augment_(shear|strength): tunes the augmentation of "
+                                        "images to classify, not face_embedding's face photos"):
+        input_kinds.for_model(spec).train_input_fn(spec, str(tmp_path / '*'), 'f', 8, 0, options)
 
 
 def test_face_photos_augmented_in_training_only(tmp_path):

@@ -5,7 +5,7 @@ import tensorflow as tf
 
 from common.errors import UserError
 from models import training
-from trainer.config import flags
+from trainer.config import flag_checks
 
 
 def run_steps(params, steps):
@@ -43,7 +43,7 @@ def test_learning_rate_decays_10x_every_decay_steps():
 
 
 def test_the_optimizer_flag_names_every_optimizer():
-    assert flags.OPTIMIZER_NAMES == 'adam, sgd or momentum'
+    assert flag_checks.OPTIMIZER_NAMES == 'adam, sgd or momentum'
     assert list(training.OPTIMIZERS) == ['adam', 'sgd', 'momentum']
 
 

@@ -4,20 +4,16 @@ define_flags() defines them on absl's FLAGS for `python -m trainer.main`; defaul
 their defaults from a private FlagValues, so that Settings repeats none of them.
 """
 import functools
-import re
 import types
 
 from absl import flags
 
-from common import files, paths
-from models import registry, training
+from models import registry
 from trainer.cluster import vertex_env
-from trainer.config import modes
+from trainer.config import flag_checks, modes
 from trainer.input_kinds.base import InputOptions
 from trainer.usr_dir import command_line as usr_dir
 
-OPTIMIZER_NAMES = ', '.join(list(training.OPTIMIZERS)[:-1]) + ' or ' + list(training.OPTIMIZERS)[-1]
-EVAL_NAME = re.compile(r'[A-Za-z0-9_.-]+')
 # Model params that are also training flags of their own, defined in define_training.
 TRAINING_FLAGS_THAT_ARE_PARAMS = ('learning_rate', 'learning_rate_decay_steps', 'optimizer')
 
@@ -40,7 +36,7 @@ def define_flags(flag_values=flags.FLAGS, environment_defaults: bool = True):
         define_group(_definers(flag_values))
     if environment_defaults:
         vertex_env.set_flag_defaults(flag_values)  # AIP_CHECKPOINT_DIR... when --model_dir is not given
-    register_checks(flag_values)
+    flag_checks.register_checks(flag_values)
 
 
 @functools.lru_cache(maxsize=None)
@@ -73,7 +69,7 @@ def define_training(d):
     d.float('learning_rate', None, 'Learning rate; default: the model\'s own.', lower_bound=0.0)
     d.integer('learning_rate_decay_steps', None, 'Decay the learning rate 10x every this many '
               'steps (exponentially); default: the model\'s own (constant).', lower_bound=0)
-    d.string('optimizer', None, f'{OPTIMIZER_NAMES}; default: the model\'s own.')
+    d.string('optimizer', None, f'{flag_checks.OPTIMIZER_NAMES}; default: the model\'s own.')
     d.integer('save_checkpoints_steps', 500, 'Save a checkpoint every N steps.', lower_bound=1)
     d.integer('keep_checkpoint_max', 5, 'Checkpoints to keep (0 keeps all).', lower_bound=0)
     d.integer('log_every_n_steps', 100, 'Log progress and write summaries every N steps.',
@@ -116,6 +112,12 @@ def define_input(d):
     d.bool('augment_flip', InputOptions.augment_flip, 'Image classification, training only: '
            'mirror images left-right at random (with or without --augment). Give it only where a '
            'mirrored image is still of its class (photos of animals, not digits or text).')
+    d.float('augment_strength', InputOptions.augment_strength, 'Image classification, with '
+            '--augment: its ranges of rotation (10°), scale and shift (10%) times this.',
+            lower_bound=0.0, upper_bound=3.0)
+    d.float('augment_shear', InputOptions.augment_shear, 'Image classification, with --augment: '
+            'slant each image by a horizontal shear of up to this many degrees.',
+            lower_bound=0.0, upper_bound=45.0)
     d.float('face_crop_fraction', InputOptions.face_crop_fraction,
             'Face pairs: side of the central square crop, as a fraction of the '
             'photo\'s shorter side. evaluate, continuous_eval and export: default, the '
@@ -204,43 +206,6 @@ def define_device_flags(d):
               '(one per core).', lower_bound=0)
     d.integer('inter_op_threads', 0, 'Ops run at once: the session config\'s '
               'inter_op_parallelism_threads; 0: TensorFlow decides.', lower_bound=0)
-
-
-def register_checks(flag_values):
-    check = functools.partial(flags.register_validator, flag_values=flag_values)
-    check_together = functools.partial(flags.register_multi_flags_validator,
-                                       flag_values=flag_values)
-    check('model', lambda name: name in registry.names(), message='--model must be one of: '
-          + ', '.join(registry.names()) + '; yours: add --usr_dir=FOLDER (docs/your-model.md)')
-    check('optimizer', lambda name: name is None or name in training.OPTIMIZERS,
-          message=f'--optimizer must be {OPTIMIZER_NAMES}')
-    check('learning_rate', lambda rate: rate is None or rate > 0,
-          message='--learning_rate must be positive')
-    check('checkpoint', _checkpoint_exists,
-          message='--checkpoint: no such checkpoint (give latest, all, a step, '
-          'or the path without .index, e.g. MODEL_DIR/model.ckpt-1000)')
-    check_together(['mode', 'checkpoint'],
-                   lambda v: v['checkpoint'] != 'all' or v['mode'] == 'evaluate',
-                   message='--checkpoint=all is only for --mode=evaluate')
-    for name in ('eval_name', 'early_stopping_eval_name'):
-        check(name, lambda value: value is None or EVAL_NAME.fullmatch(value),
-              message=f'--{name} may use only letters, digits, _, . and -')
-    check_together(['mode'] + sorted({f for mode in modes.MODES.values() for f in mode.needs}),
-                   _required_for_mode, message='a flag this mode needs is missing')
-
-
-def _checkpoint_exists(value):
-    return (value in (None, 'latest', 'all') or value.isdigit()
-            # a bucket is checked when used (checkpoints.resolve), with a message naming it
-            or not paths.is_local(value) or files.exists(value + '.index'))
-
-
-def _required_for_mode(values):
-    missing = [name for name in modes.MODES[values['mode']].needs if not values[name]]
-    if missing:
-        raise flags.ValidationError(
-            f'--mode={values["mode"]} needs ' + ', '.join(f'--{name}' for name in missing))
-    return True
 
 
 def flagfile_text(flag_values) -> str:

@@ -21,6 +21,9 @@ class InputOptions:
     face_crop_fraction: float = 0.5  # face pairs: side of the central crop / the shorter side
     augment: bool = False  # training only: random shifts, rotations, scaling (faces: crops, flips...)
     augment_flip: bool = False  # image classification, training only: random left-right mirroring
+    # Image classification, with augment: its ranges of rotation, scale and shift times this...
+    augment_strength: float = 1.0
+    augment_shear: float = 0.0  # ...and a horizontal shear of up to this many degrees
 
 
 @dataclasses.dataclass(frozen=True)

@@ -39,6 +39,10 @@ class FacePairs(base.InputKind):
         if options.augment_flip:
             raise UserError(f'--augment_flip: {spec.name} mirrors face photos as part of '
                             '--augment; leave --augment_flip off')
+        for name in ('augment_strength', 'augment_shear'):
+            if getattr(options, name) != getattr(base.InputOptions, name):
+                raise UserError(f'--{name}: tunes the augmentation of images to classify, not '
+                                f'{spec.name}\'s face photos; leave --{name} off')
         return face_pairs.make_train_input_fn(
             file_pattern, face_geometry(spec, options), batch_size, seed=seed,
             same_fraction=options.same_fraction, flag_name=flag_name,

@@ -7,7 +7,7 @@ another size (its 'resize'), as prepare fitted the training photos.
 import numpy as np
 import tensorflow as tf
 
-from input_fns import image_records
+from input_fns import image_augment, image_records
 from trainer.input_kinds import base, registry
 
 
@@ -50,7 +50,9 @@ class ImageClassification(base.RecordFileKind):
 
     def format_options(self, training, options):
         # never at evaluation
-        return {'augment': training and options.augment, 'flip': training and options.augment_flip}
+        affine = image_augment.DIGITS.stronger(options.augment_strength, options.augment_shear)
+        return {'affine': affine if training and options.augment else None,
+                'flip': training and options.augment_flip}
 
     def serving_receiver_fn(self, spec, options):
         """serving_default takes encoded PNG/JPEG/GIF/BMP bytes of any size; the 'pixels'

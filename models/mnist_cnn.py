@@ -1,13 +1,11 @@
 """The MNIST CNN: conv 5x5x32, max-pool, conv 5x5x64, max-pool, dense 1024, dropout 0.4, 10 logits.
 
 Its widths are params, and batch_norm puts batch normalization after each convolution and the
-dense layer (before the ReLU): the defaults are the classic network. test_time_shifts > 0 makes
-evaluation and serving average the log-probabilities of the digit and of four copies moved that
-many pixels up, down, left and right (training's augmentation moves digits too).
+dense layer (before the ReLU): the defaults are the classic network.
 """
 import tensorflow as tf
 
-from models import classification_head, precision, registry, training
+from models import classification_head, registry, training
 
 NUM_CLASSES = 10
 IMAGE_SHAPE = (28, 28, 1)
@@ -17,7 +15,6 @@ DEFAULT_PARAMS = {
     'conv_filters': (32, 64),  # a 5x5 convolution and a 2x2 max-pool each
     'dense_units': 1024,
     'batch_norm': False,
-    'test_time_shifts': 0,  # evaluation and serving: pixels each of the 4 shifted views moves
 }
 
 
@@ -48,29 +45,12 @@ def build_network(params) -> tf.keras.Sequential:
     return tf.keras.Sequential(stack, name='mnist_cnn')
 
 
-def shifted_views(images, pixels: int):
-    """images [N, 28, 28, 1] and four copies moved `pixels` up, down, left and right, the edge
-    they leave filled with zeros (MNIST's background)."""
-    height, width = IMAGE_SHAPE[:2]
-    padded = tf.pad(images, [[0, 0], [pixels, pixels], [pixels, pixels], [0, 0]])
-    moves = ((-pixels, 0), (pixels, 0), (0, -pixels), (0, pixels))
-    return [images] + [padded[:, pixels - down:pixels - down + height,
-                              pixels - right:pixels - right + width, :] for down, right in moves]
-
-
 def model_fn(features, labels, mode, params):
     """Estimator model_fn; depends only on features, labels, mode and params."""
     images = features['image'] if isinstance(features, dict) else features
     images = tf.ensure_shape(images, [None, *IMAGE_SHAPE])  # augmented input has lost it
     network = build_network(params)
-    training = mode == tf.estimator.ModeKeys.TRAIN
-    if training or not params['test_time_shifts']:
-        logits = network(images, training=training)
-    else:  # one pass over all the views; logits: their mean log-probabilities
-        views = shifted_views(images, params['test_time_shifts'])
-        log_probabilities = tf.nn.log_softmax(precision.float32(
-            network(tf.concat(views, axis=0), training=False)))
-        logits = tf.reduce_mean(tf.split(log_probabilities, len(views)), axis=0)
+    logits = network(images, training=mode == tf.estimator.ModeKeys.TRAIN)
     return classification_head.classification_estimator_spec(
         logits, labels, mode, params, images=images, update_ops=network.updates)
 

@@ -29,6 +29,14 @@ def test_params_and_objectives_that_are_right():
     assert search_space.parse_param('embedding_size:int:16:64:log', 'face_siamese') == \
         search_space.Param('embedding_size', 'int', 16, 64, log=True)
     assert search_space.parse_objective('lfw_protocol_auc_mean:maximize', 'face_embedding').maximize
+    # the input flags of the model's kind, which a trial passes as --NAME=VALUE like a param
+    assert search_space.parse_param('augment_shear:double:0:20', 'mnist_cnn') == \
+        search_space.Param('augment_shear', 'double', 0.0, 20.0)
+    assert search_space.parse_param('same_fraction:double:0.5:0.9', 'face_embedding').high == 0.9
+    with pytest.raises(UserError, match=re.escape(
+            "--param=same_fraction:double:0.5:0.9: mnist_cnn has no param 'same_fraction'; its "
+            'params: ') + '.*; its input flags: augment_strength, augment_shear$'):
+        search_space.parse_param('same_fraction:double:0.5:0.9', 'mnist_cnn')
     with pytest.raises(UserError, match=re.escape(
             "--objective=auc:maximize: mnist_cnn's evaluation does not report auc; it reports "
             'accuracy, loss')):

@@ -3,14 +3,15 @@
 Shared by `deploy katib`, `deploy vertex --hptune` and `./run.sh sweep`, so the three read
 the same text the same way and refuse the same mistakes, each in one line naming the flag:
 
-  --param=NAME:double:MIN:MAX[:log]   a float param of the model (log: sampled on a log scale)
+  --param=NAME:double:MIN:MAX[:log]   a float param of the model (log: sampled on a log scale),
+                                      or an input flag of its kind (TUNABLE_INPUT_FLAGS)
   --param=NAME:int:MIN:MAX[:log]      an integer param
   --param=NAME:categorical:A,B,C      any param; values as --NAME takes them ([32,64] for lists)
   --objective=METRIC:maximize|minimize   a metric the model's evaluation reports
 """
 import dataclasses
 import re
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from common.errors import UserError
 from models import registry
@@ -21,6 +22,10 @@ GOALS = ('maximize', 'minimize')
 PARAM_FORMS = ('NAME:double:MIN:MAX[:log], NAME:int:MIN:MAX[:log] or '
                'NAME:categorical:A,B,C')
 _CATEGORY = re.compile(r'\[[^\]]*\]|[^,]+')  # a list value keeps its commas: [32,64],[32]
+# Input flags a search may tune beside the model's params, by the model's input kind: a trial
+# passes --NAME=VALUE for either alike.
+TUNABLE_INPUT_FLAGS = {'image_classification': ('augment_strength', 'augment_shear'),
+                       'face_pairs': ('same_fraction', 'face_crop_fraction')}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,12 +58,14 @@ def parse_param(text: str, model: str, flag: str = '--param') -> Param:
     where = f'{flag}={text}'
     name, _, rest = text.partition(':')
     kind, _, bounds = rest.partition(':')
-    defaults = registry.get(model).default_params
+    params, input_flags = tunable_defaults(model)
+    defaults = {**input_flags, **params}
     if kind not in KINDS:
         raise UserError(f'{where}: write {PARAM_FORMS}')
     if name not in defaults:
+        also = f'; its input flags: {", ".join(input_flags)}' if input_flags else ''
         raise UserError(f'{where}: {model} has no param {name!r}; its params: '
-                        f'{", ".join(sorted(defaults))}')
+                        f'{", ".join(sorted(params))}{also}')
     default = defaults[name]
     if kind == 'categorical':
         choices = tuple(_CATEGORY.findall(bounds))
@@ -81,6 +88,14 @@ def parse_param(text: str, model: str, flag: str = '--param') -> Param:
     if log and low <= 0:
         raise UserError(f'{where}: a log scale needs a min above 0')
     return Param(name, kind, low, high, log)
+
+
+def tunable_defaults(model: str) -> Tuple[Dict, Dict]:
+    """What a search may tune for model, each {name: default}: its params, its kind's input flags."""
+    from trainer.input_kinds.base import InputOptions  # TensorFlow: only once it is needed
+    spec = registry.get(model)
+    return spec.default_params, {name: getattr(InputOptions, name)
+                                 for name in TUNABLE_INPUT_FLAGS.get(spec.input_kind, ())}
 
 
 def parse_params(texts: Sequence[str], model: str, flag: str = '--param') -> List[Param]:

@@ -8,7 +8,7 @@ from absl import flags
 from common import files, paths
 from models import registry, training
 from trainer.config import modes
-from trainer.input_kinds.base import InputOptions
+from trainer.input_kinds.base import AUGMENT_TUNING, InputOptions
 
 OPTIMIZER_NAMES = ', '.join(list(training.OPTIMIZERS)[:-1]) + ' or ' + list(training.OPTIMIZERS)[-1]
 EVAL_NAME = re.compile(r'[A-Za-z0-9_.-]+')
@@ -33,8 +33,8 @@ def register_checks(flag_values):
     for name in ('eval_name', 'early_stopping_eval_name'):
         check(name, lambda value: value is None or EVAL_NAME.fullmatch(value),
               message=f'--{name} may use only letters, digits, _, . and -')
-    check_together(['augment', 'augment_strength', 'augment_shear'], lambda v: v['augment'] or (
-        v['augment_strength'] == InputOptions.augment_strength and not v['augment_shear']),
+    check_together(['augment', *AUGMENT_TUNING], lambda v: v['augment'] or all(
+        v[name] == getattr(InputOptions, name) for name in AUGMENT_TUNING),
         message='--augment_strength and --augment_shear tune --augment: give --augment too')
     check_together(['mode'] + sorted({f for mode in modes.MODES.values() for f in mode.needs}),
                    _required_for_mode, message='a flag this mode needs is missing')

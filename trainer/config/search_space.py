@@ -4,7 +4,7 @@ Shared by `deploy katib`, `deploy vertex --hptune` and `./run.sh sweep`, so the 
 the same text the same way and refuse the same mistakes, each in one line naming the flag:
 
   --param=NAME:double:MIN:MAX[:log]   a float param of the model (log: sampled on a log scale),
-                                      or an input flag of its kind (TUNABLE_INPUT_FLAGS)
+                                      or an input flag of its kind (tunable_defaults)
   --param=NAME:int:MIN:MAX[:log]      an integer param
   --param=NAME:categorical:A,B,C      any param; values as --NAME takes them ([32,64] for lists)
   --objective=METRIC:maximize|minimize   a metric the model's evaluation reports
@@ -22,10 +22,6 @@ GOALS = ('maximize', 'minimize')
 PARAM_FORMS = ('NAME:double:MIN:MAX[:log], NAME:int:MIN:MAX[:log] or '
                'NAME:categorical:A,B,C')
 _CATEGORY = re.compile(r'\[[^\]]*\]|[^,]+')  # a list value keeps its commas: [32,64],[32]
-# Input flags a search may tune beside the model's params, by the model's input kind: a trial
-# passes --NAME=VALUE for either alike.
-TUNABLE_INPUT_FLAGS = {'image_classification': ('augment_strength', 'augment_shear'),
-                       'face_pairs': ('same_fraction', 'face_crop_fraction')}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,11 +87,14 @@ def parse_param(text: str, model: str, flag: str = '--param') -> Param:
 
 
 def tunable_defaults(model: str) -> Tuple[Dict, Dict]:
-    """What a search may tune for model, each {name: default}: its params, its kind's input flags."""
-    from trainer.input_kinds.base import InputOptions  # TensorFlow: only once it is needed
+    """What a search may tune for model, each {name: default}: its params, and the input flags of
+    its kind (a trial passes --NAME=VALUE for either alike)."""
+    from trainer.input_kinds.base import AUGMENT_TUNING, InputOptions  # TensorFlow: only now
+    input_flags = {'image_classification': AUGMENT_TUNING,
+                   'face_pairs': ('same_fraction', 'face_crop_fraction')}
     spec = registry.get(model)
     return spec.default_params, {name: getattr(InputOptions, name)
-                                 for name in TUNABLE_INPUT_FLAGS.get(spec.input_kind, ())}
+                                 for name in input_flags.get(spec.input_kind, ())}
 
 
 def parse_params(texts: Sequence[str], model: str, flag: str = '--param') -> List[Param]:

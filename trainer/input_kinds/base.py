@@ -26,6 +26,10 @@ class InputOptions:
     augment_shear: float = 0.0  # ...and a horizontal shear of up to this many degrees
 
 
+# The input flags that tune image classification's --augment (and need it).
+AUGMENT_TUNING = ('augment_strength', 'augment_shear')
+
+
 @dataclasses.dataclass(frozen=True)
 class Decision:
     """What an export bakes in besides the checkpoint: params the model is built with, and the

@@ -39,7 +39,7 @@ class FacePairs(base.InputKind):
         if options.augment_flip:
             raise UserError(f'--augment_flip: {spec.name} mirrors face photos as part of '
                             '--augment; leave --augment_flip off')
-        for name in ('augment_strength', 'augment_shear'):
+        for name in base.AUGMENT_TUNING:
             if getattr(options, name) != getattr(base.InputOptions, name):
                 raise UserError(f'--{name}: tunes the augmentation of images to classify, not '
                                 f'{spec.name}\'s face photos; leave --{name} off')

@@ -1,8 +1,9 @@
-"""Training-time augmentation of image batches: random shifts, rotations, scaling and slant.
+"""Training-time augmentation of image batches: random shifts, rotations, scaling, slant and
+elastic distortion.
 
-One projective-transform op warps a whole batch, each image by its own random affine
-map, so the cost is one op per batch rather than one per example. Evaluation and
-serving never call this.
+One op warps a whole batch, each image by its own random map, so the cost is one op per batch
+rather than one per example: the projective-transform op for affine maps, one bilinear gather
+when an elastic field is added. Evaluation and serving never call this.
 """
 import dataclasses
 import math
@@ -19,13 +20,19 @@ class AffineRange:
     max_shift_fraction: float = 0.1  # of the image's height (vertical) and width (horizontal)
     fill_mode: str = 'CONSTANT'  # outside the image: black (digits), or 'REFLECT' (photos)
     max_shear_degrees: float = 0.0  # horizontal shear: the slant of handwriting
+    # After the affine map, each pixel moves along a smooth random field whose RMS length is
+    # this many pixels: elastic distortion, the wobble of a hand (Simard et al. 2003).
+    elastic_pixels: float = 0.0
 
-    def stronger(self, strength: float, shear_degrees: float) -> 'AffineRange':
-        """These ranges of rotation, scale and shift times strength, with this shear."""
+    def stronger(self, strength: float, shear_degrees: float,
+                 elastic_pixels: float = 0.0) -> 'AffineRange':
+        """These ranges of rotation, scale and shift times strength, with this shear and elastic
+        distortion."""
         return dataclasses.replace(
             self, max_degrees=self.max_degrees * strength,
             max_scale_change=self.max_scale_change * strength,
-            max_shift_fraction=self.max_shift_fraction * strength, max_shear_degrees=shear_degrees)
+            max_shift_fraction=self.max_shift_fraction * strength, max_shear_degrees=shear_degrees,
+            elastic_pixels=elastic_pixels)
 
 
 DIGITS = AffineRange()  # MNIST-style digits: the ink stays inside the 28x28 frame
@@ -64,9 +71,61 @@ def warp(images, transforms, fill_mode: str = 'CONSTANT'):
         fill_mode=fill_mode)
 
 
+# The elastic field's Gaussian smoothing, sigma as a fraction of the image height: 4 px at 28
+# (Simard et al.), so the field bends strokes rather than scattering pixels.
+ELASTIC_SMOOTHING = 1.0 / 7.0
+
+
+def elastic_fields(count, height: int, width: int, rms_pixels: float, seed=None):
+    """[N, H, W, 2] smooth random displacements (dy, dx): uniform noise blurred by a Gaussian,
+    each image's field scaled so that its RMS length is rms_pixels."""
+    shape = [count, height, width, 2]
+    noise = (tf.random.uniform(shape, -1.0, 1.0) if seed is None
+             else tf.random.stateless_uniform(shape, seed, -1.0, 1.0))
+    sigma = ELASTIC_SMOOTHING * height
+    radius = int(math.ceil(3.0 * sigma))
+    taps = tf.exp(-0.5 * (tf.range(-radius, radius + 1, dtype=tf.float32) / sigma) ** 2)
+    taps = tf.tile(tf.reshape(taps / tf.reduce_sum(taps), [-1, 1, 1, 1]), [1, 1, 2, 1])
+    field = tf.nn.depthwise_conv2d(noise, taps, [1, 1, 1, 1], 'SAME')  # down the columns
+    field = tf.nn.depthwise_conv2d(field, tf.transpose(taps, [1, 0, 2, 3]), [1, 1, 1, 1], 'SAME')
+    length = tf.sqrt(tf.reduce_mean(tf.reduce_sum(tf.square(field), axis=3), axis=[1, 2]))
+    return field * tf.reshape(rms_pixels / tf.maximum(length, 1e-6), [-1, 1, 1, 1])
+
+
+def sample_bilinear(images, ys, xs):
+    """images [N, H, W, C] read at float coordinates ys, xs [N, H', W'] -> [N, H', W', C],
+    bilinearly, black outside the image (as warp's CONSTANT fill)."""
+    height, width = images.shape[1], images.shape[2]
+    padded = tf.pad(images, [[0, 0], [1, 1], [1, 1], [0, 0]])  # a black frame outside
+    top, left = tf.floor(ys), tf.floor(xs)
+    batch = tf.broadcast_to(tf.range(tf.shape(ys)[0])[:, None, None], tf.shape(ys))
+
+    def pixels(y, x):  # the frame's black for every corner off the image
+        row = tf.cast(tf.clip_by_value(y, -1.0, height), tf.int32) + 1
+        column = tf.cast(tf.clip_by_value(x, -1.0, width), tf.int32) + 1
+        return tf.gather_nd(padded, tf.stack([batch, row, column], axis=-1))
+
+    down, right = (ys - top)[..., None], (xs - left)[..., None]
+    upper = pixels(top, left) * (1.0 - right) + pixels(top, left + 1.0) * right
+    lower = pixels(top + 1.0, left) * (1.0 - right) + pixels(top + 1.0, left + 1.0) * right
+    return upper * (1.0 - down) + lower * down
+
+
+def warp_elastic(images, transforms, displacements):
+    """images [N, H, W, C] float, each moved by its displacement field [N, H, W, 2] and then
+    warped by its affine transform (as warp reads them), in one bilinear read; black fill."""
+    height, width = images.shape[1], images.shape[2]
+    rows, columns = tf.meshgrid(tf.range(height, dtype=tf.float32),
+                                tf.range(width, dtype=tf.float32), indexing='ij')
+    ys, xs = rows + displacements[..., 0], columns + displacements[..., 1]
+    t = tf.cast(transforms, tf.float32)[:, :, None, None]
+    return sample_bilinear(images, t[:, 3] * xs + t[:, 4] * ys + t[:, 5],
+                           t[:, 0] * xs + t[:, 1] * ys + t[:, 2])
+
+
 def random_affine(images, affine: AffineRange = DIGITS, seed=None):
-    """images [N, H, W, C] float, each rotated, scaled, shifted and sheared at random within
-    `affine`.
+    """images [N, H, W, C] float, each rotated, scaled, shifted, sheared and elastically
+    distorted at random within `affine`.
 
     seed: a [2] int tensor makes the draw reproducible (stateless); None draws afresh.
     """
@@ -83,6 +142,11 @@ def random_affine(images, affine: AffineRange = DIGITS, seed=None):
         uniform(affine.max_shift_fraction * height, 2),
         uniform(affine.max_shift_fraction * width, 3), height, width,
         uniform(affine.max_shear_degrees, 4) if affine.max_shear_degrees else 0.0)
+    if affine.elastic_pixels:
+        if affine.fill_mode != 'CONSTANT':
+            raise ValueError('elastic distortion fills with black only')
+        return warp_elastic(images, transforms, elastic_fields(
+            count, height, width, affine.elastic_pixels, None if seed is None else seed + 5))
     return warp(images, transforms, affine.fill_mode)
 
 

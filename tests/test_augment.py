@@ -1,5 +1,5 @@
-"""--augment: random shifts, rotations, scaling (and shear) of training images, never of evaluation
-or serving."""
+"""--augment: random shifts, rotations, scaling (shear and elastic distortion) of training images,
+never of evaluation or serving."""
 import os
 
 import numpy as np
@@ -57,6 +57,35 @@ def test_augment_strength_scales_the_draw_and_zero_leaves_images_as_they_are():
             wider.max_shear_degrees) == pytest.approx((15.0, 0.15, 0.15, 15.0))
     sheared = image_augment.random_affine(images, image_augment.DIGITS.stronger(0.0, 15.0))
     assert np.mean(np.abs(sheared - images.numpy()).sum(axis=(1, 2, 3)) > 1.0) > 0.8
+
+
+def test_an_elastic_field_is_smooth_has_the_asked_length_and_bends_strokes():
+    fields = image_augment.elastic_fields(16, 28, 28, 1.5, seed=tf.constant([3, 4])).numpy()
+    lengths = np.sqrt((fields ** 2).sum(axis=3).mean(axis=(1, 2)))
+    np.testing.assert_allclose(lengths, 1.5, rtol=1e-4)
+    np.testing.assert_array_equal(
+        fields, image_augment.elastic_fields(16, 28, 28, 1.5, seed=tf.constant([3, 4])))
+    # smooth: next-door pixels move nearly alike (white noise would differ by ~1.4x the length)
+    assert np.sqrt(np.mean(np.diff(fields, axis=1) ** 2)) < 0.2 * 1.5
+
+    images, _ = make_digit_arrays(32, seed=7)
+    images = tf.constant(images[..., None].astype(np.float32) / 255.0)
+    no_move = image_augment.affine_transforms(tf.zeros([32]), tf.ones([32]), tf.zeros([32]),
+                                              tf.zeros([32]), 28, 28)
+    # with no displacement it reads exactly as the projective-transform op
+    turned = image_augment.affine_transforms(tf.fill([32], 30.0), tf.fill([32], 1.1),
+                                             tf.fill([32], 2.0), tf.fill([32], -1.0), 28, 28)
+    still = tf.zeros([32, 28, 28, 2])
+    np.testing.assert_allclose(image_augment.warp_elastic(images, turned, still),
+                               image_augment.warp(images, turned), atol=1e-5)
+    # a uniform field (dy, dx) = (2, 1) reads each pixel from 2 rows down, 1 column right
+    moved = image_augment.warp_elastic(images, no_move, tf.tile([[[[2.0, 1.0]]]], [32, 28, 28, 1]))
+    np.testing.assert_allclose(moved[:, :-2, :-1], images[:, 2:, 1:], atol=1e-5)
+    bent = image_augment.random_affine(images, image_augment.DIGITS.stronger(0.0, 0.0, 1.5)).numpy()
+    assert bent.min() >= 0.0 and bent.max() <= 1.0
+    assert np.all(np.abs(bent - images.numpy()).sum(axis=(1, 2, 3)) > 1.0)
+    ink_ratio = bent.sum(axis=(1, 2, 3)) / images.numpy().sum(axis=(1, 2, 3))
+    assert np.all((ink_ratio > 0.8) & (ink_ratio < 1.2))
 
 
 def test_random_affine_keeps_shape_range_and_ink():
@@ -123,10 +152,11 @@ def test_csv_models_refuse_augment(tmp_path):
 
 
 @pytest.mark.parametrize('options', [InputOptions(augment=True, augment_shear=10.0),
-                                     InputOptions(augment=True, augment_strength=2.0)])
+                                     InputOptions(augment=True, augment_strength=2.0),
+                                     InputOptions(augment=True, augment_elastic=1.0)])
 def test_faces_refuse_the_digits_augmentation_flags(tmp_path, options):
     spec = registry.get('face_embedding')
-    with pytest.raises(UserError, match="--augment_(shear|strength): tunes the augmentation of "
+    with pytest.raises(UserError, match="--augment_(shear|strength|elastic): tunes the augmentation of "
                                         "images to classify, not face_embedding's face photos"):
         input_kinds.for_model(spec).train_input_fn(spec, str(tmp_path / '*'), 'f', 8, 0, options)
 

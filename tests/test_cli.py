@@ -128,7 +128,7 @@ def parsed_by_the_command(*args):
      '--checkpoint=all is only for --mode=evaluate'),
     (['--mode=continuous_eval', '--model_dir=/tmp/x', '--eval_files=x', '--eval_name=a/b'],
      '--eval_name may use only letters, digits, _, . and -'),
-    (['--augment_shear=10'], '--augment_strength and --augment_shear tune --augment: give --augment too'),
+    (['--augment_shear=10'], '--augment_strength, --augment_shear, --augment_elastic tune --augment: give --augment too'),
 ])
 def test_bad_flag_values_are_one_line_errors(args, message):
     status, stderr = parsed_by_the_command(*args)

@@ -35,7 +35,7 @@ def test_params_and_objectives_that_are_right():
     assert search_space.parse_param('same_fraction:double:0.5:0.9', 'face_embedding').high == 0.9
     with pytest.raises(UserError, match=re.escape(
             "--param=same_fraction:double:0.5:0.9: mnist_cnn has no param 'same_fraction'; its "
-            'params: ') + '.*; its input flags: augment_strength, augment_shear$'):
+            'params: ') + '.*; its input flags: augment_strength, augment_shear, augment_elastic$'):
         search_space.parse_param('same_fraction:double:0.5:0.9', 'mnist_cnn')
     with pytest.raises(UserError, match=re.escape(
             "--objective=auc:maximize: mnist_cnn's evaluation does not report auc; it reports "

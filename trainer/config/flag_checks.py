@@ -35,7 +35,8 @@ def register_checks(flag_values):
               message=f'--{name} may use only letters, digits, _, . and -')
     check_together(['augment', *AUGMENT_TUNING], lambda v: v['augment'] or all(
         v[name] == getattr(InputOptions, name) for name in AUGMENT_TUNING),
-        message='--augment_strength and --augment_shear tune --augment: give --augment too')
+        message=', '.join(f'--{name}' for name in AUGMENT_TUNING) +
+        ' tune --augment: give --augment too')
     check_together(['mode'] + sorted({f for mode in modes.MODES.values() for f in mode.needs}),
                    _required_for_mode, message='a flag this mode needs is missing')
 

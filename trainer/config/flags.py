@@ -118,6 +118,10 @@ def define_input(d):
     d.float('augment_shear', InputOptions.augment_shear, 'Image classification, with --augment: '
             'slant each image by a horizontal shear of up to this many degrees.',
             lower_bound=0.0, upper_bound=45.0)
+    d.float('augment_elastic', InputOptions.augment_elastic, 'Image classification, with '
+            '--augment: elastic distortion, each pixel moved along a smooth random field (sigma '
+            '1/7 of the height) whose RMS length is this many pixels (1-1.5 for digits).',
+            lower_bound=0.0, upper_bound=10.0)
     d.float('face_crop_fraction', InputOptions.face_crop_fraction,
             'Face pairs: side of the central square crop, as a fraction of the '
             'photo\'s shorter side. evaluate, continuous_eval and export: default, the '

@@ -24,10 +24,11 @@ class InputOptions:
     # Image classification, with augment: its ranges of rotation, scale and shift times this...
     augment_strength: float = 1.0
     augment_shear: float = 0.0  # ...and a horizontal shear of up to this many degrees
+    augment_elastic: float = 0.0  # ...and an elastic distortion of this RMS length in pixels
 
 
 # The input flags that tune image classification's --augment (and need it).
-AUGMENT_TUNING = ('augment_strength', 'augment_shear')
+AUGMENT_TUNING = ('augment_strength', 'augment_shear', 'augment_elastic')
 
 
 @dataclasses.dataclass(frozen=True)

@@ -50,7 +50,8 @@ class ImageClassification(base.RecordFileKind):
 
     def format_options(self, training, options):
         # never at evaluation
-        affine = image_augment.DIGITS.stronger(options.augment_strength, options.augment_shear)
+        affine = image_augment.DIGITS.stronger(
+            options.augment_strength, options.augment_shear, options.augment_elastic)
         return {'affine': affine if training and options.augment else None,
                 'flip': training and options.augment_flip}
 

@@ -1,9 +1,11 @@
 """The MNIST CNN: conv 5x5x32, max-pool, conv 5x5x64, max-pool, dense 1024, dropout 0.4, 10 logits.
 
-Its widths are params, and batch_norm puts batch normalization after each convolution and the
-dense layer (before the ReLU): the defaults are the classic network.
+Its widths and kernel sizes are params, and batch_norm puts batch normalization after each
+convolution and the dense layer (before the ReLU): the defaults are the classic network.
 """
 import tensorflow as tf
+
+from common.errors import UserError
 
 from models import classification_head, registry, training
 
@@ -12,10 +14,23 @@ IMAGE_SHAPE = (28, 28, 1)
 DEFAULT_PARAMS = {
     **training.TRAINING_PARAMS,
     'dropout_rate': 0.4,
-    'conv_filters': (32, 64),  # a 5x5 convolution and a 2x2 max-pool each
+    'conv_filters': (32, 64),  # a convolution and a 2x2 max-pool each
+    # Each block's kernel size; empty: 5x5 for every block. A third block reads a 7x7 map, where
+    # 3x3 costs a third of 5x5 (docs/recipes.md, MNIST levers).
+    'conv_kernel_sizes': (),
     'dense_units': 1024,
     'batch_norm': False,
 }
+
+
+def kernel_sizes(params):
+    filters = params['conv_filters']
+    sizes = params['conv_kernel_sizes'] or [5] * len(filters)
+    if len(sizes) != len(filters) or any(size < 1 or size != int(size) for size in sizes):
+        written = ','.join(f'{size:g}' for size in sizes)  # the list parses as floats
+        raise UserError(f'--model_params: conv_kernel_sizes=[{written}] must give a whole '
+                        f'kernel size for each of the {len(filters)} blocks of conv_filters')
+    return [int(size) for size in sizes]
 
 
 def build_network(params) -> tf.keras.Sequential:
@@ -33,8 +48,8 @@ def build_network(params) -> tf.keras.Sequential:
     # alone, so that all its batch-norm updates are for them.
     shape = {} if norm else {'input_shape': IMAGE_SHAPE}
     stack = []
-    for filters in params['conv_filters']:
-        stack += activated(layers.Conv2D(filters, 5, padding='same', use_bias=not norm,
+    for filters, kernel_size in zip(params['conv_filters'], kernel_sizes(params)):
+        stack += activated(layers.Conv2D(filters, kernel_size, padding='same', use_bias=not norm,
                                          activation=None if norm else 'relu', **shape))
         shape = {}
         stack.append(layers.MaxPooling2D(2, 2, padding='same'))

@@ -156,3 +156,19 @@ def test_mnist_cnn_with_batch_norm_and_other_widths_trains_its_norm_statistics(t
     assert 'mnist_cnn/conv2d/bias' not in shapes  # the norm's offset stands in for it
     moving_mean = checkpoint.get_tensor('mnist_cnn/batch_normalization/moving_mean')
     assert np.abs(moving_mean).sum() > 0
+
+
+def test_mnist_cnn_kernel_sizes_are_per_block_and_must_match_the_blocks():
+    from models import mnist_cnn
+    params = {**mnist_cnn.DEFAULT_PARAMS, 'conv_filters': (8, 16, 32),
+              'conv_kernel_sizes': (5, 5, 3), 'dense_units': 32}
+    network = mnist_cnn.build_network(params)
+    network.build([None, *mnist_cnn.IMAGE_SHAPE])
+    kernels = [layer.kernel.shape.as_list() for layer in network.layers
+               if isinstance(layer, tf.keras.layers.Conv2D)]
+    assert kernels == [[5, 5, 1, 8], [5, 5, 8, 16], [3, 3, 16, 32]]
+    assert mnist_cnn.kernel_sizes({**params, 'conv_kernel_sizes': ()}) == [5, 5, 5]
+    for sizes in [(5, 3), (5, 5, 2.5)]:
+        with pytest.raises(UserError, match=r'conv_kernel_sizes=\[(5,3|5,5,2.5)\] must give a '
+                                            r'whole kernel size for each of the 3 blocks'):
+            mnist_cnn.build_network({**params, 'conv_kernel_sizes': sizes})

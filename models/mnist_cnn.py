@@ -6,7 +6,6 @@ convolution and the dense layer (before the ReLU): the defaults are the classic 
 import tensorflow as tf
 
 from common.errors import UserError
-
 from models import classification_head, registry, training
 
 NUM_CLASSES = 10

@@ -17,19 +17,23 @@ DEFAULT_PARAMS = {
     # Each block's kernel size; empty: 5x5 for every block. A third block reads a 7x7 map, where
     # 3x3 costs a third of 5x5 (docs/recipes.md, MNIST levers).
     'conv_kernel_sizes': (),
+    # Each block's number of convolutions before its pool; empty: one each. Two 3x3 see what one
+    # 5x5 sees, through two ReLUs.
+    'convs_per_block': (),
     'dense_units': 1024,
     'batch_norm': False,
 }
 
 
-def kernel_sizes(params):
-    filters = params['conv_filters']
-    sizes = params['conv_kernel_sizes'] or [5] * len(filters)
-    if len(sizes) != len(filters) or any(size < 1 or size != int(size) for size in sizes):
-        written = ','.join(f'{size:g}' for size in sizes)  # the list parses as floats
-        raise UserError(f'--model_params: conv_kernel_sizes=[{written}] must give a whole '
-                        f'kernel size for each of the {len(filters)} blocks of conv_filters')
-    return [int(size) for size in sizes]
+def per_block(params, name, default):
+    """The whole numbers of list param `name`, one per block of conv_filters; empty: `default`."""
+    blocks = len(params['conv_filters'])
+    values = params[name] or [default] * blocks
+    if len(values) != blocks or any(value < 1 or value != int(value) for value in values):
+        written = ','.join(f'{value:g}' for value in values)  # the list parses as floats
+        raise UserError(f'--model_params: {name}=[{written}] must give a whole number, 1 or '
+                        f'more, for each of the {blocks} blocks of conv_filters')
+    return [int(value) for value in values]
 
 
 def build_network(params) -> tf.keras.Sequential:
@@ -47,10 +51,14 @@ def build_network(params) -> tf.keras.Sequential:
     # alone, so that all its batch-norm updates are for them.
     shape = {} if norm else {'input_shape': IMAGE_SHAPE}
     stack = []
-    for filters, kernel_size in zip(params['conv_filters'], kernel_sizes(params)):
-        stack += activated(layers.Conv2D(filters, kernel_size, padding='same', use_bias=not norm,
-                                         activation=None if norm else 'relu', **shape))
-        shape = {}
+    for filters, kernel_size, convs in zip(params['conv_filters'],
+                                           per_block(params, 'conv_kernel_sizes', 5),
+                                           per_block(params, 'convs_per_block', 1)):
+        for _ in range(convs):
+            stack += activated(layers.Conv2D(filters, kernel_size, padding='same',
+                                             use_bias=not norm,
+                                             activation=None if norm else 'relu', **shape))
+            shape = {}
         stack.append(layers.MaxPooling2D(2, 2, padding='same'))
     stack += [layers.Flatten()]
     stack += activated(layers.Dense(params['dense_units'], use_bias=not norm,

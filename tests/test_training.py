@@ -167,8 +167,24 @@ def test_mnist_cnn_kernel_sizes_are_per_block_and_must_match_the_blocks():
     kernels = [layer.kernel.shape.as_list() for layer in network.layers
                if isinstance(layer, tf.keras.layers.Conv2D)]
     assert kernels == [[5, 5, 1, 8], [5, 5, 8, 16], [3, 3, 16, 32]]
-    assert mnist_cnn.kernel_sizes({**params, 'conv_kernel_sizes': ()}) == [5, 5, 5]
+    assert mnist_cnn.per_block({**params, 'conv_kernel_sizes': ()}, 'conv_kernel_sizes',
+                               5) == [5, 5, 5]
     for sizes in [(5, 3), (5, 5, 2.5)]:
         with pytest.raises(UserError, match=r'conv_kernel_sizes=\[(5,3|5,5,2.5)\] must give a '
-                                            r'whole kernel size for each of the 3 blocks'):
+                                            r'whole number, 1 or more, for each of the 3 blocks'):
             mnist_cnn.build_network({**params, 'conv_kernel_sizes': sizes})
+
+
+def test_mnist_cnn_blocks_can_stack_convolutions_before_their_pool():
+    from models import mnist_cnn
+    params = {**mnist_cnn.DEFAULT_PARAMS, 'conv_filters': (8, 16), 'conv_kernel_sizes': (5, 3),
+              'convs_per_block': (1, 2), 'dense_units': 32}
+    network = mnist_cnn.build_network(params)
+    network.build([None, *mnist_cnn.IMAGE_SHAPE])
+    kernels = [layer.kernel.shape.as_list() for layer in network.layers
+               if isinstance(layer, tf.keras.layers.Conv2D)]
+    assert kernels == [[5, 5, 1, 8], [3, 3, 8, 16], [3, 3, 16, 16]]
+    assert network.layers[-3].kernel.shape.as_list()[0] == 7 * 7 * 16  # one pool per block
+    for convs in [(1, 0), (2,)]:
+        with pytest.raises(UserError, match=r'convs_per_block=\[.*\] must give a whole number'):
+            mnist_cnn.build_network({**params, 'convs_per_block': convs})

@@ -100,7 +100,9 @@ case "$command" in
   faces)   exec "$py" -m demos.faces "$@" ;;
   tabular) exec "$py" -m demos.tabular "$@" ;;
   digit_photos) exec "$py" -m demos.digit_photos "$@" ;;
-  test)    exec "$py" -m pytest "$@" ;;  # pytest.ini: testpaths = tests, not the slow ones
+  # pytest.ini: testpaths = tests, not the slow ones. A test file per worker, one per core (at
+  # most 4): most of a test is TensorFlow starting in a subprocess, one core's work. -n 0: serial.
+  test)    exec "$py" -m pytest -n auto --maxprocesses=4 --dist loadfile "$@" ;;
   test-slow) exec "$py" -m pytest -m slow "$@" ;;
   test-store-faults) exec "$py" -m pytest -m store_faults "$@" ;;
   test-container) exec "$py" -m tests.containers.scenarios "$@" ;;

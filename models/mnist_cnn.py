@@ -1,7 +1,8 @@
 """The MNIST CNN: conv 5x5x32, max-pool, conv 5x5x64, max-pool, dense 1024, dropout 0.4, 10 logits.
 
-Its widths and kernel sizes are params, and batch_norm puts batch normalization after each
-convolution and the dense layer (before the ReLU): the defaults are the classic network.
+Its widths, kernel sizes and convolutions per block are params, and batch_norm puts batch
+normalization after each convolution and the dense layer (before the ReLU): the defaults are the
+classic network.
 """
 import tensorflow as tf
 
@@ -13,7 +14,7 @@ IMAGE_SHAPE = (28, 28, 1)
 DEFAULT_PARAMS = {
     **training.TRAINING_PARAMS,
     'dropout_rate': 0.4,
-    'conv_filters': (32, 64),  # a convolution and a 2x2 max-pool each
+    'conv_filters': (32, 64),  # its convolutions and a 2x2 max-pool each
     # Each block's kernel size; empty: 5x5 for every block. A third block reads a 7x7 map, where
     # 3x3 costs a third of 5x5 (docs/recipes.md, MNIST levers).
     'conv_kernel_sizes': (),

@@ -158,15 +158,18 @@ def test_mnist_cnn_with_batch_norm_and_other_widths_trains_its_norm_statistics(t
     assert np.abs(moving_mean).sum() > 0
 
 
+def conv_kernel_shapes(network):
+    return [layer.kernel.shape.as_list() for layer in network.layers
+            if isinstance(layer, tf.keras.layers.Conv2D)]
+
+
 def test_mnist_cnn_kernel_sizes_are_per_block_and_must_match_the_blocks():
     from models import mnist_cnn
     params = {**mnist_cnn.DEFAULT_PARAMS, 'conv_filters': (8, 16, 32),
               'conv_kernel_sizes': (5, 5, 3), 'dense_units': 32}
     network = mnist_cnn.build_network(params)
     network.build([None, *mnist_cnn.IMAGE_SHAPE])
-    kernels = [layer.kernel.shape.as_list() for layer in network.layers
-               if isinstance(layer, tf.keras.layers.Conv2D)]
-    assert kernels == [[5, 5, 1, 8], [5, 5, 8, 16], [3, 3, 16, 32]]
+    assert conv_kernel_shapes(network) == [[5, 5, 1, 8], [5, 5, 8, 16], [3, 3, 16, 32]]
     assert mnist_cnn.per_block({**params, 'conv_kernel_sizes': ()}, 'conv_kernel_sizes',
                                5) == [5, 5, 5]
     for sizes in [(5, 3), (5, 5, 2.5)]:
@@ -181,9 +184,7 @@ def test_mnist_cnn_blocks_can_stack_convolutions_before_their_pool():
               'convs_per_block': (1, 2), 'dense_units': 32}
     network = mnist_cnn.build_network(params)
     network.build([None, *mnist_cnn.IMAGE_SHAPE])
-    kernels = [layer.kernel.shape.as_list() for layer in network.layers
-               if isinstance(layer, tf.keras.layers.Conv2D)]
-    assert kernels == [[5, 5, 1, 8], [3, 3, 8, 16], [3, 3, 16, 16]]
+    assert conv_kernel_shapes(network) == [[5, 5, 1, 8], [3, 3, 8, 16], [3, 3, 16, 16]]
     assert network.layers[-3].kernel.shape.as_list()[0] == 7 * 7 * 16  # one pool per block
     for convs in [(1, 0), (2,)]:
         with pytest.raises(UserError, match=r'convs_per_block=\[.*\] must give a whole number'):

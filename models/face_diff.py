@@ -5,10 +5,11 @@ pixel by pixel. Simple and fast; the siamese net (face_siamese) does better.
 """
 import tensorflow as tf
 
-from models import binary_head, eval_pictures, registry
+from models import binary_head, eval_pictures, face_siamese, registry
 from models.training import TRAINING_PARAMS
 
-IMAGE_SHAPE = (64, 64, 1)
+IMAGE_SHAPE = (64, 64, 1)  # --face_image_size resizes to another
+BLOCK_FILTERS = (32, 64, 128, 128)  # a 3x3 conv-ReLU-2x2 pool block each
 DEFAULT_PARAMS = {
     **TRAINING_PARAMS,
     'dropout_rate': 0.3,
@@ -17,8 +18,8 @@ DEFAULT_PARAMS = {
 
 def build_network(dropout_rate: float) -> tf.keras.Sequential:
     layers = tf.keras.layers
-    stack = [layers.InputLayer(input_shape=IMAGE_SHAPE)]
-    for filters in (32, 64, 128, 128):
+    stack = []  # built on the real inputs: any --face_image_size
+    for filters in BLOCK_FILTERS:
         stack += [layers.Conv2D(filters, 3, padding='same', activation='relu'),
                   layers.MaxPooling2D(2)]
     stack += [layers.Flatten(), layers.Dense(256, activation='relu'),
@@ -27,6 +28,7 @@ def build_network(dropout_rate: float) -> tf.keras.Sequential:
 
 
 def model_fn(features, labels, mode, params):
+    face_siamese.check_image_side(features['image_a'], len(BLOCK_FILTERS))
     difference = tf.abs(features['image_a'] - features['image_b'])  # symmetric in a and b
     logits = build_network(params['dropout_rate'])(
         difference, training=mode == tf.estimator.ModeKeys.TRAIN)

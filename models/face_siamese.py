@@ -6,6 +6,7 @@ tower can index faces once and compare them later.
 """
 import tensorflow as tf
 
+from common.errors import UserError
 from models import binary_head, precision, registry
 from models.training import TRAINING_PARAMS
 
@@ -16,6 +17,14 @@ DEFAULT_PARAMS = {
     'embedding_size': 128,
     'tower_filters': (32, 64, 128, 128),  # a 3x3 conv-BN-ReLU-2x2 pool block each
 }
+
+
+def check_image_side(images, pooling_blocks: int) -> None:
+    """Each block halves the photo: one smaller than 2**blocks pixels would pool to nothing."""
+    side, least = images.shape[1], 2 ** pooling_blocks
+    if side is not None and side < least:
+        raise UserError(f'--face_image_size={side}: {pooling_blocks} pooling blocks need photos '
+                        f'of at least {least} pixels; give --face_image_size={least} or more')
 
 
 def build_tower(embedding_size: int, dropout_rate: float, filters_per_block) -> tf.keras.Sequential:
@@ -38,6 +47,7 @@ def build_head() -> tf.keras.Sequential:
 
 def model_fn(features, labels, mode, params):
     training = mode == tf.estimator.ModeKeys.TRAIN
+    check_image_side(features['image_a'], len(params['tower_filters']))
     tower = build_tower(params['embedding_size'], params['dropout_rate'], params['tower_filters'])
     embedding_a = tf.identity(precision.float32(tower(features['image_a'], training=training)),
                               name='embedding_a')

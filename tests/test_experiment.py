@@ -86,7 +86,8 @@ def test_evaluate_and_export_see_faces_as_the_model_was_trained_to(tmp_path):
     model_dir = tmp_path / 'model'
     model_dir.mkdir()
     (model_dir / run_files.FLAGS_FILE).write_text(
-        '--model=face_embedding\n--face_crop_fraction=0.4\n--same_fraction=0.75\n')
+        '--model=face_embedding\n--face_crop_fraction=0.4\n--same_fraction=0.75\n'
+        '--face_image_size=112\n')
 
     def options(mode, *given):
         return settings_module.Settings.from_flags(trainer_flags(
@@ -94,9 +95,11 @@ def test_evaluate_and_export_see_faces_as_the_model_was_trained_to(tmp_path):
             '--eval_files=e', '--train_files=t', '--export_dir=x', *given)).input_options
 
     for mode in ('evaluate', 'continuous_eval', 'export'):
-        assert options(mode) == InputOptions(face_crop_fraction=0.4)  # training-only ones not
+        assert options(mode) == InputOptions(face_crop_fraction=0.4,  # training-only ones not
+                                             face_image_size=112)
     assert options('evaluate', '--face_crop_fraction=0.45').face_crop_fraction == 0.45
-    assert options('train').face_crop_fraction == 0.5  # training takes what it is given
+    assert options('export', '--face_image_size=80').face_image_size == 80
+    assert options('train') == InputOptions()  # training takes what it is given
 
     (model_dir / run_files.FLAGS_FILE).write_text('--face_crop_fraction=wide\n')
     with pytest.raises(UserError, match=r'flags.txt: --face_crop_fraction=wide .*give'):

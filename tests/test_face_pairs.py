@@ -277,6 +277,19 @@ def test_face_model_fns_in_all_modes(module):
         assert set(predict.export_outputs) == {'serving_default', 'embed'}
 
 
+@pytest.mark.parametrize('module', [face_diff, face_siamese, face_embedding])
+def test_face_model_fns_take_any_image_size_their_pooling_allows(module):
+    def train_loss(side):
+        with tf.Graph().as_default():
+            features = {name: tf.random.uniform([4, side, side, 1]) for name in ('image_a', 'image_b')}
+            return module.model_fn(features, tf.constant([1., 0., 1., 0.]),
+                                   tf.estimator.ModeKeys.TRAIN, dict(module.DEFAULT_PARAMS)).loss
+    assert train_loss(48).shape == ()  # not the model's own 64 or 96
+    with pytest.raises(UserError, match=r'--face_image_size=8: 4 pooling blocks need photos of '
+                                        r'at least 16 pixels; give --face_image_size=16 or more'):
+        train_loss(8)
+
+
 def test_tower_has_a_block_per_entry_of_tower_filters():
     tower = face_siamese.build_tower(16, 0.0, (4, 8, 8))
     assert tower(tf.zeros([2, 32, 32, 1])).shape == (2, 16)
@@ -341,7 +354,8 @@ def test_export_and_predict_two_photos(faces, tmp_path):
     root, written, out, _ = faces
     model_dir, export_dir = str(tmp_path / 'model'), str(tmp_path / 'export')
     run_module('trainer.main', '--model=face_siamese', '--mode=train', f'--model_dir={model_dir}',
-               f'--train_files={out}/train-*', '--train_steps=2', '--batch_size=4')
+               f'--train_files={out}/train-*', '--train_steps=2', '--batch_size=4',
+               '--face_image_size=48')  # evaluate and export read it from flags.txt
     evaluated = json.loads(run_module(
         'trainer.main', '--model=face_siamese', '--mode=evaluate', f'--model_dir={model_dir}',
         f'--eval_files={out}/validation_pairs-*', f'--threshold_files={out}/train_pairs-*').stdout)

@@ -16,11 +16,11 @@ def png_bytes(height, width, channels=1, value=255):
     return tf.io.encode_png(image).numpy()
 
 
-def receive(spec, feed):
+def receive(spec, feed, options=InputOptions()):
     """Builds the model's serving receiver in a graph and evaluates its features on feed."""
     kind = input_kinds.for_model(spec)
     with tf.Graph().as_default() as graph:
-        receiver = kind.serving_receiver_fn(spec, InputOptions())()
+        receiver = kind.serving_receiver_fn(spec, options)()
         with tf.compat.v1.Session(graph=graph) as session:
             features = session.run(receiver.features, feed_dict={
                 receiver.receiver_tensors[name]: value for name, value in feed.items()})
@@ -70,6 +70,16 @@ def test_face_pair_receiver_crops_the_centre_of_each_photo():
     assert set(receiver.receiver_tensors_alternatives['single']) == {'image_bytes'}
 
 
+def test_face_image_size_resizes_the_crop_for_serving_and_warmup():
+    spec = registry.get('face_embedding')
+    options = InputOptions(face_image_size=40)
+    photo = png_bytes(90, 90, value=200)
+    _, features = receive(spec, {'image_bytes_a': [photo], 'image_bytes_b': [photo]}, options)
+    assert features['image_a'].shape == features['image_b'].shape == (1, 40, 40, 1)
+    warmup = input_kinds.for_model(spec).warmup_inputs(spec, options)['image_bytes'][0]
+    assert tf.io.decode_png(warmup).shape == (80, 80, 1)  # its central half is the model's size
+
+
 def test_csv_receiver_passes_the_float_columns_through():
     spec = registry.get('csv_mlp')
     rows = np.arange(2 * spec.num_features, dtype=np.float32).reshape(2, -1)
@@ -82,4 +92,5 @@ def test_input_options_defaults_are_the_flags_defaults():
     assert InputOptions() == InputOptions(
         shuffle_buffer=flag_values.shuffle_buffer, pair_sampler=flag_values.pair_sampler,
         same_fraction=flag_values.same_fraction,
-        face_crop_fraction=flag_values.face_crop_fraction)
+        face_crop_fraction=flag_values.face_crop_fraction,
+        face_image_size=flag_values.face_image_size)

@@ -127,6 +127,11 @@ def define_input(d):
             'photo\'s shorter side. evaluate, continuous_eval and export: default, the '
             'one the model was trained with (MODEL_DIR/flags.txt).',
             lower_bound=0.05, upper_bound=1.0)
+    d.integer('face_image_size', InputOptions.face_image_size,
+              'Face pairs: the side in pixels the crop is resized to (more detail, more time a '
+              'step); 0: the model\'s own (face_embedding 96, face_siamese and face_diff 64). '
+              'evaluate, continuous_eval and export: default, the one the model was trained with.',
+              lower_bound=0, upper_bound=1024)
 
 
 def define_evaluation(d):

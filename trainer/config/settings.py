@@ -23,7 +23,7 @@ from trainer.model_dir.metric_goal import MetricGoal
 FLAG_DEFAULTS = flag_defaults()
 # Input options that shape what the model sees at evaluation and in serving, not only in
 # training: modes that read a trained model_dir take them from its flags.txt unless given.
-MODEL_VIEW_OPTIONS = ('face_crop_fraction',)
+MODEL_VIEW_OPTIONS = ('face_crop_fraction', 'face_image_size')
 # What the HParams dashboard shows of a training run (with the input options and model params).
 TRAINING_SETTINGS = ('model', 'mode', 'train_files', 'batch_size', 'train_steps',
                      'save_checkpoints_steps', 'random_seed', 'early_stopping_eval_name')

@@ -19,6 +19,7 @@ class InputOptions:
     pair_sampler: str = 'graph'  # face pairs, training: 'graph' (inside tf.data) or 'generator'
     same_fraction: float = 0.5  # face pairs, training: share of same-person pairs
     face_crop_fraction: float = 0.5  # face pairs: side of the central crop / the shorter side
+    face_image_size: int = 0  # face pairs: the crop resized to this square; 0: the model's own
     augment: bool = False  # training only: random shifts, rotations, scaling (faces: crops, flips...)
     augment_flip: bool = False  # image classification, training only: random left-right mirroring
     # Image classification, with augment: its ranges of rotation, scale and shift times this...

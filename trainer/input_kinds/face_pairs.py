@@ -14,8 +14,14 @@ from trainer.input_kinds import base, pair_protocol, registry
 
 def face_geometry(spec, options: base.InputOptions) -> face_images.FaceGeometry:
     height, _, channels = spec.image_shape
-    return face_images.FaceGeometry(image_size=height, channels=channels,
-                                     crop_fraction=options.face_crop_fraction)
+    return face_images.FaceGeometry(image_size=options.face_image_size or height,
+                                     channels=channels, crop_fraction=options.face_crop_fraction)
+
+
+def face_shape(spec, options: base.InputOptions):
+    """[height, width, channels] of the photos the model is fed (--face_image_size or its own)."""
+    geometry = face_geometry(spec, options)
+    return (geometry.image_size, geometry.image_size, geometry.channels)
 
 
 class FacePairs(base.InputKind):
@@ -60,7 +66,7 @@ class FacePairs(base.InputKind):
 
     def serving_receiver_fn(self, spec, options):
         """serving_default takes two batches of encoded photos; the 'single' alternative one."""
-        geometry = face_geometry(spec, options)
+        geometry, shape = face_geometry(spec, options), face_shape(spec, options)
 
         def decode(encoded):
             return face_images.decode_any_face(encoded, geometry)
@@ -74,8 +80,8 @@ class FacePairs(base.InputKind):
                 message='image_bytes_a and image_bytes_b must hold as many images (pair i is '
                         'image_bytes_a[i], image_bytes_b[i])')
             with tf.control_dependencies([same_size]):
-                image_b = base.decode_batch(bytes_b, decode, spec.image_shape)
-            features = {'image_a': base.decode_batch(bytes_a, decode, spec.image_shape),
+                image_b = base.decode_batch(bytes_b, decode, shape)
+            features = {'image_a': base.decode_batch(bytes_a, decode, shape),
                         'image_b': image_b}
             return tf.estimator.export.ServingInputReceiver(
                 features=features,
@@ -86,8 +92,9 @@ class FacePairs(base.InputKind):
 
     def warmup_inputs(self, spec, options):
         # A photo whose central crop (--face_crop_fraction) is the model's own size.
-        side = round(spec.image_shape[0] / options.face_crop_fraction)
-        photo = np.array([base.synthetic_png(side, side, spec.image_shape[2])], object)
+        size, _, channels = face_shape(spec, options)
+        side = round(size / options.face_crop_fraction)
+        photo = np.array([base.synthetic_png(side, side, channels)], object)
         return {'image_bytes_a': photo, 'image_bytes_b': photo, 'image_bytes': photo}
 
     def extra_metrics(self, estimator, eval_input_fn, eval_files, make_eval_input_fn,

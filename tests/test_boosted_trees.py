@@ -127,6 +127,25 @@ def test_bad_params_and_distribution_are_one_line(grown, tmp_path):
     assert not os.path.exists(f'{tmp_path}/run/flags.txt')
 
 
+@pytest.mark.parametrize('platform', ['tfjob', 'vertex'])
+def test_cluster_jobs_refuse_workers_for_a_model_of_one_process(platform):
+    trainer_flags = ['--', '--model=boosted_trees_classifier', '--model_dir=gs://b/trees',
+                     '--train_files=gs://b/data/train-*', '--eval_files=gs://b/data/validation-*']
+    result = run_module('trainer.deploy', platform, '--name=trees', '--image=i', '--workers=2',
+                        '--ps=0', *trainer_flags, check=False)
+    assert_one_line_error(result, 2, '--workers=2 --ps=0: boosted_trees_classifier trains in one '
+                          'process; give --workers=0 --ps=0')
+    alone = run_module('trainer.deploy', platform, '--name=trees', '--image=i', '--workers=0',
+                       '--ps=0', '--evaluator', *trainer_flags).stdout
+    if platform == 'tfjob':
+        tfjob = next(doc for doc in yaml.safe_load_all(alone) if doc['kind'] == 'TFJob')
+        replicas = tfjob['spec']['tfReplicaSpecs']
+        assert set(replicas) == {'Chief', 'Evaluator'}
+    else:  # pools: chief, workers, parameter servers, evaluator
+        pools = json.loads(alone)['jobSpec']['workerPoolSpecs']
+        assert [pool.get('replicaCount') for pool in pools] == [1, None, None, 1]
+
+
 def test_katib_tunes_its_params_with_trials_of_a_chief_alone():
     replicas = ['--name=trees', '--image=gcr.io/project/trainer:1', '--evaluator']
     search = ['--objective=auc:maximize', '--param=max_depth:int:2:6',

@@ -51,6 +51,20 @@ def trainer_args(trainer_flags: List[str], needs_model_dir: bool, sync: bool = F
         '--mode=train_and_evaluate'] + sync_flag
 
 
+def check_model_replicas(trainer_flags: List[str], workers: int, ps: int) -> str:
+    """The trainer flags' model (its --usr_dir imported), refused where it trains in one process
+    and the job asks for workers or parameter servers: else the trainer would refuse at start."""
+    from models import registry  # TensorFlow: only where a model must be known
+    from trainer.config.flags import defaults
+    from trainer.usr_dir import command_line as usr_dir
+    model = flag_value(trainer_flags, 'model') or defaults()['model']
+    usr_dir.import_for_command(['deploy', *trainer_flags], read_model_dir=False)
+    if registry.get(model).single_process and (workers or ps):
+        raise UserError(f'--workers={workers} --ps={ps}: {model} trains in one process; give '
+                        '--workers=0 --ps=0 (a chief, and an evaluator beside it)')
+    return model
+
+
 def replica_counts(workers: int, ps: int, evaluator: int) -> Dict[str, int]:
     """Replicas per task type, in TF_CONFIG's lowercase names; evaluator: a count (True: one)."""
     counts = {'chief': 1, 'worker': workers, 'ps': ps, 'evaluator': int(evaluator)}

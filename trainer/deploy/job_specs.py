@@ -48,6 +48,8 @@ def vertex_job_spec(options: DeployOptions, args: List[str]) -> dict:
 
 def build(options: DeployOptions, trainer_flags: List[str]) -> str:
     """deploy's `tfjob` (YAML) and `vertex` (JSON)."""
+    if options.workers or options.ps:  # a chief alone needs no model check (nor TensorFlow)
+        job_args.check_model_replicas(trainer_flags, options.workers, options.ps)
     if options.platform == 'tfjob':
         args = job_args.trainer_args(trainer_flags, needs_model_dir=True, sync=options.sync)
         return tfjob.to_yaml(tfjob_spec(options, args))

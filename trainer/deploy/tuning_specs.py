@@ -38,16 +38,9 @@ TRIAL_NAME = 'trialName'  # the trial parameter Katib fills with the trial's own
 def search(options: DeployOptions, trainer_flags: List[str]):
     """(model, [Param], Objective) from the flags, checked against the model and the trainer
     flags (a tuned param must not also be fixed there)."""
-    from models import registry
-    from trainer.config.flags import defaults  # TensorFlow: only for katib and --hptune
-    from trainer.usr_dir import command_line as usr_dir
-    model = job_args.flag_value(trainer_flags, 'model') or defaults()['model']
     # A model of the user's own: its params are checked here as each trial's trainer reads them.
-    usr_dir.import_for_command(['deploy', *trainer_flags], read_model_dir=False)
+    model = job_args.check_model_replicas(trainer_flags, options.workers, options.ps)
     params = search_space.parse_params(options.param, model)
-    if registry.get(model).single_process and (options.workers or options.ps):
-        raise UserError(f'--workers={options.workers} --ps={options.ps}: {model} trains in one '
-                        'process; give --workers=0 --ps=0 (each trial a chief and its evaluator)')
     fixed = job_args.flag_value(trainer_flags, 'model_params') or ''
     for param in params:
         if (job_args.flag_value(trainer_flags, param.name) is not None

@@ -18,9 +18,8 @@ def face_geometry(spec, options: base.InputOptions) -> face_images.FaceGeometry:
                                      channels=channels, crop_fraction=options.face_crop_fraction)
 
 
-def face_shape(spec, options: base.InputOptions):
+def face_shape(geometry: face_images.FaceGeometry):
     """[height, width, channels] of the photos the model is fed (--face_image_size or its own)."""
-    geometry = face_geometry(spec, options)
     return (geometry.image_size, geometry.image_size, geometry.channels)
 
 
@@ -66,7 +65,8 @@ class FacePairs(base.InputKind):
 
     def serving_receiver_fn(self, spec, options):
         """serving_default takes two batches of encoded photos; the 'single' alternative one."""
-        geometry, shape = face_geometry(spec, options), face_shape(spec, options)
+        geometry = face_geometry(spec, options)
+        shape = face_shape(geometry)
 
         def decode(encoded):
             return face_images.decode_any_face(encoded, geometry)
@@ -92,7 +92,7 @@ class FacePairs(base.InputKind):
 
     def warmup_inputs(self, spec, options):
         # A photo whose central crop (--face_crop_fraction) is the model's own size.
-        size, _, channels = face_shape(spec, options)
+        size, _, channels = face_shape(face_geometry(spec, options))
         side = round(size / options.face_crop_fraction)
         photo = np.array([base.synthetic_png(side, side, channels)], object)
         return {'image_bytes_a': photo, 'image_bytes_b': photo, 'image_bytes': photo}

@@ -1,4 +1,5 @@
 """Settings from the flags, and what build() makes from them, in this process (no subprocess)."""
+import dataclasses
 import json
 import os
 import re
@@ -73,6 +74,9 @@ def test_build_makes_what_the_modes_run(digit_shards, tmp_path):
     with pytest.raises(UserError, match='holds a mnist_cnn model'):
         with other.training():
             pass
+    face_option = dataclasses.replace(settings, input_options=InputOptions(face_image_size=112))
+    with pytest.raises(UserError, match='--face_image_size is for face photos'):
+        experiment.build(face_option, registry.get('mnist_cnn'))  # refused, not ignored
 
 
 def test_eval_files_are_checked_only_when_a_mode_needs_them(tmp_path):

@@ -1,4 +1,6 @@
 """Input kinds without training: the registry, serving receivers and the signature names they own."""
+import re
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -33,6 +35,31 @@ def test_every_model_has_a_registered_input_kind():
         assert input_kinds.for_model(spec).name == spec.input_kind
     with pytest.raises(UserError, match='unknown input kind'):
         input_kinds.get('no_such_kind')
+
+
+@pytest.mark.parametrize('model, options, message', [
+    ('mnist_cnn', InputOptions(face_image_size=112), '--face_image_size is for face photos '
+     '(face_diff, face_embedding, face_siamese); mnist_cnn reads image records: '
+     'leave --face_image_size off'),
+    ('image_classifier', InputOptions(same_fraction=0.3), '--same_fraction is for face photos'),
+    ('csv_mlp', InputOptions(pair_sampler='generator'), '--pair_sampler is for face photos'),
+    ('linear_classifier', InputOptions(augment_shear=10.0), '--augment_shear is for image records '
+     '(image_classifier, mnist_cnn); linear_classifier reads table rows'),
+    ('face_embedding', InputOptions(augment_flip=True), '--augment_flip is for image records '
+     '(image_classifier, mnist_cnn); face_embedding reads face photos: leave --augment_flip off'),
+])
+def test_an_input_option_of_another_kind_is_refused_not_ignored(model, options, message):
+    with pytest.raises(UserError, match=re.escape(message)):
+        input_kinds.check_options(registry.get(model), options)
+
+
+def test_each_kind_takes_its_own_input_options():
+    input_kinds.check_options(registry.get('face_embedding'), InputOptions(
+        same_fraction=0.3, face_image_size=112, face_crop_fraction=0.4, pair_sampler='generator',
+        augment=True, shuffle_buffer=10))
+    input_kinds.check_options(registry.get('mnist_cnn'), InputOptions(
+        augment=True, augment_flip=True, augment_shear=10.0, augment_strength=1.5,
+        augment_elastic=1.0, shuffle_buffer=10))
 
 
 def test_image_receiver_decodes_any_size_to_the_model_shape():

@@ -52,6 +52,10 @@ class InputKind(abc.ABC):
     last_stage_name = 'the input_fn'
     # The scalar metrics extra_metrics adds, as the ledger flattens them (tuner_metrics).
     extra_metric_names: Tuple[str, ...] = ()
+    # InputOptions only this kind reads: given to a model of another kind, each is refused
+    # (registry.check_options) rather than silently ignored.
+    own_options: Tuple[str, ...] = ()
+    records_are = 'records'  # what the kind reads, for messages
 
     @abc.abstractmethod
     def train_input_fn(self, spec, file_pattern: str, flag_name: str, batch_size: int, seed: int,
@@ -197,13 +201,11 @@ class TFRecordKind(RecordFileKind):
 
 class WithoutAugmentation:
     """Mixed into a kind whose records have no augmentation: --augment is refused, naming them."""
-    records_are = 'records'  # what the kind reads, for the message
 
     def train_input_fn(self, spec, file_pattern, flag_name, batch_size, seed, options):
-        for name in ('augment', 'augment_flip'):
-            if getattr(options, name):
-                raise UserError(f'--{name}: {spec.name} reads {self.records_are}, which have no '
-                                f'augmentation; leave --{name} off')
+        if options.augment:
+            raise UserError(f'--augment: {spec.name} reads {self.records_are}, which have no '
+                            'augmentation; leave --augment off')
         return super().train_input_fn(spec, file_pattern, flag_name, batch_size, seed, options)
 
 

@@ -6,7 +6,6 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from common.errors import UserError
 from input_fns import face_images, face_pairs
 from models import binary_head
 from trainer.input_kinds import base, pair_protocol, registry
@@ -29,6 +28,8 @@ class FacePairs(base.InputKind):
     # that have one) is the embed signature; 'embed' on the pair receiver means nothing.
     signature_renames = {'single:embed': 'embed', 'embed': None}
     last_stage_name = '+ prefetch (and --augment): the input_fn'
+    own_options = ('pair_sampler', 'same_fraction', 'face_crop_fraction', 'face_image_size')
+    records_are = 'face photos'
     # lfw_protocol's numbers: 10 folds (the *_mean ones), or a threshold from other pairs.
     extra_metric_names = tuple(f'lfw_protocol_{name}' for name in (
         'accuracy_mean', 'accuracy_std', 'auc_mean', 'num_pairs', 'threshold',
@@ -41,13 +42,6 @@ class FacePairs(base.InputKind):
     }
 
     def train_input_fn(self, spec, file_pattern, flag_name, batch_size, seed, options):
-        if options.augment_flip:
-            raise UserError(f'--augment_flip: {spec.name} mirrors face photos as part of '
-                            '--augment; leave --augment_flip off')
-        for name in base.AUGMENT_TUNING:
-            if getattr(options, name) != getattr(base.InputOptions, name):
-                raise UserError(f'--{name}: tunes the augmentation of images to classify, not '
-                                f'{spec.name}\'s face photos; leave --{name} off')
         return face_pairs.make_train_input_fn(
             file_pattern, face_geometry(spec, options), batch_size, seed=seed,
             same_fraction=options.same_fraction, flag_name=flag_name,

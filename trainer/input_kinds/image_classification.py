@@ -44,6 +44,8 @@ class ImageClassification(base.RecordFileKind):
                          'example:classify': 'classify', 'example:serving_default': None}
 
     records = image_records
+    own_options = ('augment_flip',) + base.AUGMENT_TUNING
+    records_are = 'image records'
 
     def record_shape(self, spec):
         return image_shape(spec)

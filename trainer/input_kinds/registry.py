@@ -3,8 +3,10 @@
 Adding a kind of input means adding one module that calls `register(SomeKind())`
 and listing it in KIND_MODULES.
 """
+from common.errors import UserError
 from common.registry import Registry
-from trainer.input_kinds.base import InputKind
+from models import registry as model_registry
+from trainer.input_kinds.base import InputKind, InputOptions
 
 KIND_MODULES = ('trainer.input_kinds.image_classification', 'trainer.input_kinds.face_pairs',
                 'trainer.input_kinds.csv_features', 'trainer.input_kinds.table')
@@ -27,3 +29,17 @@ def get(name: str) -> InputKind:
 def for_model(spec) -> InputKind:
     """The kind of input that feeds a registered model (its ModelSpec.input_kind)."""
     return get(spec.input_kind)
+
+
+def check_options(spec, options: InputOptions) -> None:
+    """An input option that only another kind reads, given to this model, is refused by name:
+    ignoring it would train something other than what was asked for."""
+    kind = for_model(spec)
+    for other in (get(name) for name in names()):
+        for option in set(other.own_options) - set(kind.own_options):
+            if getattr(options, option) != getattr(InputOptions, option):
+                readers = [name for name in model_registry.names()
+                           if model_registry.get(name).input_kind == other.name]
+                raise UserError(f'--{option} is for {other.records_are} '
+                                f'({", ".join(readers)}); {spec.name} reads {kind.records_are}: '
+                                f'leave --{option} off')

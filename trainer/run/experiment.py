@@ -244,5 +244,6 @@ class Experiment:
 
 def build(settings: Settings, spec) -> Experiment:
     spec = data_schema.with_schema(settings, spec)
+    input_kinds.check_options(spec, settings.input_options)
     plan = devices.from_settings(settings)
     return Experiment(settings, spec, build_estimator(settings, spec, plan), plan)

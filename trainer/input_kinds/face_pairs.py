@@ -85,7 +85,7 @@ class FacePairs(base.InputKind):
         return receiver_fn
 
     def warmup_inputs(self, spec, options):
-        # A photo whose central crop (--face_crop_fraction) is the model's own size.
+        # A photo whose central crop (--face_crop_fraction) is the size the model is fed.
         size, _, channels = face_shape(face_geometry(spec, options))
         side = round(size / options.face_crop_fraction)
         photo = np.array([base.synthetic_png(side, side, channels)], object)

@@ -36,8 +36,9 @@ def check_options(spec, options: InputOptions) -> None:
     ignoring it would train something other than what was asked for."""
     kind = for_model(spec)
     for other in (get(name) for name in names()):
-        for option in set(other.own_options) - set(kind.own_options):
-            if getattr(options, option) != getattr(InputOptions, option):
+        for option in other.own_options:  # in their order: the same flag named every run
+            if (option not in kind.own_options
+                    and getattr(options, option) != getattr(InputOptions, option)):
                 readers = [name for name in model_registry.names()
                            if model_registry.get(name).input_kind == other.name]
                 raise UserError(f'--{option} is for {other.records_are} '

@@ -70,12 +70,15 @@ def check_people(files: List[str]):
 def sampled_pairs_dataset(files: List[str], num_people: int, geometry: FaceGeometry,
                           batch_size: int, seed: int = 0, same_fraction: float = 0.5,
                           augment_images: bool = True, decode: bool = True,
-                          prefetch: bool = True) -> tf.data.Dataset:
+                          prefetch: bool = True,
+                          self_pair_fraction: float = 0.0) -> tf.data.Dataset:
     """Fresh random training pairs every step, all inside tf.data, streamed from person shards.
 
     decode=False (batches of JPEG bytes) and prefetch=False stop it early, to time stages.
+    self_pair_fraction: face_sampler.window_pair_indices.
     """
-    pairs = face_sampler.streamed_pairs(files, num_people, seed, same_fraction)
+    pairs = face_sampler.streamed_pairs(files, num_people, seed, same_fraction,
+                                        self_pair_fraction=self_pair_fraction)
     if decode:
         pairs = pairs.map(decode_training_pair(geometry, augment_images),
                           num_parallel_calls=AUTOTUNE, deterministic=False)
@@ -87,14 +90,15 @@ def sampled_pairs_dataset(files: List[str], num_people: int, geometry: FaceGeome
 
 def sampled_pair_stages(file_pattern: str, geometry: FaceGeometry, batch_size: int,
                         seed: int = 0, same_fraction: float = 0.5,
-                        flag_name: str = 'file pattern'):
+                        flag_name: str = 'file pattern', self_pair_fraction: float = 0.0):
     """The graph sampler's pipeline cut short after each stage: [(stage, dataset function)]."""
     files = pipeline.list_record_files(file_pattern, flag_name)
     num_people, _ = check_people(files)
 
     def up_to(**options):
         return lambda: sampled_pairs_dataset(files, num_people, geometry, batch_size, seed,
-                                             same_fraction, prefetch=False, **options)
+                                             same_fraction, prefetch=False,
+                                             self_pair_fraction=self_pair_fraction, **options)
 
     return [('sample pairs of JPEG bytes, batch', up_to(decode=False)),
             ('+ decode, crop, resize', up_to(augment_images=False))]
@@ -118,13 +122,14 @@ def fixed_pairs_dataset(files: List[str], geometry: FaceGeometry,
 def make_train_input_fn(file_pattern: str, geometry: FaceGeometry, batch_size: int,
                         seed: int = 0, same_fraction: float = 0.5,
                         flag_name: str = 'file pattern', pairs_dataset: Callable = None,
-                        augment: bool = False):
+                        augment: bool = False, self_pair_fraction: float = 0.0):
     """Training pairs drawn at random from person shards.
 
     Every worker of a cluster reads all shards (pairs need people from all of them) and
     draws its own pairs with its own seed. pairs_dataset(files, num_people, geometry,
-    batch_size, seed, same_fraction, augment_images=) draws them; default:
-    sampled_pairs_dataset. augment: random crops, flips, brightness, contrast and rotations.
+    batch_size, seed, same_fraction, augment_images=, self_pair_fraction=) draws them;
+    default: sampled_pairs_dataset. augment: random crops, flips, brightness, contrast and
+    rotations.
     """
     files = pipeline.list_record_files(file_pattern, flag_name)
     listed_files.check_listed(files)
@@ -134,7 +139,7 @@ def make_train_input_fn(file_pattern: str, geometry: FaceGeometry, batch_size: i
     seed = seed * 1000 + tf_config.role().reader_index
     pairs_dataset = pairs_dataset or sampled_pairs_dataset
     return lambda: pairs_dataset(files, num_people, geometry, batch_size, seed, same_fraction,
-                                 augment_images=augment)
+                                 augment_images=augment, self_pair_fraction=self_pair_fraction)
 
 
 def make_eval_input_fn(file_pattern: str, geometry: FaceGeometry, batch_size: int,

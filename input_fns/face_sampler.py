@@ -4,8 +4,9 @@ Person records (one per person, all their photos: input_fns/face_records.py) are
 from the shards in shuffled order, interleaved, shuffled in a buffer of PEOPLE_BUFFER
 people, and taken a window of WINDOW_PEOPLE people at a time. Each window yields
 PAIRS_PER_PERSON pairs per person it holds (at least MIN_WINDOW_PAIRS), drawn with
-stateless randomness: same-person pairs from its people with two or more photos,
-different-person pairs from two of its people.
+stateless randomness: same-person pairs from its people with two or more photos (and, with
+self_pair_fraction, that share of its people with one photo: that photo twice, which training
+augments apart), different-person pairs from two of its people.
 People are taken in a random order without replacement within a window, so a batch
 seldom holds one person twice (in-batch losses count the other rows as negatives).
 """
@@ -71,16 +72,21 @@ def _orders(seed, rows: int, people, first=None):
     return tf.argsort(keys, axis=1, stable=True)
 
 
-def window_pair_indices(photos: tf.RaggedTensor, same_fraction: float, seed, first_step):
+def window_pair_indices(photos: tf.RaggedTensor, same_fraction: float, seed, first_step,
+                        self_pair_fraction: float = 0.0):
     """photos: [people, None], a window of distinct people's photos -> its pairs as indices into
-    photos.flat_values (a, b), same (float32) and step (int64: seeds the crop jitter)."""
+    photos.flat_values (a, b), same (float32) and step (int64: seeds the crop jitter).
+    self_pair_fraction: share of the window's one-photo people who give same pairs too."""
     people = photos.nrows(out_type=tf.int32)
     num_pairs = tf.maximum(PAIRS_PER_PERSON * people, MIN_WINDOW_PAIRS)
     counts = tf.cast(photos.row_lengths(), tf.int32)
     starts = tf.cast(photos.row_starts(), tf.int32)
     seeds = tf.random.experimental.stateless_split(seed, 3)
     u = tf.unstack(tf.random.stateless_uniform(tf.stack([5, num_pairs]), seeds[0]), num=5)
-    eligible = counts >= 2
+    # A fresh draw of one-photo people each window; folded in apart so the other draws keep.
+    self_paired = tf.random.stateless_uniform(
+        tf.shape(counts), tf.random.experimental.stateless_fold_in(seed, 3)) < self_pair_fraction
+    eligible = (counts >= 2) | ((counts == 1) & self_paired)
     num_eligible = tf.reduce_sum(tf.cast(eligible, tf.int32))
     same = (u[0] < same_fraction) & (num_eligible > 0)
     # The j-th same pair's person: the window's eligible people in random orders, one after another.
@@ -95,6 +101,7 @@ def window_pair_indices(photos: tf.RaggedTensor, same_fraction: float, seed, fir
     person_b = tf.gather(different_order, 2 * rank + 1)
     same_count = tf.gather(counts, same_person)
     first = _pick(u[1], same_count)
+    # Another of the person's photos; of a one-photo person (self pairs), the same one.
     second = (first + 1 + _pick(u[2], same_count - 1)) % tf.maximum(same_count, 1)
     same_start = tf.gather(starts, same_person)
     a = tf.where(same, same_start + first,
@@ -104,14 +111,17 @@ def window_pair_indices(photos: tf.RaggedTensor, same_fraction: float, seed, fir
     return a, b, tf.cast(same, tf.float32), first_step + tf.range(tf.cast(num_pairs, tf.int64))
 
 
-def draw_window_pairs(photos: tf.RaggedTensor, same_fraction: float, seed, first_step):
+def draw_window_pairs(photos: tf.RaggedTensor, same_fraction: float, seed, first_step,
+                      self_pair_fraction: float = 0.0):
     """A window's pairs as (photo_a, photo_b, same, step): window_pair_indices, gathered."""
-    a, b, same, steps = window_pair_indices(photos, same_fraction, seed, first_step)
+    a, b, same, steps = window_pair_indices(photos, same_fraction, seed, first_step,
+                                            self_pair_fraction)
     return tf.gather(photos.flat_values, a), tf.gather(photos.flat_values, b), same, steps
 
 
 def streamed_pairs(files: List[str], num_people: int, seed: int, same_fraction: float,
-                   photo_feature: str = 'images') -> tf.data.Dataset:
+                   photo_feature: str = 'images',
+                   self_pair_fraction: float = 0.0) -> tf.data.Dataset:
     """An endless dataset of (photo_a, photo_b, same, step); photo_feature='filenames' draws
     file names instead of JPEGs (to count what the sampler draws)."""
     window = window_size(num_people)
@@ -133,7 +143,7 @@ def streamed_pairs(files: List[str], num_people: int, seed: int, same_fraction: 
         photos = tf.io.parse_example(serialized, spec)[photo_feature]
         seed_pair = tf.stack([tf.constant(seed, tf.int64), window_index])
         return (photos.flat_values,) + window_pair_indices(
-            photos, same_fraction, seed_pair, window_index * pairs_per_window)
+            photos, same_fraction, seed_pair, window_index * pairs_per_window, self_pair_fraction)
 
     def pairs_of(photos, a, b, same, steps):
         blocks = tf.data.Dataset.from_tensor_slices((a, b, same, steps)).batch(PAIR_BLOCK)

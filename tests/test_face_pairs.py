@@ -201,6 +201,30 @@ def test_window_pairs_ratio_and_same_pairs_share_identity(same_fraction):
     assert len(set(zip(a, b))) > 10 and len(set(steps)) == len(steps)
 
 
+def test_self_pairs_draw_one_photo_people_against_their_own_photo():
+    counts = [3, 1, 2, 1, 4, 1, 2, 1]
+    photos = tf.RaggedTensor.from_row_lengths(
+        [f'{person}/{k}'.encode() for person, count in enumerate(counts) for k in range(count)],
+        counts)
+
+    def same_pairs(self_pair_fraction):
+        drawn = [face_sampler.draw_window_pairs(photos, 0.5, tf.constant([5, w], tf.int64), 0,
+                                                self_pair_fraction) for w in range(12)]
+        a, b, same = (np.concatenate([d[i].numpy() for d in drawn]) for i in range(3))
+        return a[same == 1], b[same == 1], same.mean()
+
+    a, b, same_share = same_pairs(1.0)
+    one_photo = np.array([counts[int(name.split(b'/')[0])] == 1 for name in a])
+    assert (a[one_photo] == b[one_photo]).all() and (a[~one_photo] != b[~one_photo]).all()
+    # Every person now takes their turn: the four one-photo people give half the same pairs.
+    assert abs(one_photo.mean() - 0.5) < 0.05 and abs(same_share - 0.5) < 0.03
+    a, b, _ = same_pairs(0.5)  # a fresh half of them each window: all in turn, fewer pairs
+    one_photo = np.array([counts[int(name.split(b'/')[0])] == 1 for name in a])
+    assert {name.split(b'/')[0] for name in a[one_photo]} == {b'1', b'3', b'5', b'7'}
+    assert 0.15 < one_photo.mean() < 0.45
+    assert (same_pairs(0.0)[0] != same_pairs(0.0)[1]).all()
+
+
 def test_window_pairs_take_people_without_replacement():
     """In one window no person is in two same-person pairs while others wait their turn: the
     first `people` same-person pairs are all different people."""

@@ -56,10 +56,21 @@ def test_an_input_option_of_another_kind_is_refused_not_ignored(model, options, 
 def test_each_kind_takes_its_own_input_options():
     input_kinds.check_options(registry.get('face_embedding'), InputOptions(
         same_fraction=0.3, face_image_size=112, face_crop_fraction=0.4, pair_sampler='generator',
-        augment=True, shuffle_buffer=10))
+        self_pair_fraction=0.5, augment=True, shuffle_buffer=10))
     input_kinds.check_options(registry.get('mnist_cnn'), InputOptions(
         augment=True, augment_flip=True, augment_shear=10.0, augment_strength=1.5,
         augment_elastic=1.0, shuffle_buffer=10))
+
+
+@pytest.mark.parametrize('options, message', [
+    (InputOptions(pair_sampler='generator', self_pair_fraction=0.5, augment=True),
+     '--self_pair_fraction needs --pair_sampler=graph'),
+    (InputOptions(self_pair_fraction=0.5), 'only --augment makes two different views'),
+])
+def test_self_pairs_need_the_graph_sampler_and_augment(options, message):
+    with pytest.raises(UserError, match=message):
+        input_kinds.get('face_pairs').train_input_fn(
+            registry.get('face_embedding'), 'no/such/train-*', '--train_files', 8, 0, options)
 
 
 def test_image_receiver_decodes_any_size_to_the_model_shape():
@@ -119,5 +130,6 @@ def test_input_options_defaults_are_the_flags_defaults():
     assert InputOptions() == InputOptions(
         shuffle_buffer=flag_values.shuffle_buffer, pair_sampler=flag_values.pair_sampler,
         same_fraction=flag_values.same_fraction,
+        self_pair_fraction=flag_values.self_pair_fraction,
         face_crop_fraction=flag_values.face_crop_fraction,
         face_image_size=flag_values.face_image_size)

@@ -106,6 +106,10 @@ def define_input(d):
            'training: draw pairs inside tf.data (graph), or with the naive Python generator.')
     d.float('same_fraction', InputOptions.same_fraction,
             'Face pairs, training: share of same-person pairs.', lower_bound=0.0, upper_bound=1.0)
+    d.float('self_pair_fraction', InputOptions.self_pair_fraction, 'Face pairs, training: share '
+            'of the people with one photo who give same-person pairs too, that photo against '
+            'itself, each side augmented apart (--augment); 0: only people with two or more '
+            'photos.', lower_bound=0.0, upper_bound=1.0)
     d.bool('augment', InputOptions.augment, 'Training only: random shifts, rotations '
            'and scaling of digits; random crops, flips, brightness, contrast and '
            'rotations of faces. Never applied to evaluation or serving.')

@@ -91,7 +91,8 @@ def tunable_defaults(model: str) -> Tuple[Dict, Dict]:
     its kind (a trial passes --NAME=VALUE for either alike)."""
     from trainer.input_kinds.base import AUGMENT_TUNING, InputOptions  # TensorFlow: only now
     input_flags = {'image_classification': AUGMENT_TUNING,
-                   'face_pairs': ('same_fraction', 'face_crop_fraction', 'face_image_size')}
+                   'face_pairs': ('same_fraction', 'self_pair_fraction', 'face_crop_fraction',
+                                  'face_image_size')}
     spec = registry.get(model)
     return spec.default_params, {name: getattr(InputOptions, name)
                                  for name in input_flags.get(spec.input_kind, ())}

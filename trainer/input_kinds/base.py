@@ -18,6 +18,7 @@ class InputOptions:
     shuffle_buffer: int = pipeline.DEFAULT_SHUFFLE_BUFFER  # records in the training shuffle buffer
     pair_sampler: str = 'graph'  # face pairs, training: 'graph' (inside tf.data) or 'generator'
     same_fraction: float = 0.5  # face pairs, training: share of same-person pairs
+    self_pair_fraction: float = 0.0  # face pairs, training: one-photo people in same pairs too
     face_crop_fraction: float = 0.5  # face pairs: side of the central crop / the shorter side
     face_image_size: int = 0  # face pairs: the crop resized to this square; 0: the model's own
     augment: bool = False  # training only: random shifts, rotations, scaling (faces: crops, flips...)

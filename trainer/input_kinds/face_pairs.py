@@ -6,6 +6,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from common.errors import UserError
 from input_fns import face_images, face_pairs
 from models import binary_head
 from trainer.input_kinds import base, pair_protocol, registry
@@ -28,24 +29,34 @@ class FacePairs(base.InputKind):
     # that have one) is the embed signature; 'embed' on the pair receiver means nothing.
     signature_renames = {'single:embed': 'embed', 'embed': None}
     last_stage_name = '+ prefetch (and --augment): the input_fn'
-    own_options = ('pair_sampler', 'same_fraction', 'face_crop_fraction', 'face_image_size')
+    own_options = ('pair_sampler', 'same_fraction', 'self_pair_fraction', 'face_crop_fraction',
+                   'face_image_size')
     records_are = 'face photos'
     # lfw_protocol's numbers: 10 folds (the *_mean ones), or a threshold from other pairs.
     extra_metric_names = tuple(f'lfw_protocol_{name}' for name in (
         'accuracy_mean', 'accuracy_std', 'auc_mean', 'num_pairs', 'threshold',
         'threshold_pairs_accuracy', 'accuracy', 'auc'))
-    # --pair_sampler: drawn inside tf.data, or the naive Python generator kept for comparison.
+    # --pair_sampler: drawn inside tf.data, or the naive Python generator kept for comparison
+    # (which draws no self pairs: train_input_fn refuses them there).
     pair_samplers = {
         'graph': face_pairs.sampled_pairs_dataset,
-        'generator': lambda files, num_people, *args, **options: (
+        'generator': lambda files, num_people, *args, self_pair_fraction=0.0, **options: (
             face_pairs.generator_pairs_dataset(face_pairs.read_photo_index(files), *args, **options)),
     }
 
     def train_input_fn(self, spec, file_pattern, flag_name, batch_size, seed, options):
+        if options.self_pair_fraction and options.pair_sampler != 'graph':
+            raise UserError(f'--self_pair_fraction needs --pair_sampler=graph (the '
+                            f'{options.pair_sampler} sampler is the naive way, kept to measure '
+                            'against): leave one of them off')
+        if options.self_pair_fraction and not options.augment:
+            raise UserError('--self_pair_fraction pairs a photo with itself, which only '
+                            '--augment makes two different views: give --augment too')
         return face_pairs.make_train_input_fn(
             file_pattern, face_geometry(spec, options), batch_size, seed=seed,
             same_fraction=options.same_fraction, flag_name=flag_name,
-            pairs_dataset=self.pair_samplers[options.pair_sampler], augment=options.augment)
+            pairs_dataset=self.pair_samplers[options.pair_sampler], augment=options.augment,
+            self_pair_fraction=options.self_pair_fraction)
 
     def eval_input_fn(self, spec, file_pattern, flag_name, batch_size, options):
         return face_pairs.make_eval_input_fn(file_pattern, face_geometry(spec, options),
@@ -55,7 +66,8 @@ class FacePairs(base.InputKind):
         if options.pair_sampler != 'graph':
             return []
         return face_pairs.sampled_pair_stages(file_pattern, face_geometry(spec, options),
-                                                batch_size, seed, options.same_fraction, flag_name)
+                                                batch_size, seed, options.same_fraction, flag_name,
+                                                options.self_pair_fraction)
 
     def serving_receiver_fn(self, spec, options):
         """serving_default takes two batches of encoded photos; the 'single' alternative one."""

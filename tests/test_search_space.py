@@ -46,3 +46,14 @@ def test_params_and_objectives_that_are_right():
     with pytest.raises(UserError, match='--param: dropout_rate is given twice'):
         search_space.parse_params(['dropout_rate:double:0.1:0.2', 'dropout_rate:double:0.3:0.4'],
                                   'mnist_cnn')
+
+
+def test_the_tunable_input_flags_are_the_kinds_own():
+    """search_space lists them by hand (the kinds import TensorFlow); a flag tuned for a model
+    whose kind does not read it would be refused in every trial."""
+    from models import registry
+    from trainer.input_kinds import registry as input_kinds
+    for model in registry.names():
+        _, input_flags = search_space.tunable_defaults(model)
+        kind = input_kinds.for_model(registry.get(model))
+        assert set(input_flags) <= set(kind.own_options), model

@@ -208,21 +208,23 @@ def test_self_pairs_draw_one_photo_people_against_their_own_photo():
         counts)
 
     def same_pairs(self_pair_fraction):
+        """a, b of the same-person pairs, which are of one-photo people, and the same share."""
         drawn = [face_sampler.draw_window_pairs(photos, 0.5, tf.constant([5, w], tf.int64), 0,
                                                 self_pair_fraction) for w in range(12)]
         a, b, same = (np.concatenate([d[i].numpy() for d in drawn]) for i in range(3))
-        return a[same == 1], b[same == 1], same.mean()
+        a, b = a[same == 1], b[same == 1]
+        one_photo = np.array([counts[int(name.split(b'/')[0])] == 1 for name in a])
+        return a, b, one_photo, same.mean()
 
-    a, b, same_share = same_pairs(1.0)
-    one_photo = np.array([counts[int(name.split(b'/')[0])] == 1 for name in a])
+    a, b, one_photo, same_share = same_pairs(1.0)
     assert (a[one_photo] == b[one_photo]).all() and (a[~one_photo] != b[~one_photo]).all()
     # Every person now takes their turn: the four one-photo people give half the same pairs.
     assert abs(one_photo.mean() - 0.5) < 0.05 and abs(same_share - 0.5) < 0.03
-    a, b, _ = same_pairs(0.5)  # a fresh half of them each window: all in turn, fewer pairs
-    one_photo = np.array([counts[int(name.split(b'/')[0])] == 1 for name in a])
+    a, _, one_photo, _ = same_pairs(0.5)  # a fresh half of them each window: all in turn, fewer
     assert {name.split(b'/')[0] for name in a[one_photo]} == {b'1', b'3', b'5', b'7'}
     assert 0.15 < one_photo.mean() < 0.45
-    assert (same_pairs(0.0)[0] != same_pairs(0.0)[1]).all()
+    a, b, one_photo, _ = same_pairs(0.0)
+    assert (a != b).all() and not one_photo.any()
 
 
 def test_window_pairs_take_people_without_replacement():

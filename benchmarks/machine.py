@@ -12,8 +12,7 @@ import time
 from typing import Callable, Dict, List
 
 import tensorflow as tf
-from tensorflow.python.util import _pywrap_util_port
-
+from common import tf_settings
 from trainer.cluster import devices
 
 MEMORY_MEGABYTES = 256  # far beyond any CPU's caches
@@ -42,8 +41,7 @@ def describe(intra_op_threads: int, inter_op_threads: int) -> Dict:
         'gpus': list(devices.discover().gpus),
         'tensorflow': tf.__version__, 'python': platform.python_version(),
         'build_info': {key: str(value) for key, value in tf.sysconfig.get_build_info().items()},
-        # TF reads TF_ENABLE_ONEDNN_OPTS at import; IsMklEnabled says what it decided.
-        'onednn': bool(_pywrap_util_port.IsMklEnabled()),
+        'onednn': tf_settings.onednn_enabled(),
         'TF_ENABLE_ONEDNN_OPTS': os.environ.get('TF_ENABLE_ONEDNN_OPTS', '(unset)'),
         'threads': devices.describe_threads(intra_op_threads, inter_op_threads),
         'intra_op_threads': intra_op_threads, 'inter_op_threads': inter_op_threads,

@@ -1,6 +1,7 @@
 """Every recipe in recipes/ runs as docs/recipes.md gives it, for two steps on small data."""
 import glob
 import os
+import re
 
 import pytest
 import tensorflow as tf
@@ -23,6 +24,17 @@ def face_train_pattern(tmp_path_factory):
 
 def test_there_are_recipes():
     assert {'mnist_cnn.flags', 'face_embedding.flags'} <= set(RECIPES)
+
+
+@pytest.mark.parametrize('recipe', RECIPES)
+def test_recipe_sets_each_flag_once_one_to_a_line(recipe):
+    """absl reads a flagfile line as one flag: a second flag on the line becomes part of the
+    first's value, and a later line setting the same flag silently overrides an earlier one."""
+    with open(os.path.join(REPO, 'recipes', recipe)) as flagfile:
+        lines = [line.strip() for line in flagfile if line.strip() and not line.startswith('#')]
+    assert all(re.fullmatch(r'--\w+(=\S+)?', line) for line in lines), lines
+    names = [line[2:].split('=')[0] for line in lines]
+    assert len(names) == len(set(names)), names
 
 
 @pytest.mark.parametrize('recipe', RECIPES)

@@ -1,5 +1,7 @@
 """Wires registered models to input_fns and runs them with tf.estimator."""
 
-from common import store_settings
+from common import store_settings, tf_settings
 
-store_settings.apply_defaults()  # before TensorFlow is imported: its GCS client reads them then
+# Before TensorFlow is imported: its GCS client and its choice of CPU kernels read them then.
+store_settings.apply_defaults()
+tf_settings.apply_defaults()

@@ -14,7 +14,7 @@ from absl import logging
 from tensorflow.compat.v1 import ConfigProto
 from tensorflow_estimator.python.estimator import run_config as estimator_run_config
 
-from common import tf_config
+from common import tf_config, tf_settings
 from common.errors import UserError
 from trainer.cluster import multi_worker
 
@@ -107,7 +107,8 @@ class Plan:
             spread = 'one device' + (', TF_CONFIG cluster' if tf_config.role().in_cluster else '')
         auto = ' (--precision=auto)' if self.precision_chosen_by_auto else ''
         return (f'devices: {self.devices.describe()}; distribution: {spread}; precision: '
-                f'{self.precision}{auto}; XLA: {"on" if self.xla else "off"}; threads: '
+                f'{self.precision}{auto}; XLA: {"on" if self.xla else "off"}; CPU kernels: '
+                f'{"oneDNN" if tf_settings.onednn_enabled() else "Eigen"}; threads: '
                 f'{describe_threads(self.intra_op_threads, self.inter_op_threads)}')
 
 

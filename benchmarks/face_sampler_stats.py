@@ -44,7 +44,8 @@ def define_flags():
 def drawn_pairs(sampler, files, num_people):
     """(file name a, file name b, same) arrays of FLAGS.pairs pairs in the order drawn."""
     if sampler == 'streaming':
-        pairs = face_sampler.streamed_pairs(files, num_people, FLAGS.seed, FLAGS.same_fraction,
+        pairs = face_sampler.streamed_pairs(files, num_people, FLAGS.seed,
+                                            face_sampler.PairMix(FLAGS.same_fraction),
                                             photo_feature='filenames')
     else:
         pairs = baselines.in_memory_pairs(files, face_pairs.read_photo_index(files), FLAGS.seed,
@@ -96,8 +97,8 @@ def peak_rss_mb(files, num_people):
     geometry = face_images.FaceGeometry(image_size=64, channels=1)
     if FLAGS.sampler == 'streaming':
         dataset = face_pairs.sampled_pairs_dataset(
-            files, num_people, geometry, FLAGS.batch_size, FLAGS.seed, FLAGS.same_fraction,
-            augment_images=FLAGS.augment)
+            files, num_people, geometry, FLAGS.batch_size, FLAGS.seed,
+            face_sampler.PairMix(FLAGS.same_fraction), augment_images=FLAGS.augment)
     else:
         dataset = baselines.in_memory_pairs_dataset(
             files, face_pairs.read_photo_index(files), geometry, FLAGS.batch_size, FLAGS.seed,

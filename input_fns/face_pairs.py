@@ -19,6 +19,7 @@ from input_fns import face_records, face_sampler, listed_files, pipeline, shards
 from input_fns.face_images import (FaceGeometry, augment_pair_batch, decode_face,
                                    decode_training_pair)
 from input_fns.face_records import PAIR_SPEC, PERSON_SPEC
+from input_fns.face_sampler import PairMix
 
 AUTOTUNE = tf.data.AUTOTUNE
 
@@ -68,17 +69,14 @@ def check_people(files: List[str]):
 
 
 def sampled_pairs_dataset(files: List[str], num_people: int, geometry: FaceGeometry,
-                          batch_size: int, seed: int = 0, same_fraction: float = 0.5,
+                          batch_size: int, seed: int = 0, mix: PairMix = PairMix(),
                           augment_images: bool = True, decode: bool = True,
-                          prefetch: bool = True,
-                          self_pair_fraction: float = 0.0) -> tf.data.Dataset:
+                          prefetch: bool = True) -> tf.data.Dataset:
     """Fresh random training pairs every step, all inside tf.data, streamed from person shards.
 
     decode=False (batches of JPEG bytes) and prefetch=False stop it early, to time stages.
-    self_pair_fraction: face_sampler.window_pair_indices.
     """
-    pairs = face_sampler.streamed_pairs(files, num_people, seed, same_fraction,
-                                        self_pair_fraction=self_pair_fraction)
+    pairs = face_sampler.streamed_pairs(files, num_people, seed, mix)
     if decode:
         pairs = pairs.map(decode_training_pair(geometry, augment_images),
                           num_parallel_calls=AUTOTUNE, deterministic=False)
@@ -89,16 +87,15 @@ def sampled_pairs_dataset(files: List[str], num_people: int, geometry: FaceGeome
 
 
 def sampled_pair_stages(file_pattern: str, geometry: FaceGeometry, batch_size: int,
-                        seed: int = 0, same_fraction: float = 0.5,
-                        flag_name: str = 'file pattern', self_pair_fraction: float = 0.0):
+                        seed: int = 0, mix: PairMix = PairMix(),
+                        flag_name: str = 'file pattern'):
     """The graph sampler's pipeline cut short after each stage: [(stage, dataset function)]."""
     files = pipeline.list_record_files(file_pattern, flag_name)
     num_people, _ = check_people(files)
 
     def up_to(**options):
-        return lambda: sampled_pairs_dataset(files, num_people, geometry, batch_size, seed,
-                                             same_fraction, prefetch=False,
-                                             self_pair_fraction=self_pair_fraction, **options)
+        return lambda: sampled_pairs_dataset(files, num_people, geometry, batch_size, seed, mix,
+                                             prefetch=False, **options)
 
     return [('sample pairs of JPEG bytes, batch', up_to(decode=False)),
             ('+ decode, crop, resize', up_to(augment_images=False))]
@@ -120,14 +117,14 @@ def fixed_pairs_dataset(files: List[str], geometry: FaceGeometry,
 
 
 def make_train_input_fn(file_pattern: str, geometry: FaceGeometry, batch_size: int,
-                        seed: int = 0, same_fraction: float = 0.5,
+                        seed: int = 0, mix: PairMix = PairMix(),
                         flag_name: str = 'file pattern', pairs_dataset: Callable = None,
-                        augment: bool = False, self_pair_fraction: float = 0.0):
+                        augment: bool = False):
     """Training pairs drawn at random from person shards.
 
     Every worker of a cluster reads all shards (pairs need people from all of them) and
     draws its own pairs with its own seed. pairs_dataset(files, num_people, geometry,
-    batch_size, seed, same_fraction, augment_images=, self_pair_fraction=) draws them;
+    batch_size, seed, mix, augment_images=) draws them;
     default: sampled_pairs_dataset. augment: random crops, flips, brightness, contrast and
     rotations.
     """
@@ -138,8 +135,8 @@ def make_train_input_fn(file_pattern: str, geometry: FaceGeometry, batch_size: i
     num_people, _ = check_people(files)
     seed = seed * 1000 + tf_config.role().reader_index
     pairs_dataset = pairs_dataset or sampled_pairs_dataset
-    return lambda: pairs_dataset(files, num_people, geometry, batch_size, seed, same_fraction,
-                                 augment_images=augment, self_pair_fraction=self_pair_fraction)
+    return lambda: pairs_dataset(files, num_people, geometry, batch_size, seed, mix,
+                                 augment_images=augment)
 
 
 def make_eval_input_fn(file_pattern: str, geometry: FaceGeometry, batch_size: int,

@@ -10,6 +10,7 @@ augments apart), different-person pairs from two of its people.
 People are taken in a random order without replacement within a window, so a batch
 seldom holds one person twice (in-batch losses count the other rows as negatives).
 """
+import dataclasses
 import os
 from typing import List, Tuple
 
@@ -25,6 +26,15 @@ WINDOW_PEOPLE = 1024  # people pairs are drawn among at once
 PAIRS_PER_PERSON = 4  # pairs a window gives per person: reading people costs CPU that decoding needs
 MIN_WINDOW_PAIRS = 256  # pairs a window gives at least: fewer, and drawing costs more than decoding
 PAIR_BLOCK = 256  # pairs whose photos are gathered at once, so a window's pairs are never all copied
+
+
+@dataclasses.dataclass(frozen=True)
+class PairMix:
+    """What a window's pairs are made of: same_fraction of them same-person pairs (the rest of
+    two people), drawn from its people with two or more photos and a share self_pair_fraction
+    of its one-photo people (that photo twice, which training augments apart)."""
+    same_fraction: float = 0.5
+    self_pair_fraction: float = 0.0
 
 
 def count_people(files: List[str]) -> Tuple[int, int]:
@@ -72,11 +82,9 @@ def _orders(seed, rows: int, people, first=None):
     return tf.argsort(keys, axis=1, stable=True)
 
 
-def window_pair_indices(photos: tf.RaggedTensor, same_fraction: float, seed, first_step,
-                        self_pair_fraction: float = 0.0):
+def window_pair_indices(photos: tf.RaggedTensor, mix: PairMix, seed, first_step):
     """photos: [people, None], a window of distinct people's photos -> its pairs as indices into
-    photos.flat_values (a, b), same (float32) and step (int64: seeds the crop jitter).
-    self_pair_fraction: share of the window's one-photo people who give same pairs too."""
+    photos.flat_values (a, b), same (float32) and step (int64: seeds the crop jitter)."""
     people = photos.nrows(out_type=tf.int32)
     num_pairs = tf.maximum(PAIRS_PER_PERSON * people, MIN_WINDOW_PAIRS)
     counts = tf.cast(photos.row_lengths(), tf.int32)
@@ -84,11 +92,11 @@ def window_pair_indices(photos: tf.RaggedTensor, same_fraction: float, seed, fir
     seeds = tf.random.experimental.stateless_split(seed, 3)
     u = tf.unstack(tf.random.stateless_uniform(tf.stack([5, num_pairs]), seeds[0]), num=5)
     # A fresh draw of one-photo people each window; folded in apart so the other draws keep.
-    self_paired = tf.random.stateless_uniform(
-        tf.shape(counts), tf.random.experimental.stateless_fold_in(seed, 3)) < self_pair_fraction
+    self_seed = tf.random.experimental.stateless_fold_in(seed, 3)
+    self_paired = tf.random.stateless_uniform(tf.shape(counts), self_seed) < mix.self_pair_fraction
     eligible = (counts >= 2) | ((counts == 1) & self_paired)
     num_eligible = tf.reduce_sum(tf.cast(eligible, tf.int32))
-    same = (u[0] < same_fraction) & (num_eligible > 0)
+    same = (u[0] < mix.same_fraction) & (num_eligible > 0)
     # The j-th same pair's person: the window's eligible people in random orders, one after another.
     per_order = tf.maximum(num_eligible, 1)
     same_order = tf.reshape(
@@ -111,17 +119,14 @@ def window_pair_indices(photos: tf.RaggedTensor, same_fraction: float, seed, fir
     return a, b, tf.cast(same, tf.float32), first_step + tf.range(tf.cast(num_pairs, tf.int64))
 
 
-def draw_window_pairs(photos: tf.RaggedTensor, same_fraction: float, seed, first_step,
-                      self_pair_fraction: float = 0.0):
+def draw_window_pairs(photos: tf.RaggedTensor, mix: PairMix, seed, first_step):
     """A window's pairs as (photo_a, photo_b, same, step): window_pair_indices, gathered."""
-    a, b, same, steps = window_pair_indices(photos, same_fraction, seed, first_step,
-                                            self_pair_fraction)
+    a, b, same, steps = window_pair_indices(photos, mix, seed, first_step)
     return tf.gather(photos.flat_values, a), tf.gather(photos.flat_values, b), same, steps
 
 
-def streamed_pairs(files: List[str], num_people: int, seed: int, same_fraction: float,
-                   photo_feature: str = 'images',
-                   self_pair_fraction: float = 0.0) -> tf.data.Dataset:
+def streamed_pairs(files: List[str], num_people: int, seed: int, mix: PairMix = PairMix(),
+                   photo_feature: str = 'images') -> tf.data.Dataset:
     """An endless dataset of (photo_a, photo_b, same, step); photo_feature='filenames' draws
     file names instead of JPEGs (to count what the sampler draws)."""
     window = window_size(num_people)
@@ -143,7 +148,7 @@ def streamed_pairs(files: List[str], num_people: int, seed: int, same_fraction: 
         photos = tf.io.parse_example(serialized, spec)[photo_feature]
         seed_pair = tf.stack([tf.constant(seed, tf.int64), window_index])
         return (photos.flat_values,) + window_pair_indices(
-            photos, same_fraction, seed_pair, window_index * pairs_per_window, self_pair_fraction)
+            photos, mix, seed_pair, window_index * pairs_per_window)
 
     def pairs_of(photos, a, b, same, steps):
         blocks = tf.data.Dataset.from_tensor_slices((a, b, same, steps)).batch(PAIR_BLOCK)

@@ -192,7 +192,8 @@ def test_window_pairs_ratio_and_same_pairs_share_identity(same_fraction):
         [str(person).encode() for person, count in enumerate(counts) for _ in range(count)],
         counts)
     # A window this small gives MIN_WINDOW_PAIRS pairs, its people taken again in new orders.
-    drawn = [face_sampler.draw_window_pairs(photos, same_fraction, tf.constant([5, w], tf.int64),
+    mix = face_sampler.PairMix(same_fraction)
+    drawn = [face_sampler.draw_window_pairs(photos, mix, tf.constant([5, w], tf.int64),
                                             w * face_sampler.MIN_WINDOW_PAIRS) for w in range(12)]
     a, b, same, steps = (np.concatenate([d[i].numpy() for d in drawn]) for i in range(4))
     assert abs(same.mean() - same_fraction) < 0.03
@@ -209,8 +210,9 @@ def test_self_pairs_draw_one_photo_people_against_their_own_photo():
 
     def same_pairs(self_pair_fraction):
         """a, b of the same-person pairs, which are of one-photo people, and the same share."""
-        drawn = [face_sampler.draw_window_pairs(photos, 0.5, tf.constant([5, w], tf.int64), 0,
-                                                self_pair_fraction) for w in range(12)]
+        mix = face_sampler.PairMix(0.5, self_pair_fraction)
+        drawn = [face_sampler.draw_window_pairs(photos, mix, tf.constant([5, w], tf.int64), 0)
+                 for w in range(12)]
         a, b, same = (np.concatenate([d[i].numpy() for d in drawn]) for i in range(3))
         a, b = a[same == 1], b[same == 1]
         one_photo = np.array([counts[int(name.split(b'/')[0])] == 1 for name in a])
@@ -233,7 +235,8 @@ def test_window_pairs_take_people_without_replacement():
     people = 512
     photos = tf.RaggedTensor.from_row_lengths(
         [f'{p}/{k}'.encode() for p in range(people) for k in range(2)], [2] * people)
-    a, _, same, _ = face_sampler.draw_window_pairs(photos, 0.5, tf.constant([1, 2], tf.int64), 0)
+    a, _, same, _ = face_sampler.draw_window_pairs(photos, face_sampler.PairMix(),
+                                                   tf.constant([1, 2], tf.int64), 0)
     same_people = [name.split(b'/')[0] for name in a.numpy()[same.numpy() == 1]]
     assert len(same_people) > people and len(set(same_people[:people])) == people
 
@@ -242,7 +245,7 @@ def test_streamed_pairs_from_shards(faces):
     _, _, out, entries = faces
     files = sorted(glob.glob(os.path.join(out, 'train-*')))
     people = entries['train']['num_people']
-    pairs = face_sampler.streamed_pairs(files, people, seed=3, same_fraction=0.5,
+    pairs = face_sampler.streamed_pairs(files, people, seed=3, mix=face_sampler.PairMix(0.5),
                                         photo_feature='filenames')
     drawn = list(pairs.take(1000).as_numpy_iterator())
     for a, b, same, _ in drawn:

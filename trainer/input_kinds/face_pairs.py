@@ -18,6 +18,10 @@ def face_geometry(spec, options: base.InputOptions) -> face_images.FaceGeometry:
                                      channels=channels, crop_fraction=options.face_crop_fraction)
 
 
+def pair_mix(options: base.InputOptions) -> face_pairs.PairMix:
+    return face_pairs.PairMix(options.same_fraction, options.self_pair_fraction)
+
+
 def face_shape(geometry: face_images.FaceGeometry):
     """[height, width, channels] of the photos the model is fed (--face_image_size or its own)."""
     return (geometry.image_size, geometry.image_size, geometry.channels)
@@ -40,8 +44,9 @@ class FacePairs(base.InputKind):
     # (which draws no self pairs: train_input_fn refuses them there).
     pair_samplers = {
         'graph': face_pairs.sampled_pairs_dataset,
-        'generator': lambda files, num_people, *args, self_pair_fraction=0.0, **options: (
-            face_pairs.generator_pairs_dataset(face_pairs.read_photo_index(files), *args, **options)),
+        'generator': lambda files, num_people, geometry, batch_size, seed, mix, **options: (
+            face_pairs.generator_pairs_dataset(face_pairs.read_photo_index(files), geometry,
+                                               batch_size, seed, mix.same_fraction, **options)),
     }
 
     def train_input_fn(self, spec, file_pattern, flag_name, batch_size, seed, options):
@@ -54,9 +59,8 @@ class FacePairs(base.InputKind):
                             '--augment makes two different views: give --augment too')
         return face_pairs.make_train_input_fn(
             file_pattern, face_geometry(spec, options), batch_size, seed=seed,
-            same_fraction=options.same_fraction, flag_name=flag_name,
-            pairs_dataset=self.pair_samplers[options.pair_sampler], augment=options.augment,
-            self_pair_fraction=options.self_pair_fraction)
+            mix=pair_mix(options), flag_name=flag_name,
+            pairs_dataset=self.pair_samplers[options.pair_sampler], augment=options.augment)
 
     def eval_input_fn(self, spec, file_pattern, flag_name, batch_size, options):
         return face_pairs.make_eval_input_fn(file_pattern, face_geometry(spec, options),
@@ -66,8 +70,7 @@ class FacePairs(base.InputKind):
         if options.pair_sampler != 'graph':
             return []
         return face_pairs.sampled_pair_stages(file_pattern, face_geometry(spec, options),
-                                                batch_size, seed, options.same_fraction, flag_name,
-                                                options.self_pair_fraction)
+                                                batch_size, seed, pair_mix(options), flag_name)
 
     def serving_receiver_fn(self, spec, options):
         """serving_default takes two batches of encoded photos; the 'single' alternative one."""

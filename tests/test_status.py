@@ -48,6 +48,15 @@ def test_finished_run_with_an_eval_job_and_exports():
     assert 'exports     exports/m: 100, 300; best -> 300; models.config serves 300' in text
 
 
+def test_text_shows_the_flags_the_run_set_and_json_every_flag():
+    recorded = {'model': 'mnist_cnn', 'train_steps': '400', 'batch_size': '100',
+                'augment': 'true', 'same_fraction': '0.5', 'xla': 'false', 'gone_flag': '3'}
+    report = status.summarize(snapshot(flags=recorded))
+    assert report['flags'] == recorded
+    lines = status.render_text(report).splitlines()
+    assert 'flags set   --augment=true --gone_flag=3 --train_steps=400' in lines
+
+
 def test_best_is_per_metric_direction():
     ledgers = {'v': [entry(100, loss=0.2, accuracy=0.7), entry(200, loss=0.4, accuracy=0.9)]}
     best = status.summarize(snapshot(eval_ledgers=ledgers))['eval_jobs'][0]['best']

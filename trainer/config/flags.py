@@ -223,6 +223,18 @@ def define_device_flags(d):
 
 def flagfile_text(flag_values) -> str:
     """The trainer's flags as --flagfile lines, sorted (MODEL_DIR/flags.txt), then --usr_dir's."""
+    return _flag_lines(flag_values) + usr_dir.flagfile_lines()
+
+
+@functools.lru_cache(maxsize=None)
+def defaults_as_flagfile() -> str:
+    """The defaults as flags.txt would record them: what a recorded run is read against."""
+    flag_values = flags.FlagValues()
+    define_flags(flag_values, environment_defaults=False)
+    return _flag_lines(flag_values)
+
+
+def _flag_lines(flag_values) -> str:
     lines = [flag.serialize() for flag in flag_values.get_flags_for_module(__name__)
              if flag.name != 'usr_dir']
-    return ''.join(f'{line}\n' for line in sorted(lines) if line) + usr_dir.flagfile_lines()
+    return ''.join(f'{line}\n' for line in sorted(lines) if line)

@@ -2,7 +2,7 @@
 
   python -m trainer.observe.status --model_dir=runs/mnist [--export_dir=EXPORTS] [--format=json]
 
-The model and its flags, the latest step against --train_steps, the checkpoints
+The model and the flags its run set (every flag with --format=json), the latest step against --train_steps, the checkpoints
 kept, whether training finished or stopped early and why, each eval job (steps
 evaluated, skipped, waiting; latest and best metrics; which job evaluated each step), the
 exports and their pointers.
@@ -21,6 +21,7 @@ from absl import flags
 
 from common import cli, files
 from common.errors import UserError
+from trainer.config import flags as trainer_flags
 from trainer.evaluation import claims, export_policy
 from trainer.model_dir import checkpoints, ledger, run_files
 from trainer.model_dir.metric_goal import MetricGoal, evaluated_by_step
@@ -154,10 +155,13 @@ def render_text(report: Dict) -> str:
              f'model       {report["model"] or "unknown (no flags.txt: never trained here)"}']
     flags = report['flags']
     if flags:
+        # The flags the run set: each at its default would bury them (--format=json has all).
+        defaults = run_files.read_flagfile(trainer_flags.defaults_as_flagfile())
         shown = [f'--{name}={value}' for name, value in sorted(flags.items())
-                 if name not in ('model', 'model_dir', 'usr_dir')]
-        lines += textwrap.wrap(' '.join(shown), width=100, initial_indent='flags       ',
-                               subsequent_indent=' ' * 12, break_on_hyphens=False)
+                 if name not in ('model', 'model_dir', 'usr_dir') and defaults.get(name) != value]
+        lines += textwrap.wrap(' '.join(shown) or '(none: all at their defaults)', width=100,
+                               initial_indent='flags set   ', subsequent_indent=' ' * 12,
+                               break_on_hyphens=False)
     lines += [f'usr_dir     {folder["usr_dir"]}' + (f' (sha256 {folder["sha256"][:12]})'
                                                       if folder['sha256'] else '')
               for folder in report['usr_dirs']]

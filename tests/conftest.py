@@ -5,7 +5,13 @@ import types
 
 import pytest
 
-from helpers import make_digit_arrays, run_module
+from common import tf_settings
+
+# Before helpers imports TensorFlow: the tests' own process runs its kernels as the service's
+# commands do (results computed here and in a trainer process are compared exactly).
+tf_settings.apply_defaults()
+
+from helpers import make_digit_arrays, run_module  # noqa: E402
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 

@@ -1,7 +1,5 @@
 """Benchmarks: `./run.sh bench` (python -m benchmarks.input_bench)."""
 
-from common import store_settings, tf_settings
-
-# Before TensorFlow is imported (benchmarks.machine imports it before trainer): as trainer/ does.
-store_settings.apply_defaults()
-tf_settings.apply_defaults()
+# trainer's __init__ sets what TensorFlow reads once, on import (store and oneDNN settings);
+# benchmarks.machine imports TensorFlow before anything of trainer.
+import trainer  # noqa: F401

@@ -40,10 +40,17 @@ def define_flags(flag_values=flags.FLAGS, environment_defaults: bool = True):
 
 
 @functools.lru_cache(maxsize=None)
-def defaults() -> types.MappingProxyType:
-    """{flag name: default} of the trainer's flags, without the environment's."""
+def _at_defaults() -> flags.FlagValues:
+    """A private FlagValues of the trainer's flags, unparsed: each at its own default."""
     flag_values = flags.FlagValues()
     define_flags(flag_values, environment_defaults=False)
+    return flag_values
+
+
+@functools.lru_cache(maxsize=None)
+def defaults() -> types.MappingProxyType:
+    """{flag name: default} of the trainer's flags, without the environment's."""
+    flag_values = _at_defaults()
     return types.MappingProxyType({name: flag_values[name].default for name in flag_values})
 
 
@@ -226,12 +233,9 @@ def flagfile_text(flag_values) -> str:
     return _flag_lines(flag_values) + usr_dir.flagfile_lines()
 
 
-@functools.lru_cache(maxsize=None)
 def defaults_as_flagfile() -> str:
     """The defaults as flags.txt would record them: what a recorded run is read against."""
-    flag_values = flags.FlagValues()
-    define_flags(flag_values, environment_defaults=False)
-    return _flag_lines(flag_values)
+    return _flag_lines(_at_defaults())
 
 
 def _flag_lines(flag_values) -> str:

@@ -2,8 +2,8 @@
 
   python -m trainer.observe.status --model_dir=runs/mnist [--export_dir=EXPORTS] [--format=json]
 
-The model and the flags its run set (every flag with --format=json), the latest step against --train_steps, the checkpoints
-kept, whether training finished or stopped early and why, each eval job (steps
+The model and the flags its run set (every flag with --format=json), the latest step
+against --train_steps, the checkpoints kept, whether training finished or stopped early and why, each eval job (steps
 evaluated, skipped, waiting; latest and best metrics; which job evaluated each step), the
 exports and their pointers.
 

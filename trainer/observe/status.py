@@ -3,9 +3,9 @@
   python -m trainer.observe.status --model_dir=runs/mnist [--export_dir=EXPORTS] [--format=json]
 
 The model and the flags its run set (every flag with --format=json), the latest step
-against --train_steps, the checkpoints kept, whether training finished or stopped early and why, each eval job (steps
-evaluated, skipped, waiting; latest and best metrics; which job evaluated each step), the
-exports and their pointers.
+against --train_steps, the checkpoints kept, whether training finished or stopped early and
+why, each eval job (steps evaluated, skipped, waiting; latest and best metrics; which job
+evaluated each step), the exports and their pointers.
 
 summarize() is a pure function from what was read (a Snapshot) to a plain dict;
 render_text() and json.dumps() show that dict; read_snapshot() reads the model_dir

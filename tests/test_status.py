@@ -57,6 +57,15 @@ def test_text_shows_the_flags_the_run_set_and_json_every_flag():
     assert 'flags set   --augment=true --gone_flag=3 --train_steps=400' in lines
 
 
+def test_a_flag_longer_than_a_line_is_shown_whole():
+    params = 'tower_filters=[32,64,128,128,256],learning_rate_schedule=cosine,warmup_steps=200'
+    report = status.summarize(snapshot(flags={'model': 'face_embedding', 'augment': 'true',
+                                              'model_params': params, 'train_steps': '4000'}))
+    lines = status.render_text(report).splitlines()
+    assert f'            --model_params={params}' in lines
+    assert 'flags set   --augment=true' in lines
+
+
 def test_best_is_per_metric_direction():
     ledgers = {'v': [entry(100, loss=0.2, accuracy=0.7), entry(200, loss=0.4, accuracy=0.9)]}
     best = status.summarize(snapshot(eval_ledgers=ledgers))['eval_jobs'][0]['best']

@@ -161,7 +161,7 @@ def render_text(report: Dict) -> str:
                  if name not in ('model', 'model_dir', 'usr_dir') and defaults.get(name) != value]
         lines += textwrap.wrap(' '.join(shown) or '(none: all at their defaults)', width=100,
                                initial_indent='flags set   ', subsequent_indent=' ' * 12,
-                               break_on_hyphens=False)
+                               break_on_hyphens=False, break_long_words=False)  # copyable
     lines += [f'usr_dir     {folder["usr_dir"]}' + (f' (sha256 {folder["sha256"][:12]})'
                                                       if folder['sha256'] else '')
               for folder in report['usr_dirs']]

@@ -59,12 +59,19 @@ def read_photo_index(files: List[str]) -> PhotoIndex:
     return index
 
 
-def check_people(files: List[str]):
-    """(people, people with 2+ photos) of training shards; one line when pairs cannot be drawn."""
+def check_people(files: List[str], mix: PairMix = PairMix()):
+    """(people, people with 2+ photos) of training shards; one line when pairs cannot be drawn.
+
+    Pairs of two people need 2 people; same-person pairs need someone with 2+ photos, or
+    self pairs (anyone's photo under two augmentations).
+    """
     people, with_two = face_sampler.count_people(files)
-    if people < 2 or not with_two:
-        raise UserError(f'{files[0]}...: {people} people, {with_two} with 2 or more photos; '
-                        'training pairs need at least 2 people and someone with 2 or more photos')
+    if people < 2:
+        raise UserError(f'{files[0]}...: {people} people; training pairs need at least 2')
+    if mix.same_fraction > 0 and not with_two and not mix.self_pair_fraction:
+        raise UserError(f'{files[0]}...: no one of its {people} people has 2 or more photos, so '
+                        'there are no same-person pairs to train on; add photos, or pair each '
+                        'photo with itself under two augmentations (--self_pair_fraction=0.25)')
     return people, with_two
 
 
@@ -91,7 +98,7 @@ def sampled_pair_stages(file_pattern: str, geometry: FaceGeometry, batch_size: i
                         flag_name: str = 'file pattern'):
     """The graph sampler's pipeline cut short after each stage: [(stage, dataset function)]."""
     files = pipeline.list_record_files(file_pattern, flag_name)
-    num_people, _ = check_people(files)
+    num_people, _ = check_people(files, mix)
 
     def up_to(**options):
         return lambda: sampled_pairs_dataset(files, num_people, geometry, batch_size, seed, mix,
@@ -132,7 +139,7 @@ def make_train_input_fn(file_pattern: str, geometry: FaceGeometry, batch_size: i
     listed_files.check_listed(files)
     face_records.check_layout(files, 'people', flag_name)
     pipeline.check_record_files(files, PERSON_SPEC)
-    num_people, _ = check_people(files)
+    num_people, _ = check_people(files, mix)
     seed = seed * 1000 + tf_config.role().reader_index
     pairs_dataset = pairs_dataset or sampled_pairs_dataset
     return lambda: pairs_dataset(files, num_people, geometry, batch_size, seed, mix,

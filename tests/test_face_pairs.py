@@ -229,6 +229,24 @@ def test_self_pairs_draw_one_photo_people_against_their_own_photo():
     assert (a != b).all() and not one_photo.any()
 
 
+def test_people_with_one_photo_each_train_on_self_pairs_only(tmp_path):
+    root = str(tmp_path / 'lfw')
+    for name, paths in synthetic_faces.write_faces(root, num_people=6, size=64, seed=3).items():
+        for extra in paths[1:]:
+            os.remove(extra)
+    out = str(tmp_path / 'shards')
+    run_prepare(prepare_faces.prepare_faces, source_dir=os.path.dirname(root), output_dir=out,
+                validation_fraction=0.0, num_pairs=0)
+    pattern = os.path.join(out, 'train-*')
+    with pytest.raises(UserError, match=r'train-.*no one of its 6 people has 2 or more photos.*'
+                                        r'--self_pair_fraction'):
+        face_pairs.make_train_input_fn(pattern, GEOMETRY, batch_size=8)
+    input_fn = face_pairs.make_train_input_fn(
+        pattern, GEOMETRY, batch_size=8, mix=face_sampler.PairMix(0.5, 1.0), augment=True)
+    labels = np.concatenate([labels.numpy() for _, labels in input_fn().take(10)])
+    assert 0.3 < labels.mean() < 0.7  # half of them same-person: each photo against itself
+
+
 def test_window_pairs_take_people_without_replacement():
     """In one window no person is in two same-person pairs while others wait their turn: the
     first `people` same-person pairs are all different people."""

@@ -231,7 +231,7 @@ def test_self_pairs_draw_one_photo_people_against_their_own_photo():
 
 def test_people_with_one_photo_each_train_on_self_pairs_only(tmp_path):
     root = str(tmp_path / 'lfw')
-    for name, paths in synthetic_faces.write_faces(root, num_people=6, size=64, seed=3).items():
+    for paths in synthetic_faces.write_faces(root, num_people=6, size=64, seed=3).values():
         for extra in paths[1:]:
             os.remove(extra)
     out = str(tmp_path / 'shards')

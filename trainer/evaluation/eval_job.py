@@ -54,7 +54,7 @@ class EvalJob:
                  claim: Optional[step_claims.Claim] = None) -> Optional[LedgerEntry]:
         """Evaluates one checkpoint, writes its ledger entry (through claim, if it holds one),
         then exports if the ledger says so; None when the claim was lost meanwhile."""
-        if not checkpoints.exists(path):
+        if checkpoints.deleted(path):
             return self._skip(step, path, claim)
         started = time.time()
         try:
@@ -62,7 +62,7 @@ class EvalJob:
                                               name=self.ledger.eval_name)
             metrics = self.with_extra_metrics(metrics, path)
         except (tf.errors.OpError, ValueError):  # ValueError: 'not a valid checkpoint'
-            if not checkpoints.exists(path):
+            if checkpoints.deleted(path):
                 return self._skip(step, path, claim)  # deleted by the trainer while restored
             problem = checkpoints.damage(path)
             if problem is None:

@@ -81,6 +81,16 @@ def exists(checkpoint_path: str) -> bool:
     return files.exists(checkpoint_path + '.index')
 
 
+def deleted(checkpoint_path: str) -> bool:
+    """The checkpoint is gone: its .index file neither exists nor is listed in its folder. A
+    store's failing stat reads as "does not exist" (common/bucket_probe.py), and an eval job
+    records a deleted checkpoint as skipped for good, so a "no" needs a listing's word too."""
+    if exists(checkpoint_path):
+        return False
+    folder, name = os.path.split(checkpoint_path)
+    return name + '.index' not in files.listdir(folder)
+
+
 def resolve(model_dir: str, which: str) -> List[Tuple[int, str]]:
     """--checkpoint=latest|all|STEP|PATH as (step, path) pairs; all of them for 'all'."""
     if which not in ('latest', 'all') and not which.isdigit():

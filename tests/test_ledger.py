@@ -3,6 +3,7 @@ import json
 import os
 
 import pytest
+import tensorflow as tf
 
 from common import files
 from common.errors import UserError
@@ -49,6 +50,40 @@ def test_a_deleted_checkpoint_is_logged_as_skipped(tmp_path):
     entry = EvalJob(None, None, 'data/*', ledger).evaluate(7, str(tmp_path / 'model.ckpt-7'))
     assert entry.status == 'skipped' and entry.reason == 'deleted before evaluation'
     assert ledger.entries() == [entry]
+
+
+class FakeEstimator:
+    """Estimator.evaluate's contract: metrics for a checkpoint, or the error it raises."""
+
+    def __init__(self, error=None):
+        self.error = error
+
+    def evaluate(self, input_fn, checkpoint_path, name):
+        if self.error:
+            os.remove(checkpoint_path + '.index')  # the store now answers nothing about it
+            raise self.error
+        return {'loss': 0.5, 'global_step': 7}
+
+
+def test_a_checkpoint_a_failing_store_calls_missing_is_evaluated_while_its_folder_lists_it(
+        tmp_path, monkeypatch):
+    (tmp_path / 'model.ckpt-7.index').write_text('')
+    monkeypatch.setattr(files, 'exists', lambda _: False)  # a stat that failed, on s3://
+    ledger = Ledger(str(tmp_path), 'val')
+    entry = EvalJob(FakeEstimator(), None, 'data/*', ledger).evaluate(
+        7, str(tmp_path / 'model.ckpt-7'))
+    assert entry.status == 'evaluated' and entry.metrics == {'global_step': 7, 'loss': 0.5}
+
+
+def test_a_store_failing_mid_evaluation_is_raised_to_be_resumed_not_recorded(tmp_path):
+    # Restoring fails, and then the store answers nothing about the checkpoint either.
+    (tmp_path / 'model.ckpt-7.index').write_text('')
+    ledger = Ledger(str(tmp_path), 'val')
+    job = EvalJob(FakeEstimator(tf.errors.UnavailableError(None, None, '503 SlowDown')), None,
+                  'data/*', ledger)
+    with pytest.raises(tf.errors.UnavailableError):
+        job.evaluate(7, str(tmp_path / 'model.ckpt-7'))
+    assert ledger.entries() == []
 
 
 # Entries as eval jobs write them: an evaluation (export_dir null when it exports nothing), a

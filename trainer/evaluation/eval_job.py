@@ -17,7 +17,7 @@ from typing import Callable, Dict, List, Optional, Set, Tuple
 import tensorflow as tf
 from absl import logging
 
-from common import files, termination
+from common import files, store_retries, termination
 from common.errors import UserError
 from trainer.evaluation import claims as step_claims, wait_for_trainer
 from trainer.evaluation.export_policy import LedgerExports
@@ -61,7 +61,9 @@ class EvalJob:
             metrics = self.estimator.evaluate(self.input_fn, checkpoint_path=path,
                                               name=self.ledger.eval_name)
             metrics = self.with_extra_metrics(metrics, path)
-        except (tf.errors.OpError, ValueError):  # ValueError: 'not a valid checkpoint'
+        except (tf.errors.OpError, ValueError) as e:  # ValueError: 'not a valid checkpoint'
+            if store_retries.is_transient(e):
+                raise  # the store failing: resumed (trainer/run/store_failures), not judged here
             if checkpoints.deleted(path):
                 return self._skip(step, path, claim)  # deleted by the trainer while restored
             problem = checkpoints.damage(path)

@@ -46,15 +46,24 @@ def trained_model(digit_shards, tmp_path_factory):
 
 @pytest.fixture(scope='session')
 def serving_loader(tmp_path_factory):
-    """TF Serving's C++ loader (tools/serving_loader.cc), built once a session, as
-    `./run.sh serving-loader` builds it with XDG_CACHE_HOME=<the binary's grandparent>."""
+    """TF Serving's C++ loader (tools/serving_loader.cc), built once a run, as
+    `./run.sh serving-loader` builds it with XDG_CACHE_HOME=<the binary's grandparent>.
+
+    xdist's workers share the folder above their own (a 20-second compile, not one each): the
+    first builds under the lock while the others wait, then find the binary."""
+    import fcntl
     import shutil
 
     from tools import serving_loader as loader_tool
     if not shutil.which('g++'):
         pytest.skip("g++ not found: TF Serving's loader tests build tools/serving_loader.cc "
                     'with it (apt-get install g++)')
-    return loader_tool.build(str(tmp_path_factory.mktemp('cache_home') / 'estimator-service'))
+    run_folder = tmp_path_factory.getbasetemp()
+    if os.environ.get('PYTEST_XDIST_WORKER'):
+        run_folder = run_folder.parent
+    with open(run_folder / 'serving_loader.lock', 'w') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return loader_tool.build(str(run_folder / 'serving_loader_cache' / 'estimator-service'))
 
 
 @pytest.fixture(scope='session')

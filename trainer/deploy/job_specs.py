@@ -47,12 +47,15 @@ def vertex_job_spec(options: DeployOptions, args: List[str]) -> dict:
 
 
 def build(options: DeployOptions, trainer_flags: List[str]) -> str:
-    """deploy's `tfjob` (YAML) and `vertex` (JSON)."""
-    if options.workers or options.ps:  # a chief alone needs no model check (nor TensorFlow)
-        job_args.check_model_replicas(trainer_flags, options.workers, options.ps)
+    """deploy's `tfjob` (YAML) and `vertex` (JSON). The flag checks come first, the model's
+    last: knowing the model imports TensorFlow (seconds), a mistyped flag is answered at once."""
     if options.platform == 'tfjob':
         args = job_args.trainer_args(trainer_flags, needs_model_dir=True, sync=options.sync)
-        return tfjob.to_yaml(tfjob_spec(options, args))
-    args = job_args.trainer_args(trainer_flags, needs_model_dir=not options.base_output_dir,
-                                 sync=options.sync)
-    return json.dumps(vertex_job_spec(options, args), indent=2)
+        spec = tfjob.to_yaml(tfjob_spec(options, args))
+    else:
+        args = job_args.trainer_args(trainer_flags, needs_model_dir=not options.base_output_dir,
+                                     sync=options.sync)
+        spec = json.dumps(vertex_job_spec(options, args), indent=2)
+    if options.workers or options.ps:  # a chief alone needs no model check (nor TensorFlow)
+        job_args.check_model_replicas(trainer_flags, options.workers, options.ps)
+    return spec

@@ -142,8 +142,8 @@ def make_train_input_fn(file_pattern: str, geometry: FaceGeometry, batch_size: i
     num_people, _ = check_people(files, mix)
     seed = seed * 1000 + tf_config.role().reader_index
     pairs_dataset = pairs_dataset or sampled_pairs_dataset
-    return lambda: pairs_dataset(files, num_people, geometry, batch_size, seed, mix,
-                                 augment_images=augment)
+    return lambda: pipeline.without_autotuner(pairs_dataset(
+        files, num_people, geometry, batch_size, seed, mix, augment_images=augment))
 
 
 def make_eval_input_fn(file_pattern: str, geometry: FaceGeometry, batch_size: int,
@@ -152,7 +152,7 @@ def make_eval_input_fn(file_pattern: str, geometry: FaceGeometry, batch_size: in
     listed_files.check_listed(files)
     face_records.check_layout(files, 'pairs', flag_name)
     pipeline.check_record_files(files, PAIR_SPEC)
-    return lambda: fixed_pairs_dataset(files, geometry, batch_size)
+    return lambda: pipeline.without_autotuner(fixed_pairs_dataset(files, geometry, batch_size))
 
 
 def generator_pairs_dataset(index: PhotoIndex, geometry: FaceGeometry,

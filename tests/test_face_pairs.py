@@ -288,6 +288,7 @@ def test_training_input_fn_shapes_for_both_samplers(faces):
         input_fn = face_pairs.make_train_input_fn(
             os.path.join(out, 'train-*'), GEOMETRY, batch_size=8, seed=1,
             pairs_dataset=input_kinds.get('face_pairs').pair_samplers[sampler])
+        assert input_fn().options().autotune.enabled is False  # pipeline.without_autotuner
         features, labels = next(iter(input_fn()))
         assert features['image_a'].shape == (8, 64, 64, 1) == features['image_b'].shape
         assert features['image_a'].dtype == tf.float32 and labels.shape == (8,)
@@ -299,6 +300,7 @@ def test_eval_pairs_one_pass_in_order(faces):
     _, _, out, _ = faces
     pattern = os.path.join(out, 'validation_pairs-*')
     input_fn = face_pairs.make_eval_input_fn(pattern, GEOMETRY, batch_size=16)
+    assert input_fn().options().autotune.enabled is False
     labels = np.concatenate([label.numpy() for _, label in input_fn()])
     np.testing.assert_array_equal(labels, face_records.read_pair_labels(pattern)['label'])
     assert len(labels) == 40

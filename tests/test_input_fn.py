@@ -50,6 +50,14 @@ def test_training_batches_are_full_shuffled_and_repeat(digit_shards):
     assert not (seen[:10] == np.arange(10)).all()
 
 
+def test_estimator_input_runs_without_tf_data_autotuner(digit_shards):
+    """Its thread made closing a session wait up to a minute (pipeline.without_autotuner)."""
+    for pattern, training in ((digit_shards.train_pattern, True),
+                              (digit_shards.validation_pattern, False)):
+        input_fn = image_records.make_input_fn(pattern, SHAPE, batch_size=10, training=training)
+        assert input_fn().options().autotune.enabled is False
+
+
 def test_tf_config_worker_shares():
     cluster = {'chief': ['h:1'], 'worker': ['h:2', 'h:3'], 'ps': ['h:4']}
 

@@ -15,6 +15,7 @@ from typing import List, Tuple
 import tensorflow as tf
 
 from common.errors import UserError
+from input_fns import pipeline
 from trainer.cluster import devices
 from trainer.config.settings import Settings
 from trainer.input_kinds import registry as input_kinds
@@ -71,7 +72,9 @@ def run(settings: Settings, spec) -> dict:
           flush=True)
     stage_rates = []
     for name, make_dataset in stages:
-        rate = timing.dataset_rate(make_dataset, repetitions=REPETITIONS, steps=batches,
+        # Every stage as the trainer reads the last (input_fns.pipeline.without_autotuner).
+        rate = timing.dataset_rate(lambda make=make_dataset: pipeline.without_autotuner(make()),
+                                   repetitions=REPETITIONS, steps=batches,
                                    warmup_steps=max(2, batches // 5))
         stage_rates.append((name, rate.per_sec))
         print(f'  {name:<40} {rate.per_sec:10.1f} batches/sec {1000 / rate.per_sec:9.2f} ms/batch',

@@ -282,6 +282,18 @@ def test_people_counted_from_the_manifest_or_the_records(faces, tmp_path):
     assert face_sampler.count_people(sorted(glob.glob(str(tmp_path / 'train-*')))) == expected
 
 
+@pytest.mark.parametrize('channels', [1, 3])
+def test_serving_decodes_a_jpeg_as_training_and_evaluation_do(faces, channels):
+    """The export's threshold was chosen on evaluation's pixels: serving's must be the same (a
+    JPEG decoded to RGB and then made grey differs by up to 7/255)."""
+    root, _, _, _ = faces
+    geometry = face_images.FaceGeometry(image_size=64, channels=channels, crop_fraction=0.5)
+    for path in sorted(glob.glob(os.path.join(root, '*', '*.jpg')))[:10]:
+        jpeg = tf.constant(open(path, 'rb').read())
+        np.testing.assert_array_equal(face_images.decode_any_face(jpeg, geometry),
+                                      face_images.decode_face(jpeg, geometry))
+
+
 def test_training_input_fn_shapes_for_both_samplers(faces):
     _, _, out, _ = faces
     for sampler in ('graph', 'generator'):

@@ -42,15 +42,21 @@ def decode_face(jpeg, geometry: FaceGeometry, jitter=None):
 
 def decode_any_face(encoded, geometry: FaceGeometry):
     """As decode_face, for any PNG/JPEG/GIF/BMP bytes (serving). A JPEG goes through
-    decode_face itself: decoded to RGB and then made grey, its pixels differ from the grey
-    decode training and evaluation use by up to 7/255, and a served score from the one its
-    threshold was chosen on."""
+    decode_face itself, as in training and evaluation: decoded to RGB and then made grey, its
+    pixels differed by up to 7/255, and a served score from the one its threshold was chosen on."""
     def any_format():
         image = image_records.decode_any_image(encoded, geometry.channels)
         top, left, side = _crop_box(tf.shape(image), geometry.crop_fraction)
         return _resize(tf.image.crop_to_bounding_box(image, top, left, side, side), geometry)
 
-    return tf.cond(tf.io.is_jpeg(encoded), lambda: decode_face(encoded, geometry), any_format)
+    def jpeg():
+        if geometry.channels != 1:
+            return decode_face(encoded, geometry)
+        # libjpeg makes no grey from CMYK (so prepare refused those photos for training): RGB first.
+        cmyk = tf.equal(tf.io.extract_jpeg_shape(encoded)[2], 4)
+        return tf.cond(cmyk, any_format, lambda: decode_face(encoded, geometry))
+
+    return tf.cond(tf.io.is_jpeg(encoded), jpeg, any_format)
 
 
 def _resize(image, geometry):

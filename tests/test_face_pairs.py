@@ -292,6 +292,9 @@ def test_serving_decodes_a_jpeg_as_training_and_evaluation_do(faces, channels):
         jpeg = tf.constant(open(path, 'rb').read())
         np.testing.assert_array_equal(face_images.decode_any_face(jpeg, geometry),
                                       face_images.decode_face(jpeg, geometry))
+    # A CMYK JPEG, which libjpeg cannot make grey, is still served (through RGB).
+    assert face_images.decode_any_face(tf.constant(cmyk_jpeg(48)), geometry).shape == (
+        64, 64, channels)
 
 
 def test_training_input_fn_shapes_for_both_samplers(faces):

@@ -31,7 +31,7 @@ def format_value(value, unit):
     return f'{value:,.2f}' if unit in ('s', '%') else f'{value:,.0f}'
 
 
-def report(results, header, checked) -> str:
+def report(results, header, checked, not_judged=()) -> str:
     lines = header + ['']
     width = max(len(row['name']) for row in results.rows)
     for section in sorted({row['section'] for row in results.rows}):
@@ -49,4 +49,6 @@ def report(results, header, checked) -> str:
         low, high = t['interval']
         lines.append(f'  {t["target"]:<{width}}  {t["ratio"]:7.2f}x [{low:5.2f}, {high:5.2f}]  '
                      f'wanted {t["wanted"]:<8} {t["verdict"]}{best}')
+    if not_judged:
+        lines.append('not judged (rows left out): ' + '; '.join(t['target'] for t in not_judged))
     return '\n'.join(lines)

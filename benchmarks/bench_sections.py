@@ -149,12 +149,14 @@ def precision_sections(input_fn, larger_batch, work_dir, results):
                     (precision_bench.FACES, precision_bench.random_pairs_input_fn(
                         FLAGS.pair_batch_size), FLAGS.pair_batch_size, FLAGS.pair_train_steps,
                      None)]
+    gpu = machine.has_gpu()
+    bfloat16 = precision_bench.bfloat16_rows_wanted(gpu, FLAGS.emulated_bfloat16)
     for model, model_input_fn, batch_size, steps, model_larger_batch in model_inputs:
         ceiling, watched = ceiling_rows(model.ceiling_prefix), gpu_watch()
         rows = precision_bench.precision_rows(
             model, model_input_fn, batch_size, work_dir, steps, FLAGS.warmup_steps,
             FLAGS.intra_op_threads, FLAGS.inter_op_threads, model_larger_batch,
-            machine.has_gpu(), watched)
+            gpu, watched, bfloat16)
         measure(results, model.section, rows + ceiling,
                 'examples/s' if model is precision_bench.MNIST else 'pairs/s',
                 {key: 'GFLOP/s' for key, *_ in ceiling})

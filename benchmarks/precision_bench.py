@@ -57,8 +57,18 @@ MODELS = (MNIST, FACES)
 SECTION = MNIST.section
 
 
-def settings(gpu: bool) -> List[Tuple]:
-    return SETTINGS + (GPU_SETTINGS if gpu else [])
+def settings(gpu: bool, bfloat16: bool = True) -> List[Tuple]:
+    """The precision rows' settings; bfloat16: with the mixed_bfloat16 rows."""
+    return [setting for setting in SETTINGS + (GPU_SETTINGS if gpu else [])
+            if bfloat16 or setting[1] != 'mixed_bfloat16']
+
+
+def bfloat16_rows_wanted(gpu: bool, emulated: bool) -> bool:
+    """Whether to time training in mixed_bfloat16: on a GPU or a CPU with bfloat16 units, and
+    on a CPU that emulates it only when asked (emulated: --emulated_bfloat16). Emulated, a step
+    is 13x slower than float32 on a 2-core AMD EPYC Zen 3; its rows took most of a full bench
+    there, to measure what --precision=auto never picks."""
+    return gpu or emulated or devices.cpu_has_bfloat16_units() is not False
 
 
 def faster_keys(gpu: bool) -> Tuple[str, ...]:
@@ -114,18 +124,20 @@ def row_batch_size(key: str, default: int) -> int:
 
 def precision_rows(model: Model, input_fn, batch_size, work_dir, steps, warmup_steps,
                    intra_op_threads=0, inter_op_threads=0, larger_batch=None, gpu=False,
-                   utilization: Optional[Dict[str, list]] = None):
+                   utilization: Optional[Dict[str, list]] = None, bfloat16: bool = True):
     """[(row key, row name, turn, note)] for benchmarks.bench_sections.measure.
 
     larger_batch: (input_fn, batch size) for LARGER_BATCH_SETTINGS' rows again at that batch.
     gpu: float16 rows too. utilization: {row key: each turn's GPU utilization}, filled as
-    turns run (benchmarks.gpu_use), or None.
+    turns run (benchmarks.gpu_use), or None. bfloat16: the mixed_bfloat16 rows too.
     """
     spec = registry.get(model.name)
-    variants = [(settings(gpu), input_fn, batch_size, lambda suffix: suffix, '')]
+    variants = [(settings(gpu, bfloat16), input_fn, batch_size, lambda suffix: suffix, '')]
     if larger_batch:
         larger_input_fn, larger = larger_batch
-        variants.append((LARGER_BATCH_SETTINGS, larger_input_fn, larger,
+        larger_settings = [setting for setting in LARGER_BATCH_SETTINGS
+                           if setting in settings(gpu, bfloat16)]
+        variants.append((larger_settings, larger_input_fn, larger,
                          lambda suffix: batch_key(suffix, larger), f', batch {larger}'))
     rows = []
     for variant_settings, rows_input_fn, rows_batch, key_of, batch_name in variants:

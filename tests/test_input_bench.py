@@ -19,7 +19,7 @@ def test_bench_measures_every_row_and_takes_its_ratios_from_them(tmp_path):
                         '--ceiling_runs=2', '--ceiling_seconds=0.01', '--intra_op_threads=2',
                         '--pair_batch_size=4', '--face_memory_scale=2', '--table_rows=300',
                         '--table_train_steps=1', '--image_photos=20', '--image_train_steps=1',
-                        timeout=600)
+                        '--emulated_bfloat16', timeout=600)
     report = json.loads(output.read_text())
 
     assert report['data']['mnist'].startswith('synthetic')  # no data dir: made its own
@@ -78,8 +78,53 @@ def test_bench_measures_every_row_and_takes_its_ratios_from_them(tmp_path):
         assert checked['per_round'] == pytest.approx(paired), what  # this run's rounds, paired
         assert checked['ratio'] == pytest.approx(statistics.median(paired)), what
         assert checked['verdict'] in ('met', 'SHORT', 'not resolved')
+    assert report['targets_not_judged'] == []
     assert "this service's streaming in-graph sampler" in result.stdout and 'ceiling:' in result.stdout
 
+
+@pytest.mark.parametrize('gpu, emulated, units, wanted', [
+    (False, False, False, False),  # a CPU that emulates bfloat16: left out unless asked
+    (False, True, False, True), (True, False, False, True),
+    (False, False, True, True), (False, False, None, True),  # units, or cannot tell
+])
+def test_bfloat16_training_rows_are_left_out_on_a_cpu_that_emulates_it(monkeypatch, gpu,
+                                                                      emulated, units, wanted):
+    from benchmarks import precision_bench
+    monkeypatch.setattr(precision_bench.devices, 'cpu_has_bfloat16_units', lambda: units)
+    assert precision_bench.bfloat16_rows_wanted(gpu, emulated) is wanted
+    rows = precision_bench.precision_rows(precision_bench.MNIST, None, 4, None, 1, 1,
+                                          larger_batch=(None, 8), bfloat16=wanted)
+    keys = {key for key, *_ in rows}
+    float32_rows = {'precision.float32', 'precision.xla', 'precision.float32_batch8'}
+    bfloat16_rows = {'precision.bfloat16', 'precision.bfloat16_xla', 'precision.bfloat16_batch8'}
+    assert keys == (float32_rows | bfloat16_rows if wanted else float32_rows)
+
+
+def test_targets_with_rows_left_out_are_named_not_judged():
+    from benchmarks import bench_report
+    all_targets = bench_targets.targets(larger_batch_size=8)
+    keys = {key for _, numerator, denominator, *_ in all_targets
+            for key in (*(numerator if isinstance(numerator, tuple) else (numerator,)),
+                        denominator)}
+    ceilings = ('ceiling.bfloat16', 'face_ceiling.bfloat16')  # measured on every machine
+    left_out = {key for key in keys if 'bfloat16' in key and key not in ceilings}
+    results = bench_report.Results()
+    for key in sorted(keys - left_out):
+        if not key.startswith('images.'):  # a section not run: its targets are neither
+            results.add(key, 'section', key, [1.0, 1.1], 'x')
+    checked, not_judged = bench_targets.check_targets(results, larger_batch_size=8)
+
+    assert [t['target'] for t in not_judged] == [
+        'training: best of bfloat16/XLA vs float32',
+        'MNIST CNN: best bfloat16 training vs the bfloat16 ceiling',
+        'face_embedding: best bfloat16 training vs the bfloat16 ceiling']
+    assert not_judged[0]['missing'] == ['precision.bfloat16', 'precision.bfloat16_xla']
+    judged = {t['target'] for t in checked}
+    assert not judged & {t['target'] for t in not_judged}
+    assert 'MNIST CNN: best float32 training vs the float32 ceiling' in judged
+    assert not any(t['target'].startswith('image') for t in checked + not_judged)
+    assert 'not judged (rows left out): training: best of' in bench_report.report(
+        results, [], checked, not_judged)
 
 
 def test_interleave_alternates_the_order_and_pairs_the_rounds():

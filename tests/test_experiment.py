@@ -71,7 +71,7 @@ def test_build_makes_what_the_modes_run(digit_shards, tmp_path):
     assert finished == {'step': 0, 'train_steps': 3, 'early_stopped': False,
                         'reason': 'the model ended training'}
     other = experiment.build(settings, registry.get('csv_mlp'))
-    with pytest.raises(UserError, match='holds a mnist_cnn model'):
+    with pytest.raises(UserError, match='was trained as --model=mnist_cnn'):
         with other.training():
             pass
     face_option = dataclasses.replace(settings, input_options=InputOptions(face_image_size=112))
@@ -136,6 +136,32 @@ def test_model_params_flag_and_the_trained_ones_in_evaluate(tmp_path):
     (model_dir / run_files.FLAGS_FILE).write_text('--model_params=towers=2\n')
     with pytest.raises(UserError, match=r"flags.txt: --model_params: face_embedding has no param 'towers'"):
         params('export')
+
+
+def test_modes_that_read_a_trained_model_dir_take_its_model_unless_given(tmp_path):
+    """evaluate, continuous_eval and export without --model build the model flags.txt names,
+    with its params; training, and a --model given, keep the flag."""
+    model_dir = tmp_path / 'model'
+    model_dir.mkdir()
+    (model_dir / run_files.FLAGS_FILE).write_text(
+        '--model=face_embedding\n--model_params=similarity_scale=40\n')
+
+    def settings(mode, *given):
+        return settings_module.Settings.from_flags(trainer_flags(
+            f'--mode={mode}', f'--model_dir={model_dir}', '--eval_files=e', '--train_files=t',
+            '--export_dir=x', *given))
+
+    for mode in ('evaluate', 'continuous_eval', 'export'):
+        trained = settings(mode)
+        assert trained.model == 'face_embedding', mode
+        assert trained.model_param_overrides == {'similarity_scale': 40.0}
+    assert settings('train').model == 'mnist_cnn'  # the flag's default, refused on this model_dir
+    assert settings('export', '--model=face_embedding').model == 'face_embedding'
+    with pytest.raises(UserError, match=r'--model=face_siamese: --model_dir=.* was trained as '
+                                        r'--model=face_embedding .*; leave --model out'):
+        settings('evaluate', '--model=face_siamese')  # before its params, which it has not
+    (model_dir / run_files.FLAGS_FILE).write_text('--train_steps=5\n')  # no --model recorded
+    assert settings('evaluate').model == 'mnist_cnn'
 
 
 def test_a_flag_per_model_param_reaches_the_model_and_flags_txt(tmp_path):

@@ -15,7 +15,7 @@ def test_record_flags_writes_the_flagfile_and_refuses_another_model(tmp_path):
     run_files.record_flags(model_dir, 'mnist_cnn', '--model=mnist_cnn\n--train_steps=9\n')
     with open(os.path.join(model_dir, run_files.FLAGS_FILE)) as f:
         assert f.read() == '--model=mnist_cnn\n--train_steps=9\n'  # resuming rewrites it
-    with pytest.raises(UserError, match=f'--model_dir={model_dir} holds a mnist_cnn model'):
+    with pytest.raises(UserError, match=f'--model_dir={model_dir} was trained as --model=mnist_cnn'):
         run_files.record_flags(model_dir, 'csv_mlp', '--model=csv_mlp\n')
 
 

@@ -55,7 +55,8 @@ def defaults() -> types.MappingProxyType:
 
 
 def define_base(d):
-    d.string('model', 'mnist_cnn', 'Registered model: ' + ', '.join(registry.names()))
+    d.string('model', 'mnist_cnn', 'Registered model: ' + ', '.join(registry.names()) + '. '
+             'evaluate, continuous_eval and export: default, the one MODEL_DIR/flags.txt names.')
     d.multi_string('usr_dir', [], usr_dir.HELP)
     d.enum('mode', 'train', list(modes.MODES), modes.help_text())
     d.string('model_dir', None, 'Checkpoints, summaries and the flags used.')

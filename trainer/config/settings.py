@@ -84,13 +84,15 @@ class Settings:
         """The settings the trainer's flags give (flag_values: absl's FLAGS)."""
         plain = {field.name for field in dataclasses.fields(cls)} - {
             'final_train_steps', 'model_param_overrides', 'input_options', 'export_goal',
-            'early_stopping_goal', 'checkpoint', 'flagfile_text'}
+            'early_stopping_goal', 'checkpoint', 'flagfile_text', 'model'}
         trained = _trained_flags(flag_values)
+        model = trained_model(flag_values, trained[0])
         return cls(
             **{name: getattr(flag_values, name) for name in plain},
+            model=model,
             final_train_steps=(flag_values.train_steps if flag_values['train_steps'].present
                                else None),
-            model_param_overrides=model_param_overrides(flag_values, *trained),
+            model_param_overrides=model_param_overrides(flag_values, model, *trained),
             input_options=trained_input_options(flag_values, *trained),
             checkpoint=flag_values.checkpoint or 'latest',
             export_goal=MetricGoal.of(flag_values.export_metric, flag_values.export_mode,
@@ -111,15 +113,26 @@ def _trained_flags(flag_values):
     return run_files.read_flagfile(run_files.recorded_flags(flag_values.model_dir) or ''), path
 
 
-def model_param_overrides(flag_values, recorded: Dict, path: Optional[str]) -> Dict:
+def trained_model(flag_values, recorded: Dict) -> str:
+    """--model; in evaluate, continuous_eval and export, the model MODEL_DIR/flags.txt names
+    when --model is not given, and a different one given is refused before its params are read."""
+    if not recorded.get('model'):
+        return flag_values.model
+    if flag_values['model'].present:
+        run_files.check_model(flag_values.model_dir, flag_values.model,
+                              'leave --model out, or use another --model_dir')
+        return flag_values.model
+    return recorded['model']
+
+
+def model_param_overrides(flag_values, model: str, recorded: Dict, path: Optional[str]) -> Dict:
     """What overrides the model's DEFAULT_PARAMS: --model_params and the model-param flags
     (--dropout_rate...). In evaluate, continuous_eval and export the model is built as it was
     trained: the params in MODEL_DIR/flags.txt, overridden name by name by those given."""
-    trained = _params_given(recorded.get('model_params'), recorded, flag_values.model,
-                            f'{path}: ')
+    trained = _params_given(recorded.get('model_params'), recorded, model, f'{path}: ')
     given = _params_given(flag_values.model_params, {
         name: flag_values[name].value for name in registry.param_owners()
-        if flag_values[name].value is not None}, flag_values.model)
+        if flag_values[name].value is not None}, model)
     return {**trained, **given}
 
 

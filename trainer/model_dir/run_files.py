@@ -26,8 +26,8 @@ def check_model(model_dir: str, model_name: str, what_to_do: str) -> None:
         return
     previous = read_flagfile(files.read_text(path)).get('model')
     if previous and previous != model_name:
-        raise UserError(f'--model={model_name}: --model_dir={model_dir} holds a {previous} model '
-                        f'(see {path}); {what_to_do.format(previous=previous)}')
+        raise UserError(f'--model={model_name}: --model_dir={model_dir} was trained as '
+                        f'--model={previous} (see {path}); {what_to_do.format(previous=previous)}')
 
 
 def record_flags(model_dir: str, model_name: str, flagfile_text: str) -> None:

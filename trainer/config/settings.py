@@ -116,13 +116,14 @@ def _trained_flags(flag_values):
 def trained_model(flag_values, recorded: Dict) -> str:
     """--model; in evaluate, continuous_eval and export, the model MODEL_DIR/flags.txt names
     when --model is not given, and a different one given is refused before its params are read."""
-    if not recorded.get('model'):
+    recorded_model = recorded.get('model')
+    if not recorded_model:
         return flag_values.model
     if flag_values['model'].present:
-        run_files.check_model(flag_values.model_dir, flag_values.model,
-                              'leave --model out, or use another --model_dir')
+        run_files.check_recorded_model(flag_values.model_dir, recorded_model, flag_values.model,
+                                       'leave --model out, or use another --model_dir')
         return flag_values.model
-    return recorded['model']
+    return recorded_model
 
 
 def model_param_overrides(flag_values, model: str, recorded: Dict, path: Optional[str]) -> Dict:

@@ -24,10 +24,17 @@ def check_model(model_dir: str, model_name: str, what_to_do: str) -> None:
     path = paths.join(model_dir, FLAGS_FILE)
     if not files.exists(path):
         return
-    previous = read_flagfile(files.read_text(path)).get('model')
-    if previous and previous != model_name:
+    check_recorded_model(model_dir, read_flagfile(files.read_text(path)).get('model'),
+                         model_name, what_to_do)
+
+
+def check_recorded_model(model_dir: str, recorded_model: Optional[str], model_name: str,
+                         what_to_do: str) -> None:
+    """check_model with flags.txt's --model already read (None: it records none)."""
+    if recorded_model and recorded_model != model_name:
         raise UserError(f'--model={model_name}: --model_dir={model_dir} was trained as '
-                        f'--model={previous} (see {path}); {what_to_do.format(previous=previous)}')
+                        f'--model={recorded_model} (see {paths.join(model_dir, FLAGS_FILE)}); '
+                        f'{what_to_do.format(previous=recorded_model)}')
 
 
 def record_flags(model_dir: str, model_name: str, flagfile_text: str) -> None:

@@ -18,14 +18,14 @@ from absl import logging
 from common import files
 from common.errors import UserError
 from input_fns import split as data_split
-from input_fns import stream_shards, table_records, table_schema
+from input_fns import shards, stream_shards, table_records, table_schema
 
 SAMPLE_ROWS = 10_000  # rows the column types and the task are inferred from
 CHUNK_ROWS = 4096  # rows summarized at a time (numpy per column)
 
 
 def source_files(source: str) -> List[str]:
-    matched = sorted(files.glob(source)) if source else []
+    matched = sorted(shards.data_files(files.glob(source))) if source else []
     if not matched:
         raise UserError(f'--source={source}: no such file; give a CSV file (.csv or .csv.gz) '
                         'or a glob of them')

@@ -92,7 +92,7 @@ def _typed(example, path: str, number: int, columns: List[str], dtypes: List[str
             what = f'{len(found)} values' if len(found) > 1 else kind
             raise UserError(f'{path} record {number}, feature {name!r}: {what}, where the first '
                             f'records hold one {dtype}; the canned models take one int, float or '
-                            'text value per feature: rewrite the records so')
+                            'text value per feature: write such records with one value each')
         value = found[0]
         if dtype == 'string':
             try:
@@ -109,15 +109,17 @@ def prepare_examples(*, source: str, label: str, output_dir: Optional[str], task
                      num_shards: int, num_eval_shards: int, seed: int) -> Dict:
     if not label:
         raise UserError('--label is required for examples: the feature to predict')
-    path_list = sorted(files.glob(source)) if source else []
+    path_list = sorted(shards.data_files(files.glob(source))) if source else []
     if not path_list:
         raise UserError(f'--source={source}: no such file; give a glob of TFRecord files')
-    sample = [example for _, _, example, _ in itertools.islice(_records(path_list),
-                                                               SAMPLE_RECORDS)]
-    columns, dtypes = _column_types(sample, label, f'--source={source}')
+    sample = [(path, number, example) for path, number, example, _ in
+              itertools.islice(_records(path_list), SAMPLE_RECORDS)]
+    columns, dtypes = _column_types([example for _, _, example in sample], label,
+                                    f'--source={source}')
     label_index = columns.index(label)
     label_values = [values[label_index] for values in
-                    (_typed(e, source, i, columns, dtypes) for i, e in enumerate(sample, 1))
+                    (_typed(example, path, number, columns, dtypes)
+                     for path, number, example in sample)
                     if values[label_index] is not None]
     task = task or table_schema.infer_task(dtypes[label_index], label_values)
     stats = table_schema.TableStats(columns, dtypes, label, task, max_vocabulary, seed,

@@ -25,6 +25,12 @@ def shard_name(split: str, index: int, num_shards: int, suffix: str = SHARD_SUFF
     return f'{split}-{index:05d}-of-{num_shards:05d}{suffix}'
 
 
+def data_files(matched: Iterable[str]) -> List[str]:
+    """A glob's matches less the manifests: `--train_files='data/*'` means the records, not the
+    manifest.json prepare wrote beside them (which would match only from the second run on)."""
+    return [path for path in matched if os.path.basename(path) != MANIFEST_NAME]
+
+
 def read_manifest(output_dir: str) -> Dict:
     path = paths.join(output_dir, MANIFEST_NAME)
     if not files.exists(path):

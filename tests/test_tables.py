@@ -130,8 +130,8 @@ def example(**features):
             feature.bytes_list.value.append(value.encode())
         elif isinstance(value, int):
             feature.int64_list.value.append(value)
-        else:
-            feature.float_list.value.append(value)
+        else:  # a float, or a list of them
+            feature.float_list.value.extend(value if isinstance(value, list) else [value])
     return message.SerializeToString()
 
 
@@ -189,6 +189,28 @@ def test_prepare_examples_reads_records_in_place_or_reshards_them(tmp_path):
     with pytest.raises(UserError, match='record 1: not a tf.Example'):
         run_prepare(example_tables.prepare_examples,
                     **{**args, 'source': str(tmp_path / 'not_examples.tfrecord')})
+
+
+def test_a_glob_of_the_whole_folder_means_its_records_not_the_manifest_beside_them(tmp_path):
+    records = [example(x=float(i), label=i % 2) for i in range(20)]
+    (tmp_path / 'mine').mkdir()
+    write_records(tmp_path / 'mine' / 'a', records[:12])
+    write_records(tmp_path / 'mine' / 'b', records[12:])
+    everything = str(tmp_path / 'mine' / '*')
+    args = dict(source=everything, label='label', task=None, max_vocabulary=10,
+                weight_column=None)
+    for _ in range(2):  # the second time, manifest.json is in the folder the glob names
+        entries = run_prepare(example_tables.prepare_examples, **args)
+        assert [s['file'] for s in entries['train']['shards']] == ['a', 'b']
+    schema = json.load(open(tmp_path / 'mine' / 'manifest.json'))['schema']
+    training = table_records.make_input_fn(everything, schema, 20, training=True)
+    assert sorted(next(iter(training()))[0]['x'].numpy().tolist()) == list(range(20))
+
+    write_records(tmp_path / 'mine' / 'b', records[12:15] + [
+        example(x=[1.0, 2.0], label=0)])  # a second value, in the second file's fourth record
+    with pytest.raises(UserError, match=r"mine/b record 4, feature 'x': 2 values, where the "
+                                        r'first records hold one float'):
+        run_prepare(example_tables.prepare_examples, **args)
 
 
 @pytest.mark.parametrize('in_memory', [True, False], ids=['in_memory', 'streamed_windows'])

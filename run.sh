@@ -28,8 +28,11 @@
 #                            loaded and run by TF Serving's C++ loader (python -m
 #                            tools.serving_loader; needs g++)
 #   ./run.sh python ...      the venv's python
+# Run from any folder: every command but the tests takes relative paths from the caller's.
 set -euo pipefail
+caller_dir=$PWD  # where the user's relative paths point
 cd "$(dirname "$0")"
+repo_dir=$PWD
 
 venv=.venv
 python_for_venv=${PYTHON:-python3.11}
@@ -64,7 +67,7 @@ if [ ! -x "$venv/bin/python" ]; then
   "$python_for_venv" -m venv "$venv"
 fi
 
-py="$venv/bin/python"
+py="$repo_dir/$venv/bin/python"
 # pip install -r FILE into the venv unless the stamp says this exact file is installed.
 install_pinned() {  # FILE STAMP [PIP OPTIONS]
   local wanted
@@ -95,6 +98,16 @@ esac
 export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-1}
 command=${1:-demo}
 [ $# -gt 0 ] && shift
+# Every command but the tests runs in the caller's directory, so `~/svc/run.sh prepare csv
+# --source=sales.csv` reads ./sales.csv. The service's packages come from PYTHONPATH, and
+# PYTHONSAFEPATH keeps a folder of the caller's named models/ or trainer/ from shadowing them
+# (inherited by the processes the trainer, cluster and sweep start).
+case "$command" in
+  test|test-slow|test-store-faults|test-container) ;;
+  *) cd "$caller_dir"
+     export PYTHONPATH="$repo_dir${PYTHONPATH:+:$PYTHONPATH}"
+     [ "$command" = python ] || export PYTHONSAFEPATH=1 ;;  # a script's own folder stays first
+esac
 case "$command" in
   demo)    exec "$py" -m demos.digits "$@" ;;
   faces)   exec "$py" -m demos.faces "$@" ;;

@@ -5,13 +5,14 @@ import glob
 import gzip
 import json
 import os
+import subprocess
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from common.errors import UserError
-from helpers import assert_one_line_error, run_module, run_prepare
+from helpers import REPO, assert_one_line_error, run_module, run_prepare
 from input_fns import csv_tables, example_tables, pipeline, table_records
 
 PEOPLE = '''age,workclass,"hours, per week",score,income
@@ -120,6 +121,23 @@ def test_prepare_csv_cli_without_the_label_column_exits_2_with_one_line(tmp_path
                         '--label=salary', f'--output_dir={tmp_path / "out"}', check=False)
     assert_one_line_error(result, 2, '--label=salary', 'its columns: age, workclass, hours, per '
                           'week, score, income')
+
+
+def test_run_sh_reads_the_callers_relative_paths_and_imports_only_the_services_packages(
+        tmp_path):
+    """`~/svc/run.sh prepare csv --source=people.csv` from the user's folder: its paths are
+    the user's, and a folder of theirs named like one of ours is not imported."""
+    write(tmp_path / 'people.csv', PEOPLE)
+    (tmp_path / 'input_fns').mkdir()
+    (tmp_path / 'input_fns' / '__init__.py').write_text('raise SystemExit("the caller\'s '
+                                                        'input_fns was imported")\n')
+    result = subprocess.run(
+        ['bash', os.path.join(REPO, 'run.sh'), 'prepare', 'csv', '--source=people.csv',
+         '--label=income', '--output_dir=prepared', '--validation_fraction=0'],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    manifest = json.load(open(tmp_path / 'prepared' / 'manifest.json'))
+    assert manifest['splits']['train']['num_records'] == 6
 
 
 def example(**features):

@@ -78,6 +78,10 @@ def test_per_class_metrics_show_as_their_lowest_in_text_and_each_in_json():
     assert report['eval_jobs'][0]['latest']['metrics'] == {'loss': 0.2, **per_class}
     text = status.render_text(report).splitlines()
     assert ('    latest  step 100: loss 0.2, accuracy_of_class: lowest 0.75 (dog) of 2') in text
+    canned = {'label/mean': 0.328, 'prediction/mean': 0.345}  # the canned binary head's
+    report = status.summarize(snapshot(eval_ledgers={'v': [entry(100, loss=0.2, **canned)]}))
+    assert ('    latest  step 100: label/mean 0.328, loss 0.2, prediction/mean 0.345'
+            in status.render_text(report).splitlines())
     assert '    best    loss 0.2 (step 100)' in text
 
 

@@ -37,6 +37,7 @@ def list_record_files(file_pattern: str, flag_name: str = 'file pattern') -> Lis
     files = []
     patterns = (p.strip().replace('\\,', ',') for p in re.split(r'(?<!\\),', file_pattern))
     for pattern in filter(None, patterns):
+        shards.check_not_a_folder(pattern, flag_name)
         files.extend(common_files.glob(pattern))
     files = sorted(set(shards.data_files(files)))
     if not files:

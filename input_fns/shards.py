@@ -77,8 +77,33 @@ def set_schema(output_dir: str, schema: Dict) -> None:
     _set_manifest_fields(output_dir, schema=schema)
 
 
+def check_not_a_folder(file_pattern: str, flag_name: str) -> None:
+    """A folder given where its files are meant (--train_files=data/mnist) would be read as a
+    file or looked for beside itself: name the globs of its splits instead."""
+    if any(char in file_pattern for char in '*?[') or not files.isdir(file_pattern):
+        return
+    folder = file_pattern.rstrip('/') or '/'
+    try:
+        splits = read_manifest(folder).get('splits', {})
+    except (ValueError, OSError):
+        splits = {}
+    globs = [f"{flag_name}='{paths.join(folder, split)}-*' ({split})" for split, entry in
+             sorted(splits.items())
+             if all(s['file'].startswith(f'{split}-') for s in entry.get('shards', []))]
+    if not globs and len(splits) == 1:  # records read in place keep their own names
+        globs = [f"{flag_name}='{paths.join(folder, '*')}'"]
+    if globs:
+        which = 'the files of one of its splits' if len(globs) > 1 else 'its files'
+        raise UserError(f'{flag_name}={file_pattern}: a folder; give {which}: '
+                        f'{", or ".join(globs)}')
+    raise UserError(f'{flag_name}={file_pattern}: a folder, with no manifest.json of prepared '
+                    'shards; write shards with `python -m input_fns.prepare` and give '
+                    f'{flag_name} a glob of them')
+
+
 def read_schema(file_pattern: str, flag_name: str) -> Dict:
     """The schema in the manifest.json beside the files of file_pattern (a flag's value)."""
+    check_not_a_folder(file_pattern, flag_name)
     path = paths.join(os.path.dirname(file_pattern) or '.', MANIFEST_NAME)
     what_to_do = ('prepare the data with `prepare csv`, `prepare examples` or `prepare images`, '
                   f'and give {flag_name} its shards')

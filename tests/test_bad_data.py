@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from common.errors import UserError
 from helpers import assert_one_line_error, run_module, run_with_env
-from input_fns import synthetic_faces
+from input_fns import pipeline, shards, synthetic_faces
 from trainer.model_dir.ledger import Ledger
 
 
@@ -54,6 +55,26 @@ def test_evaluation_on_a_cut_shard_is_an_error_not_a_ledger_entry(digit_shards, 
                         f'--eval_files={data}/validation-*', '--eval_name=cut', check=False)
     assert_one_line_error(result, 2, shard, 'manifest.json')
     assert Ledger(str(model_dir), 'cut').entries() == []
+
+
+def test_a_folder_given_for_its_files_names_the_globs_of_its_splits(digit_shards, tmp_path):
+    result = run_module('trainer.main', '--mode=train', f'--model_dir={tmp_path}/model',
+                        f'--train_files={digit_shards.dir}/', '--train_steps=2', check=False)
+    assert_one_line_error(result, 2, f'--train_files={digit_shards.dir}/: a folder; give the '
+                          f"files of one of its splits: --train_files='{digit_shards.dir}/train-*' "
+                          f"(train), or --train_files='{digit_shards.dir}/validation-*' "
+                          '(validation)')
+    assert not os.path.exists(tmp_path / 'model' / 'checkpoint')
+
+    (tmp_path / 'records').mkdir()  # no manifest: nothing says what the files are
+    with pytest.raises(UserError, match=r"--eval_files=.*records: a folder, with no "
+                                        r'manifest.json of prepared shards; write shards with'):
+        pipeline.list_record_files(str(tmp_path / 'records'), '--eval_files')
+    shards.write_manifest(str(tmp_path / 'records'), {'splits': {'train': {'shards': [
+        {'file': 'part-0.tfrecord.gz', 'records': 1}]}}})  # records read in place
+    with pytest.raises(UserError, match=r"--train_files=.*records: a folder; give its files: "
+                                        r"--train_files='.*records/\*'$"):
+        shards.read_schema(str(tmp_path / 'records'), '--train_files')
 
 
 def test_training_on_only_empty_files_is_an_error(tmp_path):

@@ -24,14 +24,6 @@ SAMPLE_ROWS = 10_000  # rows the column types and the task are inferred from
 CHUNK_ROWS = 4096  # rows summarized at a time (numpy per column)
 
 
-def source_files(source: str) -> List[str]:
-    matched = sorted(shards.data_files(files.glob(source))) if source else []
-    if not matched:
-        raise UserError(f'--source={source}: no such file; give a CSV file (.csv or .csv.gz) '
-                        'or a glob of them')
-    return matched
-
-
 class _GFileStream(io.RawIOBase):
     """A tf.io.gfile file (local or bucket) as the raw stream io's buffered readers take."""
 
@@ -211,7 +203,8 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
     data_split.check_fraction(validation_fraction)
     if not label:
         raise UserError('--label is required for csv: the column to predict')
-    table = Table(source_files(source), label, column_types, task, na_values)
+    table = Table(shards.source_files(source, 'a CSV file (.csv or .csv.gz) or a glob of them',
+                                      '*.csv'), label, column_types, task, na_values)
     stats = table_schema.TableStats(table.columns, table.dtypes, label, table.task,
                                     max_vocabulary, seed, weight_column)
     encoder = table_records.RowEncoder(table.names, table.dtypes)

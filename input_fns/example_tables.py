@@ -109,9 +109,7 @@ def prepare_examples(*, source: str, label: str, output_dir: Optional[str], task
                      num_shards: int, num_eval_shards: int, seed: int) -> Dict:
     if not label:
         raise UserError('--label is required for examples: the feature to predict')
-    path_list = sorted(shards.data_files(files.glob(source))) if source else []
-    if not path_list:
-        raise UserError(f'--source={source}: no such file; give a glob of TFRecord files')
+    path_list = shards.source_files(source, 'a glob of TFRecord files', '*')
     sample = [(path, number, example) for path, number, example, _ in
               itertools.islice(_records(path_list), SAMPLE_RECORDS)]
     columns, dtypes = _column_types([example for _, _, example in sample], label,

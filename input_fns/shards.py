@@ -31,6 +31,18 @@ def data_files(matched: Iterable[str]) -> List[str]:
     return [path for path in matched if os.path.basename(path) != MANIFEST_NAME]
 
 
+def source_files(source: str, what: str, folder_glob: str) -> List[str]:
+    """A prepare command's --source glob: the files it matches, less manifests, sorted. A
+    folder is refused with the glob of its files (it would be opened as a file)."""
+    if source and not any(char in source for char in '*?[') and files.isdir(source):
+        raise UserError(f"--source={source}: a folder; give a glob of its files: "
+                        f"--source='{paths.join(source.rstrip('/') or '/', folder_glob)}'")
+    matched = sorted(data_files(files.glob(source))) if source else []
+    if not matched:
+        raise UserError(f'--source={source}: no such file; give {what}')
+    return matched
+
+
 def read_manifest(output_dir: str) -> Dict:
     path = paths.join(output_dir, MANIFEST_NAME)
     if not files.exists(path):

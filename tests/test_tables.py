@@ -224,6 +224,13 @@ def test_a_glob_of_the_whole_folder_means_its_records_not_the_manifest_beside_th
     training = table_records.make_input_fn(everything, schema, 20, training=True)
     assert sorted(next(iter(training()))[0]['x'].numpy().tolist()) == list(range(20))
 
+    with pytest.raises(UserError, match=r"--source=.*mine: a folder; give a glob of its "
+                                        r"files: --source='.*mine/\*'$"):
+        run_prepare(example_tables.prepare_examples, **{**args, 'source': str(tmp_path / 'mine')})
+    with pytest.raises(UserError, match=r"--source=.*mine/: a folder; give a glob of its "
+                                        r"files: --source='.*mine/\*.csv'$"):
+        run_prepare(csv_tables.prepare_csv, **table_args(source=f'{tmp_path / "mine"}/'))
+
     write_records(tmp_path / 'mine' / 'b', records[12:15] + [
         example(x=[1.0, 2.0], label=0)])  # a second value, in the second file's fourth record
     with pytest.raises(UserError, match=r"mine/b record 4, feature 'x': 2 values, where the "

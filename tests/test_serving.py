@@ -62,6 +62,34 @@ def test_base_path_version_and_pointer_each_say_which_version_and_why(exports, c
     assert from_best == predict.predict_files(str(export_dir / '2'), images) != from_base
 
 
+def test_predict_takes_folders_and_globs_and_serves_them_a_batch_at_a_time(exports, tmp_path,
+                                                                           monkeypatch):
+    export_dir, images = exports
+    one_by_one = predict.predict_files(str(export_dir), images)
+    (tmp_path / 'photos' / 'more').mkdir(parents=True)
+    shutil.copy(images[0], tmp_path / 'photos' / 'a.png')
+    shutil.copy(images[1], tmp_path / 'photos' / 'more' / 'b.png')
+    (tmp_path / 'photos' / '.DS_Store').write_bytes(b'\0\0\0\1Bud1')  # hidden: left out
+    served = []
+    serve = predict._serve
+    monkeypatch.setattr(predict, '_serve', lambda *args, **batch: served.append(
+        len(batch['image_bytes'])) or serve(*args, **batch))
+    monkeypatch.setattr(predict, 'SERVE_BATCH', 2)
+    rows = predict.predict_files(str(export_dir), [str(tmp_path / 'photos'),
+                                                   str(tmp_path / 'photos' / '*.png'), images[1]])
+    assert [row['image'] for row in rows] == [
+        str(tmp_path / 'photos' / 'a.png'), str(tmp_path / 'photos' / 'more' / 'b.png'),
+        str(tmp_path / 'photos' / 'a.png'), images[1]]
+    assert served == [2, 2]
+    assert [row['probabilities'] for row in rows] == [one_by_one[i]['probabilities']
+                                                      for i in (0, 1, 0, 1)]
+    for argument, error in [(str(tmp_path / 'photos' / '*.jpg'), 'no file matches it'),
+                            (str(tmp_path / 'empty'), 'a folder with no files in it')]:
+        os.makedirs(tmp_path / 'empty', exist_ok=True)
+        with pytest.raises(UserError, match=re.escape(f'{argument}: {error}')):
+            predict.predict_files(str(export_dir), [argument])
+
+
 def test_classify_gives_class_names_and_the_scores_of_serving_default(exports):
     export_dir, images = exports
     classified, _ = predicted(f'--saved_model={export_dir}', '--signature=classify', *images)

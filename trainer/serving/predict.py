@@ -8,7 +8,7 @@ file such as EXPORT_DIR/best; one log line says which version was chosen and why
 """
 import json
 import os
-from typing import List
+from typing import Iterator, List
 
 import tensorflow as tf
 from absl import logging
@@ -19,6 +19,8 @@ from trainer.input_kinds.image_classification import image_example
 from trainer.serving import export, predict_table, rest_body
 
 DEFAULT_SIGNATURE = 'serving_default'
+# Images read and served at a time: a folder of photos is not held in memory at once.
+SERVE_BATCH = 64
 
 
 def resolve_saved_model(path: str) -> str:
@@ -84,47 +86,96 @@ def _contents(export_dir: str) -> str:
     return 'it holds ' + ', '.join(names) if names else 'it is empty'
 
 
-def predict_files(saved_model_dir: str, image_paths: List[str],
+def input_files(arguments: List[str]) -> List[str]:
+    """The files predict reads: each argument a file, a glob (quoted: a shell cannot expand
+    gs:// or s3://) or a folder (the files in it and its subfolders, in name order, hidden
+    ones such as .DS_Store left out)."""
+    found = []
+    for argument in arguments:
+        if any(char in argument for char in '*?['):
+            matched = files.glob(argument)
+            if not matched:
+                raise UserError(f'{argument}: no file matches it')
+            found += matched
+        elif files.isdir(argument):
+            inside = _files_under(argument)
+            if not inside:
+                raise UserError(f'{argument}: a folder with no files in it')
+            found += inside
+        else:
+            found.append(argument)
+    return found
+
+
+def _files_under(folder: str) -> List[str]:
+    found = []
+    for name in files.listdir(folder):
+        if name.startswith('.'):
+            continue
+        path = paths.join(folder, name)
+        found += _files_under(path) if files.isdir(path) else [path]
+    return found
+
+
+def predict_files(saved_model_dir: str, arguments: List[str],
                   signature: str = DEFAULT_SIGNATURE) -> List[dict]:
-    """Runs a signature of the SavedModel (no Estimator) on image files: one row per image, or
-    per pair of images for a model that compares two photos."""
+    """predict_rows, all of them."""
+    return list(predict_rows(saved_model_dir, arguments, signature))
+
+
+def predict_rows(saved_model_dir: str, arguments: List[str],
+                 signature: str = DEFAULT_SIGNATURE) -> Iterator[dict]:
+    """Runs a signature of the SavedModel (no Estimator) on image files (or folders or globs of
+    them): one row per image, or per pair of images for a model that compares two photos, as
+    each batch of SERVE_BATCH is served; table rows and REST bodies as their modules say."""
     saved_model_dir = resolve_saved_model(saved_model_dir)
+    image_paths = input_files(arguments)
     if not image_paths:
         raise UserError('predict: give one or more image files (or CSV or JSON lines files, '
                         'for a table model; or TF Serving REST request bodies) after the flags')
     if all(rest_body.is_request_body(path) for path in image_paths):
-        return predict_rest_bodies(saved_model_dir, image_paths, signature)
+        yield from predict_rest_bodies(saved_model_dir, image_paths, signature)
+        return
     if all(predict_table.is_table_file(path) for path in image_paths):
         signatures = tf.saved_model.load(saved_model_dir).signatures
-        return predict_table.predict_rows(signatures, saved_model_dir, image_paths)
-    encoded = [_read_image(path) for path in image_paths]
+        yield from predict_table.predict_rows(signatures, saved_model_dir, image_paths)
+        return
     signatures = tf.saved_model.load(saved_model_dir).signatures
     if signature not in signatures:
         raise UserError(f'--signature={signature}: {saved_model_dir} has no such signature; it '
                         f'has {", ".join(sorted(signatures))}')
     serve = signatures[signature]
     inputs = serve.structured_input_signature[1]
-    if sorted(inputs) == ['image_bytes_a', 'image_bytes_b']:
-        if len(encoded) % 2:
-            raise UserError('predict: this model compares two photos: give pairs of image files '
-                            '(a1 b1 a2 b2 ...)')
-        outputs = _serve(serve, image_paths, image_bytes_a=encoded[0::2],
-                         image_bytes_b=encoded[1::2])
-        names = [{'image_a': a, 'image_b': b} for a, b in zip(image_paths[0::2], image_paths[1::2])]
-    elif sorted(inputs) == ['image_bytes']:
-        outputs = _serve(serve, image_paths, image_bytes=encoded)
-        names = [{'image': path} for path in image_paths]
-    elif sorted(inputs) == ['inputs'] and inputs['inputs'].dtype == tf.string:  # Classify API
-        outputs = _serve(serve, image_paths, inputs=[image_example(data) for data in encoded])
-        names = [{'image': path} for path in image_paths]
-    else:
+    input_names = sorted(inputs)
+    if input_names not in (['image_bytes_a', 'image_bytes_b'], ['image_bytes']) and not (
+            input_names == ['inputs'] and inputs['inputs'].dtype == tf.string):  # Classify API
         takes = ', '.join(f'{name} ({spec.dtype.name} {spec.shape})'
                           for name, spec in sorted(inputs.items()))
         raise UserError(f'--signature={signature}: it takes {takes}, not image files; give one '
                         f'of {", ".join(_image_signatures(signatures))}')
-    outputs = {key: value.numpy() for key, value in outputs.items()}
-    return [{**name, **{key: files.json_value(value[i]) for key, value in sorted(outputs.items())}}
-            for i, name in enumerate(names)]
+    per_row = len(input_names)  # a pair model's rows are two photos
+    if len(image_paths) % per_row:
+        raise UserError('predict: this model compares two photos: give pairs of image files '
+                        '(a1 b1 a2 b2 ...)')
+    step = SERVE_BATCH * per_row
+    for start in range(0, len(image_paths), step):
+        chunk = image_paths[start:start + step]
+        outputs = _serve(serve, chunk, **_feed(input_names, [_read_image(p) for p in chunk]))
+        outputs = {key: value.numpy() for key, value in sorted(outputs.items())}
+        for row in range(len(chunk) // per_row):
+            row_paths = chunk[row * per_row:(row + 1) * per_row]
+            named = ({'image_a': row_paths[0], 'image_b': row_paths[1]} if per_row == 2 else
+                     {'image': row_paths[0]})
+            yield {**named, **{key: files.json_value(value[row]) for key, value in outputs.items()}}
+
+
+def _feed(input_names: List[str], encoded: List[bytes]) -> dict:
+    """The signature's inputs for encoded images (pairs interleaved: a1 b1 a2 b2 ...)."""
+    if input_names == ['image_bytes_a', 'image_bytes_b']:
+        return dict(image_bytes_a=encoded[0::2], image_bytes_b=encoded[1::2])
+    if input_names == ['image_bytes']:
+        return dict(image_bytes=encoded)
+    return dict(inputs=[image_example(data) for data in encoded])
 
 
 def predict_rest_bodies(saved_model_dir: str, body_paths: List[str],

@@ -12,7 +12,7 @@ import tensorflow as tf
 from tensorflow_estimator.python.estimator.canned import dnn, dnn_linear_combined, linear
 
 from common.errors import UserError
-from models import boosted_trees, eval_pictures, registry, table_columns
+from models import boosted_trees, registry, table_columns, table_head
 
 # The canned models' optimizers (tf.keras legacy optimizers, as the canned models make them).
 OPTIMIZERS = {'adagrad': 'Adagrad', 'adam': 'Adam', 'ftrl': 'Ftrl', 'rmsprop': 'RMSprop',
@@ -44,7 +44,7 @@ def _dropout(params):
 def dnn_fn(features, labels, mode, head, schema, params):
     return dnn.dnn_model_fn_v2(
         features, labels, mode, head, hidden_units=list(params['hidden_units']),
-        feature_columns=table_columns.deep_columns(schema, params),
+        feature_columns=table_columns.deep_columns(schema, params['embedding_dimension']),
         optimizer=optimizer(params['optimizer'], params['learning_rate']),
         dropout=_dropout(params), batch_norm=params['batch_norm'])
 
@@ -62,29 +62,10 @@ def wide_deep_fn(features, labels, mode, head, schema, params):
         linear_feature_columns=table_columns.linear_columns(schema, params),
         linear_optimizer=optimizer('ftrl', params['linear_learning_rate'],
                                    params['l1_regularization'], params['l2_regularization']),
-        dnn_feature_columns=table_columns.deep_columns(schema, params),
+        dnn_feature_columns=table_columns.deep_columns(schema, params['embedding_dimension']),
         dnn_optimizer=optimizer(params['optimizer'], params['learning_rate']),
         dnn_hidden_units=list(params['hidden_units']), dnn_dropout=_dropout(params),
         batch_norm=params['batch_norm'])
-
-
-def with_pictures(spec, labels, schema):
-    """Evaluation adds, for a binary label, the PR curve; for several classes, each class's
-    accuracy and the confusion matrix (TensorBoard's), to the canned head's metrics."""
-    if spec.mode != tf.estimator.ModeKeys.EVAL or schema['label']['task'] != 'classification':
-        return spec
-    classes = [str(value) for value in schema['label']['classes']]
-    label_ids = table_columns.label_ids(labels, schema)
-    predicted = tf.reshape(spec.predictions['class_ids'], [-1])
-    metrics = dict(spec.eval_metric_ops)
-    if len(classes) == 2:
-        metrics['pr_curve'] = eval_pictures.pr_curve(
-            tf.cast(label_ids, tf.float32), tf.reshape(spec.predictions['logistic'], [-1]))
-    else:
-        metrics.update(eval_pictures.accuracy_of_each_class(label_ids, predicted, classes))
-        metrics['confusion_matrix'] = eval_pictures.confusion_matrix(label_ids, predicted,
-                                                                     len(classes))
-    return spec._replace(eval_metric_ops=metrics)
 
 
 def _model_fn(build, task: str, name: str):
@@ -102,7 +83,7 @@ def _model_fn(build, task: str, name: str):
                             'leave --precision at float32')
         head = table_columns.head(schema)
         spec = build(features, labels, mode, head, schema, params)
-        return with_pictures(spec, labels, schema)
+        return table_head.with_pictures(spec, labels, schema)
 
     return model_fn
 

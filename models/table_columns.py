@@ -38,10 +38,10 @@ def categorical(entry: Dict):
                                                       num_oov_buckets=1)
 
 
-def deep_columns(schema: Dict, params: Dict) -> List:
-    """Numbers normalized; text embedded in params['embedding_dimension'] dimensions."""
+def deep_columns(schema: Dict, embedding_dimension: int) -> List:
+    """Numbers normalized; text embedded in embedding_dimension dimensions."""
     return [numeric(entry) if entry['dtype'] != 'string'
-            else fc.embedding_column(categorical(entry), params['embedding_dimension'])
+            else fc.embedding_column(categorical(entry), embedding_dimension)
             for entry in features(schema)]
 
 

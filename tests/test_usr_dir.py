@@ -1,4 +1,4 @@
-"""--usr_dir (issue 37): the two example modules of docs/your-model.md run end to end from a
+"""--usr_dir (issue 37): the three example modules of docs/your-model.md run end to end from a
 copy (train -> eval job -> best export -> predict -> TF Serving REST bodies -> TF Serving's C++
 loader, issue 38); flags.txt records
 the folder and its hash and later commands import it again; each mistake is one line; a bucket
@@ -123,6 +123,55 @@ def test_house_prices_own_input_kind_and_regress_signature_end_to_end(tmp_path, 
     # The documented house's price by the rule make_houses.py made the prices with: 2.755.
     assert abs(regressed['outputs'] - 2.755) < 0.3
     assert abs(predicted['price'] - regressed['outputs']) < 1e-5
+
+
+def write_table(path, label, rows=600):
+    """x, a number; color, text; the label: 'low', 'mid' or 'high' by x (kind), or a number
+    made of both (price)."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    with open(path, 'w') as f:
+        f.write(f'x,color,{label}\n')
+        for x, color in zip(rng.normal(size=rows), rng.choice(['red', 'green', 'blue'], rows)):
+            value = (('low' if x < -0.4 else 'high' if x > 0.4 else 'mid') if label == 'kind'
+                     else f'{2 * x + (color == "red"):.3f}')
+            f.write(f'{x:.3f},{color},{value}\n')
+    return str(path)
+
+
+@pytest.mark.parametrize('label', ['kind', 'price'])
+def test_table_net_over_a_prepared_csv_takes_the_canned_head(tmp_path, label):
+    """docs/your-model/table_net: a network of the user's over `prepare csv` shards, with the
+    canned models' head: three classes (accuracy, each class's, classify) or a number
+    (average loss, regress), and predict on CSV rows."""
+    from helpers import run_prepare
+    from input_fns import csv_tables
+    usr_dir = copy_example('table_net', tmp_path)
+    data, model_dir, exports = (str(tmp_path / name) for name in ('data', 'model', 'exports'))
+    run_prepare(csv_tables.prepare_csv, source=write_table(tmp_path / 'table.csv', label),
+                output_dir=data, label=label, column_types=None, task=None,
+                max_vocabulary=100, na_values=[''], weight_column=None, num_eval_shards=1)
+    trainer(f'--usr_dir={usr_dir}', '--model=table_net', '--mode=train_and_evaluate',
+            f'--model_dir={model_dir}', f'--train_files={data}/train-*',
+            f'--eval_files={data}/validation-*', '--train_steps=300', '--batch_size=32',
+            '--save_checkpoints_steps=300', f'--export_dir={exports}')
+    with open(os.path.join(model_dir, 'eval_default', 'results', 'step-000000300.json')) as f:
+        metrics = json.load(f)['metrics']
+    if label == 'kind':
+        assert metrics['accuracy'] > 0.8 and 'accuracy_of_class/mid' in metrics, metrics
+    else:
+        assert metrics['average_loss'] < 0.3, metrics  # the price's variance is about 4.2
+    import tensorflow as tf
+    signatures = tf.saved_model.load(os.path.join(exports, '300')).signatures
+    assert sorted(signatures) == sorted(['classify' if label == 'kind' else 'regress',
+                                         'predict_examples', 'serving_default'])
+    rows = tmp_path / 'rows.csv'
+    rows.write_text('x,color\n-2.0,red\n2.0,blue\n')
+    low, high = predict.predict_files(exports, [str(rows)])
+    if label == 'kind':
+        assert (low['classes'], high['classes']) == ('low', 'high')
+    else:
+        assert low['predictions'] < 0 < high['predictions'], (low, high)
 
 
 def test_helpshort_lists_the_user_params_and_models(tmp_path):

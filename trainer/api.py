@@ -33,6 +33,12 @@ Models:
                                  evaluation pictures, as eval_metric_ops
   accuracy_of_each_class(labels, classes, class_names)
                                  eval_metric_ops: 'accuracy_of_class/NAME' for each class
+Over a table (input_kind='table', schema_kind='table': params['schema'] is the manifest's):
+  table_feature_columns(schema, embedding_dimension=8)
+                                 the features as the deep canned models read them
+  table_logits_dimension(schema) 1 for a binary or regression label, else the classes
+  table_estimator_spec(features, labels, mode, logits, params, update_ops=())
+                                 the canned models' head: their metrics, pictures and signatures
 Input kinds (what feeds a model: input_fns, serving receiver, signature names):
   InputKind                      the base class; InputOptions, what input flags it gets
   TFRecordKind                   TFRecord files of your own format: give parse_batch,
@@ -49,6 +55,7 @@ from models.eval_pictures import (accuracy_of_each_class, confusion_matrix, face
 from models.precision import float32
 from models.registry import ModelSpec
 from models.registry import register as register_model
+from models.table_head import table_estimator_spec, table_feature_columns, table_logits_dimension
 from models.training import (TRAINING_PARAMS, estimator_loss, label_smoothing, scalar_summary,
                              sigmoid_losses, softmax_losses, train_op)
 from trainer.input_kinds.base import (InputKind, InputOptions, TFRecordKind, decode_batch,
@@ -61,6 +68,7 @@ __all__ = [
     'scalar_summary', 'classification_estimator_spec', 'binary_estimator_spec',
     'embedding_pair_spec', 'most_confident_mistakes', 'confusion_matrix', 'pr_curve',
     'face_pairs_fn', 'accuracy_of_each_class',
+    'table_feature_columns', 'table_logits_dimension', 'table_estimator_spec',
     'InputKind', 'InputOptions', 'TFRecordKind', 'register_input_kind', 'list_record_files',
     'decode_batch', 'synthetic_png',
 ]

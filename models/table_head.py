@@ -1,0 +1,55 @@
+"""The head of a model of your own over a table (ModelSpec input_kind='table',
+schema_kind='table'): the canned models' head, made from the schema's label, so loss, metrics,
+TensorBoard pictures and TF Serving signatures (serving_default over one tensor per feature,
+classify or regress and predict_examples over tf.Example) are theirs whatever network makes
+the logits; the training step is every model's (models/training.py)."""
+from typing import Dict, List
+
+import tensorflow as tf
+
+from common.errors import UserError
+from models import eval_pictures, precision, table_columns, training
+
+
+def table_feature_columns(schema: Dict, embedding_dimension: int = 8) -> List:
+    """The schema's features as the deep canned models read them: numbers normalized by the
+    training split's mean and std, text embedded in embedding_dimension dimensions (one
+    bucket for other values). tf.keras.layers.DenseFeatures(columns)(features) is [batch, D]."""
+    return table_columns.deep_columns(schema, embedding_dimension)
+
+
+def table_logits_dimension(schema: Dict) -> int:
+    """The logits the label needs: 1 for a binary or regression label, else one per class."""
+    return table_columns.head(schema).logits_dimension
+
+
+def table_estimator_spec(features, labels, mode, logits, params, update_ops=()):
+    """logits [batch, table_logits_dimension(schema)] -> the canned head's EstimatorSpec, trained
+    by train_op (params' optimizer and learning-rate schedule)."""
+    if params.get('label_smoothing'):
+        raise UserError(f'--label_smoothing={params["label_smoothing"]}: the table head has no '
+                        'label smoothing; leave it 0')
+    schema = params['schema']
+    spec = table_columns.head(schema).create_estimator_spec(
+        features=features, mode=mode, logits=precision.float32(logits), labels=labels,
+        train_op_fn=lambda loss: training.train_op(loss, params, update_ops=update_ops))
+    return with_pictures(spec, labels, schema)
+
+
+def with_pictures(spec, labels, schema):
+    """Evaluation adds, for a binary label, the PR curve; for several classes, each class's
+    accuracy and the confusion matrix (TensorBoard's), to the canned head's metrics."""
+    if spec.mode != tf.estimator.ModeKeys.EVAL or schema['label']['task'] != 'classification':
+        return spec
+    classes = [str(value) for value in schema['label']['classes']]
+    label_ids = table_columns.label_ids(labels, schema)
+    predicted = tf.reshape(spec.predictions['class_ids'], [-1])
+    metrics = dict(spec.eval_metric_ops)
+    if len(classes) == 2:
+        metrics['pr_curve'] = eval_pictures.pr_curve(
+            tf.cast(label_ids, tf.float32), tf.reshape(spec.predictions['logistic'], [-1]))
+    else:
+        metrics.update(eval_pictures.accuracy_of_each_class(label_ids, predicted, classes))
+        metrics['confusion_matrix'] = eval_pictures.confusion_matrix(label_ids, predicted,
+                                                                     len(classes))
+    return spec._replace(eval_metric_ops=metrics)

@@ -71,7 +71,9 @@ def test_build_makes_what_the_modes_run(digit_shards, tmp_path):
     assert finished == {'step': 0, 'train_steps': 3, 'early_stopped': False,
                         'reason': 'the model ended training'}
     other = experiment.build(settings, registry.get('csv_mlp'))
-    with pytest.raises(UserError, match='was trained as --model=mnist_cnn'):
+    with pytest.raises(UserError, match=r'was trained as --model=mnist_cnn .*; to train it on, '
+                                        r'pass --model=mnist_cnn and its flags again, or '
+                                        r'--flagfile=.*/flags.txt and the flags to change'):
         with other.training():
             pass
     face_option = dataclasses.replace(settings, input_options=InputOptions(face_image_size=112))

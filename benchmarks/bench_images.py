@@ -18,7 +18,7 @@ import tensorflow as tf
 from absl import flags
 
 from benchmarks import precision_bench
-from input_fns import image_records, prepare_images, shards
+from input_fns import file_patterns, image_records, prepare_images
 
 FLAGS = flags.FLAGS
 CLASSES = ('apple', 'banana', 'cherry', 'date', 'elder')
@@ -85,7 +85,7 @@ def image_rows(work_dir: str, results, measure, dataset_turn, training_turn) -> 
          dataset_turn(lambda: keras_directory_dataset(root, size, batch_size), batch_size,
                       epoch), 'decodes every photo every epoch'),
     ], 'examples/s')
-    schema = shards.read_schema(pattern, 'the bench')
+    schema = file_patterns.read_schema(pattern, 'the bench')
     measure(results, '11 image_classifier training', precision_bench.schema_model_rows(
         'images', 'image_classifier', schema, input_fn, batch_size, training_turn), 'examples/s')
     return (f'generated: {FLAGS.image_photos:,} JPEG photos, {len(CLASSES)} classes, 80-240 px, '

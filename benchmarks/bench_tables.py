@@ -26,7 +26,7 @@ import tensorflow as tf
 from absl import flags
 
 from benchmarks import precision_bench
-from input_fns import csv_tables, pipeline, shards, table_records
+from input_fns import csv_tables, file_patterns, pipeline, table_records
 
 FLAGS = flags.FLAGS
 # Targets from the runs in docs/bench.md#tables (2 cores beside other work). The shards parsed
@@ -121,7 +121,7 @@ def table_rows(work_dir: str, results, measure, dataset_turn, training_turn) -> 
     results.add('tables.prepare', section, 'prepare csv (one process): rows/s',
                 [FLAGS.table_rows / seconds], 'rows/s', f'{seconds:.1f} s with writing')
     pattern = os.path.join(data, 'train-*')
-    schema = shards.read_schema(pattern, 'the bench')
+    schema = file_patterns.read_schema(pattern, 'the bench')
     input_fn = table_records.make_input_fn(pattern, schema, batch_size, True)
     records_input_fn = pipeline.record_input_fn(
         pipeline.list_record_files(pattern), table_records.parse_batch_fn(schema), batch_size,

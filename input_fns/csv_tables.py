@@ -18,7 +18,7 @@ from absl import logging
 from common import files
 from common.errors import UserError
 from input_fns import split as data_split
-from input_fns import shards, stream_shards, table_records, table_schema
+from input_fns import file_patterns, stream_shards, table_records, table_schema
 
 SAMPLE_ROWS = 10_000  # rows the column types and the task are inferred from
 CHUNK_ROWS = 4096  # rows summarized at a time (numpy per column)
@@ -203,7 +203,7 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
     data_split.check_fraction(validation_fraction)
     if not label:
         raise UserError('--label is required for csv: the column to predict')
-    table = Table(shards.source_files(source, 'a CSV file (.csv or .csv.gz) or a glob of them',
+    table = Table(file_patterns.source_files(source, 'a CSV file (.csv or .csv.gz) or a glob of them',
                                       '*.csv'), label, column_types, task, na_values)
     stats = table_schema.TableStats(table.columns, table.dtypes, label, table.task,
                                     max_vocabulary, seed, weight_column)

@@ -17,7 +17,7 @@ from google.protobuf.message import DecodeError
 
 from common import files, paths
 from common.errors import UserError, op_error_summary
-from input_fns import csv_tables, shards, stream_shards, table_schema
+from input_fns import csv_tables, file_patterns, shards, stream_shards, table_schema
 from input_fns import split as data_split
 
 SAMPLE_RECORDS = 10_000
@@ -109,7 +109,7 @@ def prepare_examples(*, source: str, label: str, output_dir: Optional[str], task
                      num_shards: int, num_eval_shards: int, seed: int) -> Dict:
     if not label:
         raise UserError('--label is required for examples: the feature to predict')
-    path_list = shards.source_files(source, 'a glob of TFRecord files', '*')
+    path_list = file_patterns.source_files(source, 'a glob of TFRecord files', '*')
     sample = [(path, number, example) for path, number, example, _ in
               itertools.islice(_records(path_list), SAMPLE_RECORDS)]
     columns, dtypes = _column_types([example for _, _, example in sample], label,

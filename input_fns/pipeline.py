@@ -19,7 +19,7 @@ from absl import logging
 from common import files as common_files
 from common import store_retries, tf_config
 from common.errors import UserError, op_error_summary
-from input_fns import listed_files, shards
+from input_fns import file_patterns, listed_files
 
 AUTOTUNE = tf.data.AUTOTUNE
 DEFAULT_SHUFFLE_BUFFER = 10_000
@@ -37,9 +37,9 @@ def list_record_files(file_pattern: str, flag_name: str = 'file pattern') -> Lis
     files = []
     patterns = (p.strip().replace('\\,', ',') for p in re.split(r'(?<!\\),', file_pattern))
     for pattern in filter(None, patterns):
-        shards.check_not_a_folder(pattern, flag_name)
+        file_patterns.check_not_a_folder(pattern, flag_name)
         files.extend(common_files.glob(pattern))
-    files = sorted(set(shards.data_files(files)))
+    files = sorted(set(file_patterns.data_files(files)))
     if not files:
         raise UserError(f'{flag_name}: no files match {file_pattern!r}; check the path, or '
                         'write shards first with `python -m input_fns.prepare`')

@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from common.errors import UserError
 from helpers import assert_one_line_error, run_module, run_with_env
-from input_fns import pipeline, shards, synthetic_faces
+from input_fns import file_patterns, pipeline, shards, synthetic_faces
 from trainer.model_dir.ledger import Ledger
 
 
@@ -74,7 +74,7 @@ def test_a_folder_given_for_its_files_names_the_globs_of_its_splits(digit_shards
         {'file': 'part-0.tfrecord.gz', 'records': 1}]}}})  # records read in place
     with pytest.raises(UserError, match=r"--train_files=.*records: a folder; give its files: "
                                         r"--train_files='.*records/\*'$"):
-        shards.read_schema(str(tmp_path / 'records'), '--train_files')
+        file_patterns.read_schema(str(tmp_path / 'records'), '--train_files')
 
 
 def test_training_on_only_empty_files_is_an_error(tmp_path):

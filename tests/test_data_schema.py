@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from common.errors import UserError
-from input_fns import csv_records, shards, split
+from input_fns import csv_records, file_patterns, shards, split
 from models import registry
 from trainer.config.settings import Settings
 from trainer.model_dir import run_files
@@ -34,12 +34,12 @@ def test_split_fraction_out_of_range(value):
 def test_schema_in_the_manifest(tmp_path):
     pattern = str(tmp_path / 'train-*')
     with pytest.raises(UserError, match=r'--train_files=.*: no .*manifest.json; prepare the data'):
-        shards.read_schema(pattern, '--train_files')
+        file_patterns.read_schema(pattern, '--train_files')
     shards.update_split(str(tmp_path), 'train', {'num_records': 3})
     with pytest.raises(UserError, match=r'manifest.json: no data schema in it'):
-        shards.read_schema(pattern, '--train_files')
+        file_patterns.read_schema(pattern, '--train_files')
     shards.set_schema(str(tmp_path), TABLE)
-    assert shards.read_schema(pattern, '--train_files') == TABLE
+    assert file_patterns.read_schema(pattern, '--train_files') == TABLE
     assert shards.read_manifest(str(tmp_path))['splits']['train'] == {'num_records': 3}
 
 

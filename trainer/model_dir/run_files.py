@@ -19,6 +19,12 @@ TRAIN_FINISHED_FILE = 'train_finished.json'
 SCHEMA_FILE = 'schema.json'
 
 
+# What to do when a model_dir holds another model than the one being trained.
+TRAIN_IT_ON = ('to train it on, pass --model={previous} and its flags again, or --flagfile='
+               '{flags_file} and the flags to change (such as --train_steps); else use another '
+               '--model_dir')
+
+
 def check_model(model_dir: str, model_name: str, what_to_do: str) -> None:
     """Refuses to train, evaluate or export --model on a model_dir that holds another model."""
     path = paths.join(model_dir, FLAGS_FILE)
@@ -34,7 +40,8 @@ def check_recorded_model(model_dir: str, recorded_model: Optional[str], model_na
     if recorded_model and recorded_model != model_name:
         raise UserError(f'--model={model_name}: --model_dir={model_dir} was trained as '
                         f'--model={recorded_model} (see {paths.join(model_dir, FLAGS_FILE)}); '
-                        f'{what_to_do.format(previous=recorded_model)}')
+                        + what_to_do.format(previous=recorded_model,
+                                            flags_file=paths.join(model_dir, FLAGS_FILE)))
 
 
 def record_flags(model_dir: str, model_name: str, flagfile_text: str) -> None:

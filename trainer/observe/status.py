@@ -80,21 +80,15 @@ def training_summary(snapshot: Snapshot) -> Dict:
 
 
 def _metrics_text(metrics: Dict[str, float]) -> str:
-    """'accuracy 0.979, loss 0.06447, accuracy_of_class: lowest 0.9211 (eight) of 10': a group
-    of metrics (GROUP/NAME, one per class) as its lowest; --format=json has each. A name with
-    a slash alone in its group (the canned heads' label/mean) is a metric like the others."""
+    """'accuracy 0.979, loss 0.06447, accuracy_of_class: lowest 0.9211 (eight) of 10': a group of
+    metrics (GROUP/NAME, one per class) as its lowest, one alone (label/mean) as itself."""
     groups: Dict[str, Dict[str, float]] = {}
     for name, value in metrics.items():
-        if '/' in name:
-            group, member = name.split('/', 1)
-            groups.setdefault(group, {})[member] = value
-    alone = {f'{group}/{member}' for group, members in groups.items() if len(members) == 1
-             for member in members}
+        group, _, member = name.partition('/')  # 'loss': the group of one, 'loss'
+        groups.setdefault(group, {})[member] = value
     plain = [f'{name} {_number(value)}' for name, value in metrics.items()
-             if '/' not in name or name in alone]
-    for group, members in groups.items():
-        if len(members) == 1:
-            continue
+             if len(groups[name.partition('/')[0]]) == 1]
+    for group, members in ((g, m) for g, m in groups.items() if len(m) > 1):
         lowest = min(members, key=members.get)
         plain.append(f'{group}: lowest {_number(members[lowest])} ({lowest}) of {len(members)}')
     return ', '.join(plain)

@@ -9,7 +9,7 @@ import dataclasses
 from typing import Tuple
 
 from common.errors import UserError
-from input_fns import shards
+from input_fns import file_patterns
 from trainer.config import modes
 from trainer.config.settings import model_fn_params
 from trainer.model_dir import run_files
@@ -23,7 +23,7 @@ def _from_manifest(settings, flag_name: str) -> Tuple[dict, str]:
     if not pattern:
         raise UserError(f'--model={settings.model} is built from its data\'s schema: give '
                         f'--{flag_name}')
-    return shards.read_schema(pattern, f'--{flag_name}'), f'the manifest of --{flag_name}={pattern}'
+    return file_patterns.read_schema(pattern, f'--{flag_name}'), f'the manifest of --{flag_name}={pattern}'
 
 
 def estimator_params(settings, spec) -> dict:

@@ -12,7 +12,7 @@ from typing import Callable, Optional
 
 import tensorflow as tf
 
-from common import paths, termination, tf_config
+from common import termination, tf_config
 from common.errors import UserError
 from models import precision, training
 from trainer.cluster import devices, vertex_env
@@ -166,11 +166,7 @@ class Experiment:
 
     def check_model(self) -> None:
         """Refuses a model_dir that holds another model (its flags.txt names it)."""
-        flags_file = paths.join(self.settings.model_dir, run_files.FLAGS_FILE)
-        run_files.check_model(self.settings.model_dir, self.spec.name,
-                              'to train it on, pass --model={previous} and its flags again, or '
-                              f'--flagfile={flags_file} and the flags to change (such as '
-                              '--train_steps); else use another --model_dir')
+        run_files.check_model(self.settings.model_dir, self.spec.name, run_files.TRAIN_IT_ON)
 
     def check_single_process(self) -> None:
         """A model that trains in one process only (ModelSpec.single_process) refuses more."""

@@ -1,0 +1,65 @@
+"""What a user's file pattern means: the shards a --train_files or --eval_files glob names (not
+the manifest.json beside them; a folder named for its files gets the globs of its splits), a
+prepare command's --source files, and the data schema in the manifest beside a pattern."""
+import os
+from typing import Dict, Iterable, List
+
+from common import files, paths
+from common.errors import UserError
+from input_fns.shards import MANIFEST_NAME, read_manifest
+
+
+def data_files(matched: Iterable[str]) -> List[str]:
+    """A glob's matches less the manifests: `--train_files='data/*'` means the records, not the
+    manifest.json prepare wrote beside them (which would match only from the second run on)."""
+    return [path for path in matched if os.path.basename(path) != MANIFEST_NAME]
+
+
+def source_files(source: str, what: str, folder_glob: str) -> List[str]:
+    """A prepare command's --source glob: the files it matches, less manifests, sorted. A
+    folder is refused with the glob of its files (it would be opened as a file)."""
+    if source and not any(char in source for char in '*?[') and files.isdir(source):
+        raise UserError(f"--source={source}: a folder; give a glob of its files: "
+                        f"--source='{paths.join(source.rstrip('/') or '/', folder_glob)}'")
+    matched = sorted(data_files(files.glob(source))) if source else []
+    if not matched:
+        raise UserError(f'--source={source}: no such file; give {what}')
+    return matched
+
+
+def check_not_a_folder(file_pattern: str, flag_name: str) -> None:
+    """A folder given where its files are meant (--train_files=data/mnist) would be read as a
+    file or looked for beside itself: name the globs of its splits instead."""
+    if any(char in file_pattern for char in '*?[') or not files.isdir(file_pattern):
+        return
+    folder = file_pattern.rstrip('/') or '/'
+    try:
+        splits = read_manifest(folder).get('splits', {})
+    except (ValueError, OSError):
+        splits = {}
+    globs = [f"{flag_name}='{paths.join(folder, split)}-*' ({split})" for split, entry in
+             sorted(splits.items())
+             if all(s['file'].startswith(f'{split}-') for s in entry.get('shards', []))]
+    if not globs and len(splits) == 1:  # records read in place keep their own names
+        globs = [f"{flag_name}='{paths.join(folder, '*')}'"]
+    if globs:
+        which = 'the files of one of its splits' if len(globs) > 1 else 'its files'
+        raise UserError(f'{flag_name}={file_pattern}: a folder; give {which}: '
+                        f'{", or ".join(globs)}')
+    raise UserError(f'{flag_name}={file_pattern}: a folder, with no manifest.json of prepared '
+                    'shards; write shards with `python -m input_fns.prepare` and give '
+                    f'{flag_name} a glob of them')
+
+
+def read_schema(file_pattern: str, flag_name: str) -> Dict:
+    """The schema in the manifest.json beside the files of file_pattern (a flag's value)."""
+    check_not_a_folder(file_pattern, flag_name)
+    path = paths.join(os.path.dirname(file_pattern) or '.', MANIFEST_NAME)
+    what_to_do = ('prepare the data with `prepare csv`, `prepare examples` or `prepare images`, '
+                  f'and give {flag_name} its shards')
+    if not files.exists(path):
+        raise UserError(f'{flag_name}={file_pattern}: no {path}; {what_to_do}')
+    schema = files.read_json(path).get('schema')
+    if not isinstance(schema, dict) or not schema.get('kind'):
+        raise UserError(f'{path}: no data schema in it ({flag_name}={file_pattern}); {what_to_do}')
+    return schema

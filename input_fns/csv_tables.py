@@ -15,10 +15,10 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from absl import logging
 
-from common import files
+from common import files, paths
 from common.errors import UserError
 from input_fns import split as data_split
-from input_fns import file_patterns, stream_shards, table_records, table_schema
+from input_fns import file_patterns, shards, stream_shards, table_records, table_schema
 
 SAMPLE_ROWS = 10_000  # rows the column types and the task are inferred from
 CHUNK_ROWS = 4096  # rows summarized at a time (numpy per column)
@@ -80,6 +80,19 @@ def parse_column_types(text: Optional[str], columns: List[str]) -> Dict[str, str
     return types
 
 
+def schema_types(schema_from: str) -> Tuple[Dict[str, str], Dict]:
+    """--schema_from (table shards' folder or manifest.json): ({column: dtype}, the schema), for
+    another CSV written as a model trained on them reads it (whole numbers stay float)."""
+    path = (schema_from if schema_from.endswith('.json') else
+            paths.join(schema_from, shards.MANIFEST_NAME))
+    schema = (files.read_json(path) if files.exists(path) else {}).get('schema') or {}
+    if schema.get('kind') != 'table':
+        raise UserError(f'--schema_from={schema_from}: {path} holds no table schema; give the '
+                        'folder of shards that `prepare csv` or `prepare examples` wrote')
+    entries = [*schema['features'], schema['label'], *filter(None, [schema.get('weight')])]
+    return {entry.get('column', entry['name']): entry['dtype'] for entry in entries}, schema
+
+
 def row_key(fields: List[str]) -> str:
     """What a row's split is decided by (input_fns/split.py): its fields, not their quoting."""
     return '\x1f'.join(fields)
@@ -89,7 +102,8 @@ class Table:
     """A CSV source's header, column types and task, from its first file's first rows."""
 
     def __init__(self, paths: List[str], label: str, column_types: Optional[str],
-                 task: Optional[str], na_values: Sequence[str]):
+                 task: Optional[str], na_values: Sequence[str],
+                 known_types: Optional[Dict[str, str]] = None):
         self.paths, self.na_values = paths, frozenset(na_values)
         rows = itertools.islice(read_rows(paths[0]), SAMPLE_ROWS + 1)
         header = next(rows, None)
@@ -102,7 +116,8 @@ class Table:
             raise UserError(f'--label={label}: {paths[0]} has no such column; its columns: '
                             f'{", ".join(self.columns)}')
         self.label, self.label_index = label, self.columns.index(label)
-        given = parse_column_types(column_types, self.columns)
+        given = {**{name: dtype for name, dtype in (known_types or {}).items()
+                    if name in self.columns}, **parse_column_types(column_types, self.columns)}
         sample = [fields for _, fields in rows if len(fields) == len(self.columns)]
         present = [[value for value in (field.strip() for field in column)
                     if value not in self.na_values] for column in zip(*sample)] or [
@@ -163,23 +178,27 @@ class Table:
 
 def write_table(output_dir: str, rows: Iterator[Tuple[bytes, List, bytes]], stats,
                 label: str, validation_fraction: float, num_shards: int, num_eval_shards: int,
-                what: str):
+                what: str, only_split: Optional[str] = None):
     """Writes rows ((split key, typed values, serialized record)) to the train and validation
-    splits, the training rows into stats; rows without a label are skipped and counted.
+    splits (every row to only_split, when given), that split's rows into stats; rows without a
+    label are skipped and counted.
     Returns ({split: SplitWriter}, {split: rows skipped}), the shards not yet in place."""
     shard_counts = {'train': num_shards}
-    if validation_fraction:
+    if only_split:
+        shard_counts = {only_split: num_shards if only_split == 'train' else num_eval_shards}
+    elif validation_fraction:
         shard_counts['validation'] = num_eval_shards
     skipped = {split: 0 for split in shard_counts}
-    chunk = []
+    chunk, counted = [], only_split or 'train'
     with stream_shards.streamed_splits(output_dir, shard_counts) as writers:
         for count, (key, values, record) in enumerate(rows, 1):
-            split = 'validation' if data_split.is_validation(key, validation_fraction) else 'train'
+            split = only_split or ('validation' if data_split.is_validation(
+                key, validation_fraction) else 'train')
             if values[stats.label_index] is None:
                 skipped[split] += 1
                 continue
             writers[split].write(record)
-            if split == 'train':
+            if split == counted:
                 chunk.append(values)
             if len(chunk) == CHUNK_ROWS:
                 stats.add_rows(chunk)
@@ -188,30 +207,40 @@ def write_table(output_dir: str, rows: Iterator[Tuple[bytes, List, bytes]], stat
                 logging.info('%s: %d rows read', what, count)
         if chunk:
             stats.add_rows(chunk)
-        if not writers['train'].written:
-            raise UserError(f'{what}: no training rows (rows with a {label!r} value, outside '
-                            '--validation_fraction); give data with rows')
+        if not writers[counted].written:
+            raise UserError(f'{what}: no {counted} rows (rows with a {label!r} value'
+                            + ('' if only_split else ', outside --validation_fraction')
+                            + '); give data with rows')
     return writers, skipped
 
 
 def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optional[str],
                 task: Optional[str], na_values: List[str], max_vocabulary: int,
-                weight_column: Optional[str],
+                weight_column: Optional[str], schema_from: Optional[str], split: Optional[str],
                 validation_fraction: float, num_shards: int, num_eval_shards: int,
                 seed: int) -> Dict:
-    """Writes the 'train' (and 'validation') split of a CSV source, and the schema."""
+    """Writes the 'train' (and 'validation') split of a CSV source, or every row to --split,
+    and the schema; with --schema_from, the columns take that prepared table's types."""
     data_split.check_fraction(validation_fraction)
+    known_types = {}
+    if schema_from:
+        known_types, trained = schema_types(schema_from)
+        label = label or trained['label'].get('column', trained['label']['name'])
+        task = task or trained['label']['task']
+        weight = trained.get('weight') or {}
+        weight_column = weight_column or weight.get('column', weight.get('name'))
     if not label:
         raise UserError('--label is required for csv: the column to predict')
-    table = Table(file_patterns.source_files(source, 'a CSV file (.csv or .csv.gz) or a glob of them',
-                                      '*.csv'), label, column_types, task, na_values)
+    table = Table(file_patterns.source_files(source, 'a CSV file (.csv or .csv.gz) or a glob of '
+                                             'them', '*.csv'),
+                  label, column_types, task, na_values, known_types)
     stats = table_schema.TableStats(table.columns, table.dtypes, label, table.task,
                                     max_vocabulary, seed, weight_column)
     encoder = table_records.RowEncoder(table.names, table.dtypes)
     rows = ((key.encode(), values, encoder.encode(values)) for key, values in table.typed_rows())
     writers, skipped = write_table(output_dir, rows, stats, label, validation_fraction,
-                                   num_shards, num_eval_shards, f'--source={source}')
-    schema = stats.schema(na_values)
+                                   num_shards, num_eval_shards, f'--source={source}', split)
+    schema = {**stats.schema(na_values), 'statistics_of': split or 'train'}
     schema['label']['missing'] = sum(skipped.values())
     entries = {split: dict(skipped=skipped[split], features=dict(zip(table.names, table.dtypes)),
                            sources=table.paths, seed=seed,

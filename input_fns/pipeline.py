@@ -71,6 +71,13 @@ def check_record_files(files: List[str], feature_spec: Dict[str, tf.io.FixedLenF
         try:
             example = tf.io.parse_single_example(first, feature_spec)
         except tf.errors.OpError as e:
+            mismatch = re.search(r"Key: (\S+)\.\s+Data types don't match\. Data type: (\w+) but "
+                                 r'expected type: (\w+)', e.message)
+            if mismatch:  # a table prepared apart from the training data typed a column anew
+                name, found, wanted = mismatch.groups()
+                raise UserError(f'{path}: feature {name!r} holds {found} values where the model '
+                                f'reads {wanted}; prepare these rows with the training data\'s '
+                                'types: prepare csv --schema_from=TRAINING_DATA_FOLDER')
             raise UserError(f'{path}: records do not match the expected features '
                             f'{sorted(feature_spec)}: {e.message.splitlines()[0]}')
         if check_example is not None:

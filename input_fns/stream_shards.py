@@ -93,7 +93,9 @@ def publish(output_dir: str, writers: Dict[str, SplitWriter], entries: Dict[str,
         shards.write_manifest(output_dir, manifest)
         for split, writer in writers.items():
             entries[split] = shards.split_entry(writer.publish(), **entries[split])
-        manifest.update(dataset=dataset, schema=schema)
+        manifest['dataset'] = dataset
+        if 'train' in writers or 'schema' not in manifest:  # a test split keeps train's schema
+            manifest['schema'] = schema
         manifest['splits'].update(entries)
         shards.write_manifest(output_dir, manifest)
     for split, entry in entries.items():

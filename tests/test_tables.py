@@ -123,6 +123,36 @@ def test_prepare_csv_cli_without_the_label_column_exits_2_with_one_line(tmp_path
                           'week, score, income')
 
 
+def test_a_held_out_csv_takes_the_training_tables_types_with_schema_from(tmp_path):
+    """Whole numbers alone read as an int column; --schema_from keeps training's float, and
+    --split=test writes every row there, beside the training splits, keeping their schema."""
+    out = str(tmp_path / 'data')
+    run_prepare(csv_tables.prepare_csv, source=write(tmp_path / 'train.csv', PEOPLE),
+                output_dir=out, **table_args())
+    schema = json.load(open(os.path.join(out, 'manifest.json')))['schema']
+    held_out = write(tmp_path / 'test.csv', 'age,workclass,"hours, per week",score,income\n'
+                     '41,Private,38,2,>50K\n29,State-gov,40,1,<=50K\n')
+    apart = str(tmp_path / 'apart')
+    run_prepare(csv_tables.prepare_csv, source=held_out, output_dir=apart,
+                **table_args(validation_fraction=0.0))
+    with pytest.raises(UserError, match="train-00000-of-00002.tfrecord: feature 'score' holds "
+                                        'int64 values where the model reads float; prepare '
+                                        'these rows .* --schema_from='):
+        read_back(apart, schema)
+
+    entries = run_prepare(csv_tables.prepare_csv, source=held_out, output_dir=out,
+                          schema_from=out, split='test', **table_args(label=None))
+    assert list(entries) == ['test'] and entries['test']['num_records'] == 2
+    manifest = json.load(open(os.path.join(out, 'manifest.json')))
+    assert sorted(manifest['splits']) == ['test', 'train'] and manifest['schema'] == schema
+    [(features, labels)] = read_back(out, schema, 'test')
+    assert features['score'].numpy().tolist() == [2.0, 1.0]
+    assert labels.numpy().tolist() == [b'>50K', b'<=50K']
+    with pytest.raises(UserError, match=r'--schema_from=.*train.csv: .* holds no table schema'):
+        run_prepare(csv_tables.prepare_csv, source=held_out, output_dir=apart,
+                    schema_from=str(tmp_path / 'train.csv'), **table_args())
+
+
 def test_run_sh_reads_the_callers_relative_paths_and_imports_only_the_services_packages(
         tmp_path):
     """`~/svc/run.sh prepare csv --source=people.csv` from the user's folder: its paths are

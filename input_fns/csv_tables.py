@@ -15,10 +15,10 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from absl import logging
 
-from common import files, paths
+from common import files
 from common.errors import UserError
 from input_fns import split as data_split
-from input_fns import file_patterns, shards, stream_shards, table_records, table_schema
+from input_fns import file_patterns, stream_shards, table_records, table_schema
 
 SAMPLE_ROWS = 10_000  # rows the column types and the task are inferred from
 CHUNK_ROWS = 4096  # rows summarized at a time (numpy per column)
@@ -83,12 +83,7 @@ def parse_column_types(text: Optional[str], columns: List[str]) -> Dict[str, str
 def schema_types(schema_from: str) -> Tuple[Dict[str, str], Dict]:
     """--schema_from (table shards' folder or manifest.json): ({column: dtype}, the schema), for
     another CSV written as a model trained on them reads it (whole numbers stay float)."""
-    path = (schema_from if schema_from.endswith('.json') else
-            paths.join(schema_from, shards.MANIFEST_NAME))
-    schema = (files.read_json(path) if files.exists(path) else {}).get('schema') or {}
-    if schema.get('kind') != 'table':
-        raise UserError(f'--schema_from={schema_from}: {path} holds no table schema; give the '
-                        'folder of shards that `prepare csv` or `prepare examples` wrote')
+    schema = file_patterns.schema_at(schema_from, 'table')
     entries = [*schema['features'], schema['label'], *filter(None, [schema.get('weight')])]
     return {entry.get('column', entry['name']): entry['dtype'] for entry in entries}, schema
 

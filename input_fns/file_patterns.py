@@ -8,6 +8,9 @@ from common import files, paths
 from common.errors import UserError
 from input_fns.shards import MANIFEST_NAME, read_manifest
 
+# What prepares data of each schema kind, for messages.
+PREPARED_BY = {'table': '`prepare csv` or `prepare examples`', 'images': '`prepare images`'}
+
 
 def data_files(matched: Iterable[str]) -> List[str]:
     """A glob's matches less the manifests: `--train_files='data/*'` means the records, not the
@@ -62,4 +65,15 @@ def read_schema(file_pattern: str, flag_name: str) -> Dict:
     schema = files.read_json(path).get('schema')
     if not isinstance(schema, dict) or not schema.get('kind'):
         raise UserError(f'{path}: no data schema in it ({flag_name}={file_pattern}); {what_to_do}')
+    return schema
+
+
+def schema_at(schema_from: str, kind: str) -> Dict:
+    """--schema_from: the schema of prepared shards (their folder or manifest.json), of kind."""
+    path = (schema_from if schema_from.endswith('.json') else
+            paths.join(schema_from, MANIFEST_NAME))
+    schema = (files.read_json(path) if files.exists(path) else {}).get('schema') or {}
+    if schema.get('kind') != kind:
+        raise UserError(f'--schema_from={schema_from}: {path} holds no {kind} schema; give the '
+                        f'folder of shards that {PREPARED_BY[kind]} wrote')
     return schema

@@ -68,7 +68,7 @@ def define_flags():
     flags.DEFINE_string('split', None, 'face_pairs: split name for the shards; default: the '
                         'pairs file\'s name. examples (without --output_dir): the split the '
                         'records are; default: train. csv: write every row to this split (such '
-                        'as test), none held out.')
+                        'as test), none held out. images: the same.')
     flags.DEFINE_bool('strict', False, 'faces, face_pairs: stop at an undecodable or missing '
                       'photo instead of skipping it (skips are counted in manifest.json).')
     flags.DEFINE_integer('rows_per_shard', 100, 'csv_example: rows in each generated shard.',
@@ -102,10 +102,12 @@ def define_table_flags():
                         'feature, not a serving input.')
     flags.DEFINE_list('na_values', list(table_schema.DEFAULT_NA_VALUES), 'csv: the field values '
                       'that mark a missing value (an empty field always does).')
-    flags.DEFINE_string('schema_from', None, 'csv: prepared table shards (their folder or '
-                        'manifest.json) whose column types this CSV takes, with their --label, '
-                        '--task and --weight_column: a held-out CSV written as a model trained '
-                        'on them reads it (with --split=test).')
+    flags.DEFINE_string('schema_from', None, 'csv, images: prepared shards (their folder or '
+                        'manifest.json) a model was trained on; this data is written as that '
+                        'model reads it (with --split=test: a held-out set). csv: their column '
+                        'types, --label, --task and --weight_column; images: their classes\' '
+                        'labels (a class folder they lack is refused), --image_size, --channels '
+                        'and --resize.')
     flags.DEFINE_integer('max_vocabulary', 1000, 'csv, examples: a text column\'s most frequent '
                          'values kept as its vocabulary; the rest are out of vocabulary.',
                          lower_bound=1)

@@ -14,7 +14,7 @@ import collections
 import os
 import re
 import time
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -22,7 +22,8 @@ from absl import logging
 
 from common import files, paths, progress
 from common.errors import UserError, op_error_summary
-from input_fns import image_records, parallel_python, python_workers, shards, split
+from input_fns import file_patterns, image_records, parallel_python, python_workers, shards
+from input_fns import split as data_split
 
 # image_dataset_from_directory's extensions; tf.io.decode_image reads all four formats.
 IMAGE_EXTENSIONS = ('.bmp', '.gif', '.jpeg', '.jpg', '.png')
@@ -39,15 +40,22 @@ def parse_image_size(text: str) -> Tuple[int, int]:
 
 
 class ImageTree:
-    """ROOT's class folders and the image files under each, with the files that are not images."""
+    """ROOT's class folders and the image files under each, with the files that are not images.
+    trained_classes: the classes of the data a model was trained on (--schema_from), whose
+    labels these folders keep; a folder of another class is refused, a missing one is fine."""
 
-    def __init__(self, root: str):
+    def __init__(self, root: str, trained_classes: Optional[List[str]] = None):
         if not files.isdir(root):
             raise UserError(f'--source_dir={root}: no such folder; give the folder that holds '
                             'one sub-folder of images per class')
         self.root = root.rstrip('/')
-        self.classes = [name for name in files.listdir(root)
-                        if files.isdir(paths.join(root, name))]
+        folders = [name for name in files.listdir(root) if files.isdir(paths.join(root, name))]
+        unknown = sorted(set(folders) - set(trained_classes or folders))
+        if unknown:
+            raise UserError(f'{paths.join(root, unknown[0])}: a class the training data does not '
+                            f'have (its classes: {", ".join(trained_classes)}); remove or rename '
+                            'the folder')
+        self.classes, self.folders = trained_classes or folders, folders
         if len(self.classes) < 2:
             found = f'one class folder ({self.classes[0]})' if self.classes else 'no class folders'
             raise UserError(f'--source_dir={root}: {found}; a classifier needs two or more: put '
@@ -57,6 +65,8 @@ class ImageTree:
         self.labels: List[int] = []
         self.not_images: List[str] = []
         for label, name in enumerate(self.classes):
+            if name not in folders:
+                continue  # a held-out set may lack a class
             found = [f'{name}/{relative}' for relative in files.list_tree(paths.join(root, name))]
             images = [path for path in found if path.lower().endswith(IMAGE_EXTENSIONS)]
             if not images:
@@ -153,13 +163,17 @@ def decode_all(tree: ImageTree, image_shape, resize: str, num_workers: int):
 
 def prepare_images(*, source_dir: str, output_dir: str, image_size: str, channels: int,
                    resize: str, validation_fraction: float, skip_bad_images: bool,
-                   decode_workers: int, num_shards: int, num_eval_shards: int, seed: int) -> Dict:
+                   decode_workers: int, num_shards: int, num_eval_shards: int, seed: int,
+                   schema_from: Optional[str] = None, split: Optional[str] = None) -> Dict:
     if not source_dir:
         raise UserError('--source_dir is required for images: the folder that holds one '
                         'sub-folder of images per class')
     image_shape = [*parse_image_size(image_size), int(channels)]
-    split.check_fraction(validation_fraction)
-    tree = ImageTree(source_dir)
+    data_split.check_fraction(validation_fraction)
+    trained = file_patterns.schema_at(schema_from, 'images') if schema_from else {}
+    if trained:  # fitted and labelled as the training photos were
+        image_shape, resize = trained['image_shape'], trained['resize']
+    tree = ImageTree(source_dir, trained.get('classes'))
     num_workers = decode_workers or parallel_python.default_num_workers()
     started = time.time()
     pixels, decoded = decode_all(tree, image_shape, resize, num_workers)
@@ -177,13 +191,10 @@ def prepare_images(*, source_dir: str, output_dir: str, image_size: str, channel
           flush=True)
     labels = np.array(tree.labels, np.int64)
     for label, name in enumerate(tree.classes):
-        if not np.any(decoded & (labels == label)):
+        if name in tree.folders and not np.any(decoded & (labels == label)):
             raise UserError(f'{paths.join(tree.root, name)}: none of its images decodes (all '
                             'skipped as bad); fix them, or remove the folder')
-    in_validation = np.array([split.is_validation(path.encode(), validation_fraction)
-                              for path in tree.images])
-    members = {'train': np.flatnonzero(decoded & ~in_validation),
-               'validation': np.flatnonzero(decoded & in_validation)}
+    members = split_members(tree, decoded, validation_fraction, split)
     counts = {name: {cls: int(np.sum(labels[indices] == label))
                      for label, cls in enumerate(tree.classes)}
               for name, indices in members.items() if len(indices)}
@@ -198,13 +209,27 @@ def prepare_images(*, source_dir: str, output_dir: str, image_size: str, channel
             num_shards=num_shards if name == 'train' else num_eval_shards, seed=seed,
             dataset='images', features=image_records.MANIFEST_FEATURES,
             sources=[tree.root], extra={'image_shape': image_shape, 'class_counts': counts[name]})
-    shards.set_schema(output_dir, {
-        'kind': 'images', 'image_shape': image_shape, 'classes': tree.classes, 'resize': resize,
-        'validation_fraction': validation_fraction, 'class_counts': counts,
-        'source_dir': tree.root, 'bad_images': bad,
-        'not_images': tree.not_images_by_extension(), 'not_image_files': tree.not_images})
+    # A held-out split written beside the training data keeps the training data's schema.
+    if split in (None, 'train') or 'schema' not in shards.read_manifest(output_dir):
+        shards.set_schema(output_dir, {
+            'kind': 'images', 'image_shape': image_shape, 'classes': tree.classes,
+            'resize': resize, 'validation_fraction': validation_fraction, 'class_counts': counts,
+            'source_dir': tree.root, 'bad_images': bad,
+            'not_images': tree.not_images_by_extension(), 'not_image_files': tree.not_images})
     print_summary(tree, counts, bad)
     return entries
+
+
+def split_members(tree: ImageTree, decoded: np.ndarray, validation_fraction: float,
+                  split: Optional[str]) -> Dict[str, np.ndarray]:
+    """{split: the indices of its decoded images}: held out by a hash of each path, or all in
+    the one split given."""
+    if split:
+        return {split: np.flatnonzero(decoded)}
+    in_validation = np.array([data_split.is_validation(path.encode(), validation_fraction)
+                              for path in tree.images], bool)
+    return {'train': np.flatnonzero(decoded & ~in_validation),
+            'validation': np.flatnonzero(decoded & in_validation)}
 
 
 def print_summary(tree: ImageTree, counts: Dict, bad: Dict) -> None:

@@ -149,6 +149,21 @@ def test_image_classifier_refuses_shards_without_an_images_schema(digit_shards, 
     assert not os.path.exists(tmp_path / 'model')
 
 
+def test_photos_prepared_apart_from_the_training_photos_are_refused_not_mislabelled(trained,
+                                                                                     tmp_path):
+    """Their own folders number dog and fox 0 and 1 (the model's cat and dog): one line."""
+    write_image_tree(tmp_path / 'held_out', per_class=2, classes=('dog', 'fox'))
+    run_prepare(prepare_images.prepare_images, source_dir=str(tmp_path / 'held_out'),
+                output_dir=str(tmp_path / 'data'), image_size='16x20', channels='3',
+                resize='crop', validation_fraction=0.0, skip_bad_images=False, decode_workers=1)
+    result = run_module('trainer.main', '--mode=evaluate', f'--model_dir={trained.model_dir}',
+                        f'--eval_files={tmp_path}/data/train-*', '--eval_name=apart', check=False)
+    assert_one_line_error(result, 2, f"classes ['dog', 'fox'] in their manifest, ['cat', 'dog', "
+                          f"'fox'] in the model's ({trained.model_dir}/schema.json); prepare "
+                          'them with `prepare images --schema_from=TRAINING_DATA_FOLDER')
+    assert not os.path.exists(trained.model_dir / 'eval_apart')
+
+
 # The CLI's mixed_bfloat16 training is test_precision's (mnist_cnn) in the default suite.
 @pytest.mark.slow  # a third trainer process: ./run.sh test-slow
 def test_mixed_bfloat16_trains(trained, tmp_path):

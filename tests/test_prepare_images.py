@@ -61,6 +61,27 @@ def test_class_folders_become_shards_with_the_schema_and_the_split_by_path(tmp_p
     assert re.search(rf'^fox +{expected["train"]["fox"]} +{expected["validation"]["fox"]}$', out, re.M)
 
 
+def test_a_held_out_tree_keeps_the_training_classes_labels_with_schema_from(tmp_path):
+    """Prepared on their own, dog and fox would be labels 0 and 1; with --schema_from they keep
+    training's 1 and 2, fitted to training's shape, as the split test beside training's."""
+    write_image_tree(tmp_path / 'photos', per_class=4)
+    data = tmp_path / 'data'
+    prepare(tmp_path / 'photos', data)
+    schema = json.load(open(data / 'manifest.json'))['schema']
+    write_image_tree(tmp_path / 'held_out', per_class=3, classes=('dog', 'fox'), seed=1)
+    entries = prepare(tmp_path / 'held_out', data, schema_from=str(data), split='test',
+                      image_size='8x8', resize='stretch')
+    assert list(entries) == ['test'] and entries['test']['num_records'] == 6
+    assert sorted(label for _, label in split_pixels(data, 'test', (16, 24, 3))) == [1, 1, 1, 2, 2, 2]
+    manifest = json.load(open(data / 'manifest.json'))
+    assert manifest['schema'] == schema and sorted(manifest['splits']) == [
+        'test', 'train', 'validation']
+    write_image_tree(tmp_path / 'owls', per_class=2, classes=('dog', 'owl'))
+    with pytest.raises(UserError, match=r'owls/owl: a class the training data does not have '
+                                        r'\(its classes: cat, dog, fox\); remove or rename'):
+        prepare(tmp_path / 'owls', tmp_path / 'owl_data', schema_from=str(data), split='test')
+
+
 def test_adding_photos_moves_none_of_the_old_ones(tmp_path):
     write_image_tree(tmp_path / 'photos', per_class=10)
     prepare(tmp_path / 'photos', tmp_path / 'before')

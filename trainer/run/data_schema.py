@@ -14,8 +14,6 @@ from trainer.config import modes
 from trainer.config.settings import model_fn_params
 from trainer.model_dir import run_files
 
-# What prepares data of each schema kind, for messages.
-PREPARED_BY = {'table': '`prepare csv` or `prepare examples`', 'images': '`prepare images`'}
 
 
 def _from_manifest(settings, flag_name: str) -> Tuple[dict, str]:
@@ -52,7 +50,26 @@ def with_schema(settings, spec):
                             f'(the data schema {spec.name} was trained on); train it first, or '
                             'give --eval_files to build the model from their manifest')
     if schema['kind'] != spec.schema_kind:
-        raise UserError(f'--model={spec.name} takes data prepared by '
-                        f'{PREPARED_BY.get(spec.schema_kind, spec.schema_kind)}; {source} '
+        prepared_by = file_patterns.PREPARED_BY.get(spec.schema_kind, spec.schema_kind)
+        raise UserError(f'--model={spec.name} takes data prepared by {prepared_by}; {source} '
                         f'holds {schema["kind"]!r} data')
+    _check_eval_images(settings, schema, source)
     return dataclasses.replace(spec, schema=schema)
+
+
+def _check_eval_images(settings, schema, source) -> None:
+    """Photos prepared apart from the training photos number their classes by their own
+    folders, and may be fitted to another size: evaluating them would mislabel them silently."""
+    if (schema['kind'] != 'images' or not settings.eval_files
+            or 'eval_files' not in modes.MODES[settings.mode].data_flags):
+        return
+    try:
+        theirs = file_patterns.read_schema(settings.eval_files, '--eval_files')
+    except UserError:
+        return  # no manifest beside them: the reader's checks say what is wrong
+    for key, what in (('classes', 'classes'), ('image_shape', 'image shape')):
+        if theirs.get(key) != schema[key]:
+            raise UserError(f'--eval_files={settings.eval_files}: {what} {theirs.get(key)} in '
+                            f'their manifest, {schema[key]} in the model\'s ({source}); prepare '
+                            'them with `prepare images --schema_from=TRAINING_DATA_FOLDER '
+                            '--split=test`')

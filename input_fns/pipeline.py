@@ -76,8 +76,8 @@ def check_record_files(files: List[str], feature_spec: Dict[str, tf.io.FixedLenF
             if mismatch:  # a table prepared apart from the training data typed a column anew
                 name, found, wanted = mismatch.groups()
                 raise UserError(f'{path}: feature {name!r} holds {found} values where the model '
-                                f'reads {wanted}; prepare these rows with the training data\'s '
-                                'types: prepare csv --schema_from=TRAINING_DATA_FOLDER')
+                                f'reads {wanted}; write these records with the training data\'s '
+                                'types (a CSV: prepare csv --schema_from=TRAINING_DATA_FOLDER)')
             raise UserError(f'{path}: records do not match the expected features '
                             f'{sorted(feature_spec)}: {e.message.splitlines()[0]}')
         if check_example is not None:

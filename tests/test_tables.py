@@ -136,8 +136,8 @@ def test_a_held_out_csv_takes_the_training_tables_types_with_schema_from(tmp_pat
     run_prepare(csv_tables.prepare_csv, source=held_out, output_dir=apart,
                 **table_args(validation_fraction=0.0))
     with pytest.raises(UserError, match="train-00000-of-00002.tfrecord: feature 'score' holds "
-                                        'int64 values where the model reads float; prepare '
-                                        'these rows .* --schema_from='):
+                                        'int64 values where the model reads float; write '
+                                        'these records .* --schema_from='):
         read_back(apart, schema)
 
     entries = run_prepare(csv_tables.prepare_csv, source=held_out, output_dir=out,

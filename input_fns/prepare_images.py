@@ -56,8 +56,8 @@ class ImageTree:
                             f'have (its classes: {", ".join(trained_classes)}); remove or rename '
                             'the folder')
         self.classes, self.folders = trained_classes or folders, folders
-        if len(self.classes) < 2:
-            found = f'one class folder ({self.classes[0]})' if self.classes else 'no class folders'
+        if len(folders) < (1 if trained_classes else 2):  # a held-out set may lack classes
+            found = f'one class folder ({folders[0]})' if folders else 'no class folders'
             raise UserError(f'--source_dir={root}: {found}; a classifier needs two or more: put '
                             'each class\'s images in a sub-folder named after it (ROOT/cat/1.jpg, '
                             'ROOT/dog/2.png)')

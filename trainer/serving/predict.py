@@ -92,8 +92,8 @@ def input_files(arguments: List[str]) -> List[str]:
     ones such as .DS_Store left out)."""
     found = []
     for argument in arguments:
-        if any(char in argument for char in '*?['):
-            matched = files.glob(argument)
+        if any(char in argument for char in '*?[') and not files.exists(argument):
+            matched = files.glob(argument)  # (a file named photo[1].jpg is itself)
             if not matched:
                 raise UserError(f'{argument}: no file matches it')
             found += matched

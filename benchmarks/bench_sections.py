@@ -23,7 +23,6 @@ from trainer.observe import timing
 from trainer.run import benchmark_input
 
 FLAGS = flags.FLAGS
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FACE_MEMORY_BATCHES = 40  # the 40 steps the issue measured training's peak RSS over
 IMAGE_SHAPE = (28, 28, 1)
 FACE_GEOMETRY = face_images.FaceGeometry(image_size=64, channels=1, crop_fraction=0.5)
@@ -245,7 +244,7 @@ def peak_rss_mb(sampler, files):
     result = subprocess.run(
         [sys.executable, '-m', 'benchmarks.face_sampler_stats', f'--train_files={files}',
          f'--memory_batches={FACE_MEMORY_BATCHES}', f'--sampler={sampler}',
-         f'--batch_size={FLAGS.pair_batch_size}'], cwd=REPO, capture_output=True, text=True,
+         f'--batch_size={FLAGS.pair_batch_size}'], capture_output=True, text=True,
         check=True)
     return json.loads(result.stdout.strip().splitlines()[-1])['peak_rss_mb']
 

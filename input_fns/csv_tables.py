@@ -211,9 +211,9 @@ def write_table(output_dir: str, rows: Iterator[Tuple[bytes, List, bytes]], stat
 
 def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optional[str],
                 task: Optional[str], na_values: List[str], max_vocabulary: int,
-                weight_column: Optional[str], schema_from: Optional[str], split: Optional[str],
-                validation_fraction: float, num_shards: int, num_eval_shards: int,
-                seed: int) -> Dict:
+                weight_column: Optional[str], validation_fraction: float, num_shards: int,
+                num_eval_shards: int, seed: int, schema_from: Optional[str] = None,
+                split: Optional[str] = None) -> Dict:
     """Writes the 'train' (and 'validation') split of a CSV source, or every row to --split,
     and the schema; with --schema_from, the columns take that prepared table's types."""
     data_split.check_fraction(validation_fraction)

@@ -168,7 +168,7 @@ def _describe_in_place(path_list, stats, columns, dtypes, split, source) -> Dict
                **({'compression': compressions[path]} if compressions[path] else {})}
               for path in path_list]
     manifest = shards.read_manifest(folder)
-    if split == 'train' or 'schema' not in manifest:
+    if shards.takes_schema(manifest, [split]):
         manifest['schema'] = {**stats.schema([]), 'source': source}
     manifest.setdefault('splits', {})[split] = shards.split_entry(
         listed, 0, dict(zip(columns, dtypes)), path_list, 0, {'read_in_place': True})

@@ -209,8 +209,7 @@ def prepare_images(*, source_dir: str, output_dir: str, image_size: str, channel
             num_shards=num_shards if name == 'train' else num_eval_shards, seed=seed,
             dataset='images', features=image_records.MANIFEST_FEATURES,
             sources=[tree.root], extra={'image_shape': image_shape, 'class_counts': counts[name]})
-    # A held-out split written beside the training data keeps the training data's schema.
-    if split in (None, 'train') or 'schema' not in shards.read_manifest(output_dir):
+    if shards.takes_schema(shards.read_manifest(output_dir), members):
         shards.set_schema(output_dir, {
             'kind': 'images', 'image_shape': image_shape, 'classes': tree.classes,
             'resize': resize, 'validation_fraction': validation_fraction, 'class_counts': counts,

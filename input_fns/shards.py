@@ -64,6 +64,12 @@ def set_source_root(output_dir: str, root: str) -> None:
                          source_root=os.path.abspath(root) if paths.is_local(root) else root)
 
 
+def takes_schema(manifest: Dict, splits: Iterable[str]) -> bool:
+    """Whether writing these splits sets the manifest's schema: the training split's does; a
+    held-out split's (a test set beside the training data) only where there is none yet."""
+    return 'train' in splits or 'schema' not in manifest
+
+
 def set_schema(output_dir: str, schema: Dict) -> None:
     """Records what the data is (manifest.json's 'schema': its 'kind', features, classes...), for
     the models built from it (models.registry.ModelSpec.schema_kind)."""

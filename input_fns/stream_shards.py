@@ -94,7 +94,7 @@ def publish(output_dir: str, writers: Dict[str, SplitWriter], entries: Dict[str,
         for split, writer in writers.items():
             entries[split] = shards.split_entry(writer.publish(), **entries[split])
         manifest['dataset'] = dataset
-        if 'train' in writers or 'schema' not in manifest:  # a test split keeps train's schema
+        if shards.takes_schema(manifest, writers):
             manifest['schema'] = schema
         manifest['splits'].update(entries)
         shards.write_manifest(output_dir, manifest)

@@ -15,13 +15,13 @@ from trainer.config.settings import model_fn_params
 from trainer.model_dir import run_files
 
 
-
 def _from_manifest(settings, flag_name: str) -> Tuple[dict, str]:
     pattern = getattr(settings, flag_name)
     if not pattern:
         raise UserError(f'--model={settings.model} is built from its data\'s schema: give '
                         f'--{flag_name}')
-    return file_patterns.read_schema(pattern, f'--{flag_name}'), f'the manifest of --{flag_name}={pattern}'
+    return (file_patterns.read_schema(pattern, f'--{flag_name}'),
+            f'the manifest of --{flag_name}={pattern}')
 
 
 def estimator_params(settings, spec) -> dict:

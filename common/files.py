@@ -140,6 +140,11 @@ def listdir(path: str) -> List[str]:
     return sorted(name.rstrip('/') for name in bucket_probe.asked_again(names, path))
 
 
+def is_glob(pattern: str) -> bool:
+    """Whether a path has a wildcard tf.io.gfile.glob expands."""
+    return any(char in pattern for char in '*?[')
+
+
 def glob(pattern: str) -> List[str]:
     return sorted(bucket_probe.asked_again(
         lambda: in_store('listing', pattern, lambda: tf.io.gfile.glob(_ready(pattern))), pattern))

@@ -21,7 +21,7 @@ def data_files(matched: Iterable[str]) -> List[str]:
 def source_files(source: str, what: str, folder_glob: str) -> List[str]:
     """A prepare command's --source glob: the files it matches, less manifests, sorted. A
     folder is refused with the glob of its files (it would be opened as a file)."""
-    if source and not any(char in source for char in '*?[') and files.isdir(source):
+    if source and _literal_folder(source):
         raise UserError(f"--source={source}: a folder; give a glob of its files: "
                         f"--source='{paths.join(source.rstrip('/') or '/', folder_glob)}'")
     matched = sorted(data_files(files.glob(source))) if source else []
@@ -30,10 +30,15 @@ def source_files(source: str, what: str, folder_glob: str) -> List[str]:
     return matched
 
 
+def _literal_folder(pattern: str) -> bool:
+    """A pattern without wildcards that names a folder (given where its files are meant)."""
+    return not files.is_glob(pattern) and files.isdir(pattern)
+
+
 def check_not_a_folder(file_pattern: str, flag_name: str) -> None:
     """A folder given where its files are meant (--train_files=data/mnist) would be read as a
     file or looked for beside itself: name the globs of its splits instead."""
-    if any(char in file_pattern for char in '*?[') or not files.isdir(file_pattern):
+    if not _literal_folder(file_pattern):
         return
     folder = file_pattern.rstrip('/') or '/'
     try:

@@ -92,28 +92,19 @@ def input_files(arguments: List[str]) -> List[str]:
     ones such as .DS_Store left out)."""
     found = []
     for argument in arguments:
-        if any(char in argument for char in '*?[') and not files.exists(argument):
+        if files.is_glob(argument) and not files.exists(argument):
             matched = files.glob(argument)  # (a file named photo[1].jpg is itself)
             if not matched:
                 raise UserError(f'{argument}: no file matches it')
             found += matched
         elif files.isdir(argument):
-            inside = _files_under(argument)
+            inside = [paths.join(argument, relative) for relative in files.list_tree(argument)
+                      if not any(part.startswith('.') for part in relative.split('/'))]
             if not inside:
                 raise UserError(f'{argument}: a folder with no files in it')
             found += inside
         else:
             found.append(argument)
-    return found
-
-
-def _files_under(folder: str) -> List[str]:
-    found = []
-    for name in files.listdir(folder):
-        if name.startswith('.'):
-            continue
-        path = paths.join(folder, name)
-        found += _files_under(path) if files.isdir(path) else [path]
     return found
 
 

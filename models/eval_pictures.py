@@ -58,13 +58,28 @@ def class_legend(class_names) -> str:
     return ' Classes: ' + ', '.join(f'{i} {name}' for i, name in enumerate(class_names)) + '.'
 
 
+PER_CLASS_ACCURACY = 'accuracy_of_class/'
+
+
 def accuracy_of_each_class(labels, classes, class_names):
     """eval_metric_ops: the accuracy on each class's examples (its recall), as scalars
-    'accuracy_of_class/NAME' (TensorBoard draws them together; the ledger keeps them)."""
+    'accuracy_of_class/NAME' (TensorBoard draws them together; the ledger keeps them).
+
+    A class with no example in the evaluated data reads NaN, not 0.0 (TF's mean over nothing):
+    there is no accuracy to give, and the eval job leaves it out of the ledger."""
     labels = tf.cast(tf.reshape(labels, [-1]), tf.int64)
-    return {f'accuracy_of_class/{name}': tf.compat.v1.metrics.accuracy(
-        labels, classes, weights=tf.cast(tf.equal(labels, index), tf.float32),
-        name=f'accuracy_of_class_{index}') for index, name in enumerate(class_names)}
+    metrics = {}
+    for index, name in enumerate(class_names):
+        of_class = tf.equal(labels, index)
+        accuracy, accuracy_update = tf.compat.v1.metrics.accuracy(
+            labels, classes, weights=tf.cast(of_class, tf.float32),
+            name=f'accuracy_of_class_{index}')
+        seen, seen_update = tf.compat.v1.metrics.true_positives(
+            of_class, of_class, name=f'examples_of_class_{index}')
+        metrics[PER_CLASS_ACCURACY + name] = (
+            tf.where(seen > 0, accuracy, tf.constant(np.nan, accuracy.dtype)),
+            tf.group(accuracy_update, seen_update))
+    return metrics
 
 
 def most_confident_mistakes(images, labels, classes, probabilities, count=MISTAKES_TO_SHOW,

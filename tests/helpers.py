@@ -58,7 +58,7 @@ def run_prepare(prepare_fn, **overrides):
                   validation_size=0, validation_fraction=0.2, calibration_fraction=0.0, seed=0,
                   train_people_file=None,
                   num_pairs=300, pairs_file=None, split=None, schema_from=None, strict=False,
-                  pair_folds=1,
+                  pair_folds=1, image_size='64x64', channels='3', resize='pad',
                   rows_per_shard=100, num_features=1024)
     values.update(overrides)
     return prepare_module.call_with_flags(prepare_fn, types.SimpleNamespace(**values))

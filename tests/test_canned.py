@@ -111,6 +111,12 @@ def test_dnn_classifier_trains_then_the_eval_job_exports_the_best_and_it_serves(
                     f'{binary}/table.csv').stdout.strip().splitlines()
     assert [json.loads(line)['classes'] for line in lines[:2]] == ['rich', 'poor']
     assert len(lines) == 2 + 240
+    latin1 = f'{binary}/latin1.jsonl'
+    with open(latin1, 'wb') as f:
+        f.write('{"age": 75, "color": "r\u00e9d"}\n'.encode('latin-1'))
+    assert_one_line_error(trainer('--mode=predict', f'--saved_model={export_dir}/best', latin1,
+                                  check=False), 2,
+                          f'{latin1}: not UTF-8 text; save the file as UTF-8')
 
 
 def test_linear_and_wide_deep_classifiers_report_each_class_and_the_confusion_matrix(

@@ -61,14 +61,17 @@ def test_confusion_matrix_counts_every_batch():
 
 
 def test_accuracy_of_each_class_is_over_its_own_examples_and_every_batch():
+    """fox: one example, wrong; owl: no example, so no accuracy (NaN), not 0."""
     def metric(labels, classes):
-        metrics = eval_pictures.accuracy_of_each_class(labels, classes, ['cat', 'dog', 'fox'])
+        metrics = eval_pictures.accuracy_of_each_class(labels, classes,
+                                                       ['cat', 'dog', 'fox', 'owl'])
         return ({name: value for name, (value, _) in metrics.items()},
                 tf.group(*[update for _, update in metrics.values()]))
     accuracies = run_batches(metric, [(np.array([0, 0, 1]), np.array([0, 1, 1])),
                                       (np.array([2, 0]), np.array([1, 0]))])
     assert accuracies == pytest.approx({'accuracy_of_class/cat': 2 / 3, 'accuracy_of_class/dog': 1.0,
-                                        'accuracy_of_class/fox': 0.0})
+                                        'accuracy_of_class/fox': 0.0,
+                                        'accuracy_of_class/owl': np.nan}, nan_ok=True)
 
 
 def test_drawn_text_is_the_glyphs():

@@ -164,6 +164,20 @@ def test_photos_prepared_apart_from_the_training_photos_are_refused_not_mislabel
     assert not os.path.exists(trained.model_dir / 'eval_apart')
 
 
+def test_a_class_the_held_out_photos_lack_has_no_accuracy_rather_than_zero(trained, tmp_path):
+    """Photos of dog and fox only, prepared with the training classes: no cat to be right about."""
+    write_image_tree(tmp_path / 'held_out', per_class=2, classes=('dog', 'fox'))
+    run_prepare(prepare_images.prepare_images, source_dir=str(tmp_path / 'held_out'),
+                output_dir=str(tmp_path / 'data'), schema_from=str(trained.root / 'data'),
+                split='test', skip_bad_images=False, decode_workers=1)
+    result = run_module('trainer.main', '--mode=evaluate', f'--model_dir={trained.model_dir}',
+                        f'--eval_files={tmp_path}/data/test-*', '--eval_name=test')
+    assert 'has no example of cat; accuracy_of_class/cat left out' in result.stderr
+    entry = json.loads((trained.model_dir / 'eval_test/results/step-000000020.json').read_text())
+    per_class = {name for name in entry['metrics'] if name.startswith('accuracy_of_class/')}
+    assert per_class == {'accuracy_of_class/dog', 'accuracy_of_class/fox'}
+
+
 # The CLI's mixed_bfloat16 training is test_precision's (mnist_cnn) in the default suite.
 @pytest.mark.slow  # a third trainer process: ./run.sh test-slow
 def test_mixed_bfloat16_trains(trained, tmp_path):

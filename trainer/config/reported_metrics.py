@@ -12,7 +12,7 @@ from typing import Set, Tuple
 import tensorflow as tf
 
 from common.errors import UserError
-from models import registry
+from models import eval_pictures, registry
 from trainer.input_kinds import registry as input_kinds
 from trainer.input_kinds.base import InputOptions
 
@@ -35,7 +35,7 @@ def objective_metrics(model: str) -> Tuple[str, ...]:
         except UserError:  # a schema this model does not take (a regression label...)
             continue
         # Per-class metrics are named by the example's classes, not the user's.
-        reported |= {name for name in found if not name.startswith('accuracy_of_class/')}
+        reported |= {name for name in found if not name.startswith(eval_pictures.PER_CLASS_ACCURACY)}
     return tuple(sorted(reported | {'loss'} | set(kind.extra_metric_names)))
 
 

@@ -11,6 +11,7 @@ Several jobs under one name share the checkpoints: each claims a step before eva
 SIGTERM or Ctrl-C abandons the checkpoint in hand without a ledger entry (common.termination)
 and gives its claim up: the same command, or another job, evaluates it again.
 """
+import math
 import time
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
@@ -19,6 +20,7 @@ from absl import logging
 
 from common import files, store_retries, termination
 from common.errors import UserError
+from models.eval_pictures import PER_CLASS_ACCURACY
 from trainer.evaluation import claims as step_claims, wait_for_trainer
 from trainer.evaluation.export_policy import LedgerExports
 from trainer.model_dir import checkpoints, ledger
@@ -84,9 +86,18 @@ class EvalJob:
         return claim.commit(write) if claim else write()
 
     def with_extra_metrics(self, metrics: Dict, path: str) -> Dict:
-        """Estimator's metrics as JSON numbers, without its pictures, and the kind's own."""
+        """Estimator's metrics as JSON numbers, without its pictures or the accuracy of a class
+        the evaluated data has no example of (NaN), and the kind's own."""
+        absent = sorted(key for key, value in metrics.items()
+                        if key.startswith(PER_CLASS_ACCURACY) and math.isnan(value))
+        if absent:
+            logging.info('eval_%s: %s: --eval_files=%s has no example of %s; %s left out',
+                         self.ledger.eval_name, path, self.eval_files,
+                         ', '.join(key[len(PER_CLASS_ACCURACY):] for key in absent),
+                         ', '.join(absent))
         metrics = {key: files.json_value(value) for key, value in metrics.items()
-                   if not isinstance(value, bytes)}  # pictures, already in TensorBoard
+                   if not isinstance(value, bytes)  # pictures, already in TensorBoard
+                   and key not in absent}
         if self.extra_metrics:
             metrics.update(self.extra_metrics(path))
         return metrics

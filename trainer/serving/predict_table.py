@@ -10,7 +10,6 @@ from typing import Dict, Iterator, List, Tuple
 
 import tensorflow as tf
 
-from common import files
 from common.errors import UserError, op_error_summary
 from input_fns import csv_tables, table_records, table_schema
 
@@ -37,17 +36,22 @@ def _csv_rows(path: str) -> Iterator[Tuple[int, Dict[str, str]]]:
 
 
 def _json_rows(path: str) -> Iterator[Tuple[int, Dict]]:
-    for line, text in enumerate(files.read_text(path).splitlines(), 1):
-        if not text.strip():
-            continue
+    with csv_tables.open_text(path) as lines:
         try:
-            row = json.loads(text)
-        except ValueError as e:
-            raise UserError(f'{path} line {line}: not JSON ({e}); write one object a line, '
-                            'e.g. {"age": 39, "workclass": "Private"}') from None
-        if not isinstance(row, dict):
-            raise UserError(f'{path} line {line}: not a JSON object; write one object a line')
-        yield line, {name: value for name, value in row.items() if value is not None}
+            for line, text in enumerate(lines, 1):
+                if not text.strip():
+                    continue
+                try:
+                    row = json.loads(text)
+                except ValueError as e:
+                    raise UserError(f'{path} line {line}: not JSON ({e}); write one object a '
+                                    'line, e.g. {"age": 39, "workclass": "Private"}') from None
+                if not isinstance(row, dict):
+                    raise UserError(f'{path} line {line}: not a JSON object; write one object a '
+                                    'line')
+                yield line, {name: value for name, value in row.items() if value is not None}
+        except UnicodeDecodeError:
+            raise UserError(f'{path}: not UTF-8 text; save the file as UTF-8') from None
 
 
 def _example(row: Dict, features: Dict[str, str], where: str) -> bytes:
@@ -63,25 +67,24 @@ def _example(row: Dict, features: Dict[str, str], where: str) -> bytes:
     return table_records.encode_example(names, [features[name] for name in names], values)
 
 
-def predict_rows(signatures, saved_model_dir: str, paths: List[str]) -> List[Dict]:
-    """One output row per input row of the files, in order: {'file', 'line', outputs...}."""
+def predict_rows(signatures, saved_model_dir: str, paths: List[str]) -> Iterator[Dict]:
+    """One output row per input row of the files, in order: {'file', 'line', outputs...}, as
+    each batch of BATCH_ROWS is served (a big file is not held in memory)."""
     if EXAMPLES_SIGNATURE not in signatures or 'serving_default' not in signatures:
         raise UserError(f'{saved_model_dir}: not a table model\'s export (no {EXAMPLES_SIGNATURE} '
                         'signature); predict on rows takes a canned model\'s export')
     inputs = signatures['serving_default'].structured_input_signature[1]
     features = {name: _DTYPES[spec.dtype] for name, spec in inputs.items()}
-    results = []
     for path in paths:
         rows = _json_rows(path) if path.endswith(('.json', '.jsonl')) else _csv_rows(path)
         batch = []
         for line, row in rows:
             batch.append((line, _example(row, features, f'{path} line {line}')))
             if len(batch) == BATCH_ROWS:
-                results += _run(signatures[EXAMPLES_SIGNATURE], path, batch)
+                yield from _run(signatures[EXAMPLES_SIGNATURE], path, batch)
                 batch = []
         if batch:
-            results += _run(signatures[EXAMPLES_SIGNATURE], path, batch)
-    return results
+            yield from _run(signatures[EXAMPLES_SIGNATURE], path, batch)
 
 
 def _run(signature, path: str, batch) -> List[Dict]:

@@ -13,7 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from common.errors import UserError
-from input_fns import image_augment, pipeline
+from input_fns import image_augment, image_orientation, pipeline
 
 FEATURE_SPEC = {
     'image': tf.io.FixedLenFeature([], tf.string),
@@ -110,12 +110,14 @@ def fit_image(image, image_shape: Sequence[int], resize: str):
 
 
 def decode_any_image(encoded, channels: int):
-    """PNG, JPEG, GIF or BMP bytes -> uint8 [H, W, channels], whatever channels the file has.
+    """PNG, JPEG, GIF or BMP bytes -> uint8 [H, W, channels], whatever channels the file has,
+    upright as a JPEG's EXIF orientation says (a phone's portrait photo is stored sideways).
 
     tf.io.decode_image refuses some combinations itself (a GIF as 1 channel, a BMP with
     alpha as 3), so decode as stored, then drop alpha and convert grey <-> RGB.
     """
     image = tf.io.decode_image(encoded, channels=0, expand_animations=False)
+    image = image_orientation.upright(image, image_orientation.exif_orientation(encoded))
     stored = tf.shape(image)[-1]
     rgb = tf.cond(stored >= 3, lambda: image[..., :3],
                   lambda: tf.image.grayscale_to_rgb(image[..., :1]))

@@ -41,6 +41,39 @@ def encode(pixels: np.ndarray, extension: str) -> bytes:
     return bmp_bytes(pixels)
 
 
+# How each EXIF orientation stores an upright image (Exif 2.32, 4.6.4 table 4: row 0 and
+# column 0 of the stored image are the displayed image's ...): what a camera writes.
+STORED_AS = {1: lambda up: up,  # top, left
+             2: lambda up: up[:, ::-1],  # top, right
+             3: lambda up: up[::-1, ::-1],  # bottom, right
+             4: lambda up: up[::-1],  # bottom, left
+             5: lambda up: up.swapaxes(0, 1),  # left, top
+             6: lambda up: np.rot90(up, 1),  # right, top: a phone held upright
+             7: lambda up: up[::-1, ::-1].swapaxes(0, 1),  # right, bottom
+             8: lambda up: np.rot90(up, -1)}  # left, bottom
+
+
+def with_orientation(jpeg: bytes, orientation: int, little_endian=False, after_jfif=False,
+                     ifd_offset=8) -> bytes:
+    """The JPEG with an EXIF APP1 segment whose IFD0 holds a make tag and the Orientation tag,
+    right after SOI (as cameras write it) or after a JFIF APP0 segment (as some editors do)."""
+    order = '<' if little_endian else '>'
+    entries = [(0x010F, 2, 4, b'cam\0'),  # Make, ASCII
+               (0x0112, 3, 1, struct.pack(order + 'H', orientation) + b'\0\0')]  # SHORT
+    ifd = struct.pack(order + 'H', len(entries)) + b''.join(
+        struct.pack(order + 'HHI', tag, kind, count) + value for tag, kind, count, value in entries)
+    tiff = ((b'II' if little_endian else b'MM') + struct.pack(order + 'HI', 42, ifd_offset)
+            + b'\0' * (ifd_offset - 8) + ifd + b'\0' * 4)
+    app1 = b'Exif\0\0' + tiff
+    segments = b'\xff\xe1' + struct.pack('>H', len(app1) + 2) + app1
+    if after_jfif:
+        segments = b'\xff\xe0\x00\x10JFIF\0\x01\x01\0\0\x01\0\x01\0\0' + segments
+    rest = jpeg[2:]
+    if rest[:2] == b'\xff\xe0':  # TensorFlow's own JFIF APP0: replaced by the above
+        rest = rest[2 + struct.unpack('>H', rest[2:4])[0]:]
+    return jpeg[:2] + segments + rest
+
+
 def write_image_tree(root, per_class: int = 12, classes=CLASSES, seed: int = 0, first: int = 0):
     """per_class images a class (numbered from `first`) in PNG, JPEG and BMP, 20-60 pixels a side,
     every fourth in a nested folder; returns their paths relative to root."""

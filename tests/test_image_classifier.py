@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from helpers import assert_one_line_error, run_module, run_prepare, run_together
-from image_tree import class_image, encode, write_image_tree
+from image_tree import STORED_AS, class_image, encode, with_orientation, write_image_tree
 from input_fns import prepare_images
 from serving_loader_checks import as_array, check_against_python, replayed_warmup
 from test_serving import run_rest_body
@@ -84,6 +84,17 @@ def test_a_photo_of_any_size_is_served_as_prepare_fitted_it(trained):
         direct = signatures['predict_pixels'](pixels=pixels)
         np.testing.assert_allclose(served['probabilities'], direct['probabilities'], atol=1e-6)
         assert served['class_name'].numpy()[0].decode() in CLASSES
+
+
+def test_a_phone_photo_stored_sideways_is_served_upright(trained):
+    """serving_default turns it as prepare does: the answer of the same photo stored upright."""
+    jpeg = encode(STORED_AS[6](class_image(1, 60, 30, np.random.RandomState(0))).copy(), 'jpg')
+    upright = encode(np.rot90(tf.io.decode_jpeg(jpeg).numpy(), -1).copy(), 'png')
+    served = tf.saved_model.load(best_export(trained)).signatures['serving_default'](
+        image_bytes=tf.constant([with_orientation(jpeg, 6), upright, jpeg]))
+    probabilities = served['probabilities'].numpy()
+    np.testing.assert_allclose(probabilities[0], probabilities[1], atol=1e-6)
+    assert np.abs(probabilities[0] - probabilities[2]).max() > 1e-4  # sideways: another answer
 
 
 def test_classify_rest_body_answers_with_the_class_names(trained):

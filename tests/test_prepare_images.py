@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from common.errors import UserError
 from helpers import assert_one_line_error, run_module, run_prepare
-from image_tree import TINY_GIF, bmp_bytes, write_image_tree
+from image_tree import TINY_GIF, bmp_bytes, class_image, encode, with_orientation, write_image_tree
 from input_fns import image_records, prepare_images, split
 
 
@@ -80,6 +80,22 @@ def test_a_held_out_tree_keeps_the_training_classes_labels_with_schema_from(tmp_
     with pytest.raises(UserError, match=r'owls/owl: a class the training data does not have '
                                         r'\(its classes: cat, dog, fox\); remove or rename'):
         prepare(tmp_path / 'owls', tmp_path / 'owl_data', schema_from=str(data), split='test')
+
+
+def test_a_phone_photo_stored_sideways_is_prepared_upright(tmp_path):
+    """A portrait JPEG as a phone writes it (pixels sideways, EXIF orientation 6) gives the
+    record of the same photo stored upright."""
+    for tree, turned in (('phone', True), ('upright', False)):
+        for label, name in enumerate(('cat', 'dog')):
+            os.makedirs(tmp_path / tree / name)
+            portrait = class_image(label, 40, 24, np.random.RandomState(label))
+            jpeg = encode(np.rot90(portrait, 1).copy(), 'jpg')  # as the phone's sensor saw it
+            path = tmp_path / tree / name / ('1.jpg' if turned else '1.png')
+            path.write_bytes(with_orientation(jpeg, 6) if turned else encode(
+                np.rot90(tf.io.decode_jpeg(jpeg).numpy(), -1).copy(), 'png'))
+        prepare(tmp_path / tree, tmp_path / f'{tree}_data', validation_fraction=0.0)
+    assert (split_pixels(tmp_path / 'phone_data', 'train', [16, 24, 3])
+            == split_pixels(tmp_path / 'upright_data', 'train', [16, 24, 3]))
 
 
 def test_adding_photos_moves_none_of_the_old_ones(tmp_path):

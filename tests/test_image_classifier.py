@@ -117,7 +117,8 @@ def test_export_through_tf_serving_loader(trained, serving_loader, tmp_path):
     """In C++ as TF Serving loads it: the warm-up answers are Python's, and a Classify request
     of photos of other sizes gives the class names and serving_default's probabilities."""
     version = best_export(trained)
-    photos = [photo_bytes(0, 90, 30), photo_bytes(2, 30, 40, 'jpg')]
+    photos = [photo_bytes(0, 90, 30), photo_bytes(2, 30, 40, 'jpg'),
+              with_orientation(photo_bytes(1, 30, 50, 'jpg'), 6)]  # turned upright in C++ too
     examples = str(tmp_path / 'examples.tfrecord')
     with tf.io.TFRecordWriter(examples) as writer:
         for photo in photos:
@@ -129,7 +130,7 @@ def test_export_through_tf_serving_loader(trained, serving_loader, tmp_path):
     np.testing.assert_allclose(as_array(classified['outputs']['scores']),
                                served['probabilities'].numpy(), rtol=1e-5, atol=1e-6)
     assert as_array(classified['outputs']['classes']).tolist() == [
-        [name.encode() for name in CLASSES]] * 2
+        [name.encode() for name in CLASSES]] * len(photos)
 
 
 def test_predict_prints_each_files_class_name_and_score(trained, tmp_path):

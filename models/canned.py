@@ -12,7 +12,7 @@ import tensorflow as tf
 from tensorflow_estimator.python.estimator.canned import dnn, dnn_linear_combined, linear
 
 from common.errors import UserError
-from models import boosted_trees, registry, table_columns, table_head
+from models import boosted_trees, class_weights, registry, table_columns, table_head
 
 # The canned models' optimizers (tf.keras legacy optimizers, as the canned models make them).
 OPTIMIZERS = {'adagrad': 'Adagrad', 'adam': 'Adam', 'ftrl': 'Ftrl', 'rmsprop': 'RMSprop',
@@ -81,8 +81,8 @@ def _model_fn(build, task: str, name: str):
         if policy != 'float32':  # their feature layers concatenate float32 columns with it
             raise UserError(f'--precision={policy}: the canned models compute in float32 only; '
                             'leave --precision at float32')
-        head = table_columns.head(schema)
-        spec = build(features, labels, mode, head, schema, params)
+        features, weighed = table_head.with_class_weights(features, labels, mode, params, schema)
+        spec = build(features, labels, mode, table_columns.head(weighed), weighed, params)
         return table_head.with_pictures(spec, labels, schema)
 
     return model_fn
@@ -100,5 +100,6 @@ for _family, (_build, _params, _single_process) in FAMILIES.items():
     for _task, _suffix in (('classification', 'classifier'), ('regression', 'regressor')):
         registry.register(registry.ModelSpec(
             name=f'{_family}_{_suffix}', model_fn=_model_fn(_build, _task, f'{_family}_{_suffix}'),
-            default_params=_params, input_kind='table', schema_kind='table',
+            default_params=({**_params, **class_weights.PARAMS} if _task == 'classification'
+                            else _params), input_kind='table', schema_kind='table',
             single_process=_single_process))

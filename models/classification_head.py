@@ -1,9 +1,9 @@
 """What every model that picks one of N classes shares: softmax loss (with the params' label
-smoothing), metrics, evaluation pictures and the EstimatorSpec, with serving_default and TF
+smoothing and class weights), metrics, evaluation pictures and the EstimatorSpec, with serving_default and TF
 Serving's classify output."""
 import tensorflow as tf
 
-from models import eval_pictures, precision, training
+from models import class_weights, eval_pictures, precision, training
 
 
 def classification_estimator_spec(logits, labels, mode, params, images=None,
@@ -31,9 +31,12 @@ def classification_estimator_spec(logits, labels, mode, params, images=None,
                 scores=probabilities,
                 classes=tf.tile([names], [tf.shape(logits)[0], 1], name='class_names'))})
 
-    loss = tf.identity(training.estimator_loss(
-        training.softmax_losses(labels, logits, training.label_smoothing(params, mode)), mode),
-        name='cross_entropy')
+    losses = training.softmax_losses(labels, logits, training.label_smoothing(params, mode))
+    weights = class_weights.example_weights(
+        params, labels, class_names or [str(i) for i in range(num_classes)], mode)
+    if weights is not None:
+        losses = losses * weights
+    loss = tf.identity(training.estimator_loss(losses, mode), name='cross_entropy')
     if mode == tf.estimator.ModeKeys.EVAL:
         metrics = {
             'accuracy': tf.compat.v1.metrics.accuracy(labels=labels, predictions=classes,

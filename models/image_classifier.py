@@ -10,7 +10,7 @@ class_name and score).
 """
 import tensorflow as tf
 
-from models import classification_head, registry, training
+from models import class_weights, classification_head, registry, training
 
 # Keras' 0.99 keeps 5% of the initial moving variance (1) after 300 steps, far above a small
 # net's activation variances (0.004 at the stem on the digits): 15% held-out accuracy there,
@@ -18,6 +18,7 @@ from models import classification_head, registry, training
 BATCH_NORM_MOMENTUM = 0.9
 DEFAULT_PARAMS = {
     **training.TRAINING_PARAMS,
+    **class_weights.PARAMS,  # its head weighs the loss by class under --class_weights
     'dropout_rate': 0.2,
     'base_filters': 32,  # the first stage's; each later stage doubles them
     'residual_stages': 3,

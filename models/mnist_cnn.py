@@ -7,12 +7,13 @@ classic network.
 import tensorflow as tf
 
 from common.errors import UserError
-from models import classification_head, registry, training
+from models import class_weights, classification_head, registry, training
 
 NUM_CLASSES = 10
 IMAGE_SHAPE = (28, 28, 1)
 DEFAULT_PARAMS = {
     **training.TRAINING_PARAMS,
+    **class_weights.PARAMS,  # its head weighs the loss by class under --class_weights
     'dropout_rate': 0.4,
     'conv_filters': (32, 64),  # its convolutions and a 2x2 max-pool each
     # Each block's kernel size; empty: 5x5 for every block. A third block reads a 7x7 map, where

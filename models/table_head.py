@@ -8,7 +8,9 @@ from typing import Dict, List
 import tensorflow as tf
 
 from common.errors import UserError
-from models import eval_pictures, precision, table_columns, training
+from models import class_weights, eval_pictures, precision, table_columns, training
+
+CLASS_WEIGHT = '__class_weight__'  # the feature the head weighs rows by under --class_weights
 
 
 def table_feature_columns(schema: Dict, embedding_dimension: int = 8) -> List:
@@ -29,11 +31,31 @@ def table_estimator_spec(features, labels, mode, logits, params, update_ops=()):
     if params.get('label_smoothing'):
         raise UserError(f'--label_smoothing={params["label_smoothing"]}: the table head has no '
                         'label smoothing; leave it 0')
-    schema = params['schema']
+    features, schema = with_class_weights(features, labels, mode, params, params['schema'])
     spec = table_columns.head(schema).create_estimator_spec(
         features=features, mode=mode, logits=precision.float32(logits), labels=labels,
         train_op_fn=lambda loss: training.train_op(loss, params, update_ops=update_ops))
     return with_pictures(spec, labels, schema)
+
+
+def with_class_weights(features, labels, mode, params, schema):
+    """features and schema for the head. With --class_weights, a row's weight is a feature of
+    its own, CLASS_WEIGHT: its class's weight in training, 1 in evaluation, times the schema's
+    weight column if any; the schema returned names it as the weight column."""
+    if not params.get('class_weights') or mode == tf.estimator.ModeKeys.PREDICT:
+        return features, schema
+    label = schema['label']
+    if label['task'] != 'classification':
+        raise UserError(f'--class_weights={params["class_weights"]}: the label {label["name"]!r} '
+                        'is a regression label, with no classes to weigh; leave it out')
+    ids = table_columns.label_ids(labels, schema)
+    weights = class_weights.example_weights(params, ids, [str(c) for c in label['classes']], mode)
+    if weights is None:  # evaluation: unweighted
+        weights = tf.ones_like(ids, tf.float32)
+    own = schema.get('weight', {}).get('name')
+    if own:
+        weights = weights * tf.reshape(tf.cast(features[own], tf.float32), [-1])
+    return {**features, CLASS_WEIGHT: weights}, {**schema, 'weight': {'name': CLASS_WEIGHT}}
 
 
 def with_pictures(spec, labels, schema):

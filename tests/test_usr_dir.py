@@ -309,7 +309,7 @@ def test_a_bucket_folder_is_copied_to_the_cache_by_its_hash(tmp_path, monkeypatc
 
 
 API_HOMES = ('registry', 'training', 'precision', 'binary_head', 'classification_head',
-             'eval_pictures')
+             'eval_pictures', 'class_weights')
 
 
 def test_the_built_in_models_use_only_the_api():

@@ -12,6 +12,8 @@ Models:
   TRAINING_PARAMS                the params train_op reads (optimizer, learning rate and its
                                  schedule, warm-up, label smoothing, weight averaging), with
                                  their usual values: a model's DEFAULT_PARAMS start from them
+  CLASS_WEIGHT_PARAMS            --class_weights, for a model whose loss is one of the heads
+                                 below (classification or table): they weigh it by class
   train_op(loss, params, batch_accuracy=None, update_ops=())
                                  optimizer and learning-rate schedule from params, loss
                                  scaling under --precision=mixed_float16
@@ -49,6 +51,7 @@ Input kinds (what feeds a model: input_fns, serving receiver, signature names):
 """
 from input_fns.pipeline import list_record_files
 from models.binary_head import binary_estimator_spec, embedding_pair_spec
+from models.class_weights import PARAMS as CLASS_WEIGHT_PARAMS
 from models.classification_head import classification_estimator_spec
 from models.eval_pictures import (accuracy_of_each_class, confusion_matrix, face_pairs_fn,
                                   most_confident_mistakes, pr_curve)
@@ -63,8 +66,8 @@ from trainer.input_kinds.base import (InputKind, InputOptions, TFRecordKind, dec
 from trainer.input_kinds.registry import register as register_input_kind
 
 __all__ = [
-    'ModelSpec', 'register_model', 'TRAINING_PARAMS', 'train_op', 'float32', 'estimator_loss',
-    'softmax_losses', 'sigmoid_losses', 'label_smoothing',
+    'ModelSpec', 'register_model', 'TRAINING_PARAMS', 'CLASS_WEIGHT_PARAMS', 'train_op',
+    'float32', 'estimator_loss', 'softmax_losses', 'sigmoid_losses', 'label_smoothing',
     'scalar_summary', 'classification_estimator_spec', 'binary_estimator_spec',
     'embedding_pair_spec', 'most_confident_mistakes', 'confusion_matrix', 'pr_curve',
     'face_pairs_fn', 'accuracy_of_each_class',

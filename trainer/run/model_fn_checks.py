@@ -1,12 +1,14 @@
 """A model_fn's mistakes named at its first call, not as a TensorFlow stack dump from inside
 Estimator: no EstimatorSpec returned for a mode, an EstimatorSpec refused by its own checks
-(a PREDICT spec without predictions...), or an export with no signature to serve."""
+(a PREDICT spec without predictions...), an export with no signature to serve, or
+--class_weights given to a model_fn whose loss ignores them."""
 import os
 import sys
 
 import tensorflow as tf
 
 from common.errors import UserError
+from models import class_weights
 
 ESTIMATOR_SPEC_FILE = sys.modules[tf.estimator.EstimatorSpec.__module__].__file__
 # What each mode's EstimatorSpec needs, for the message.
@@ -35,6 +37,11 @@ def checked(model_fn, model_name: str):
         if mode == tf.estimator.ModeKeys.PREDICT and not spec.export_outputs:
             raise UserError(f'{where}: its PREDICT EstimatorSpec has no export_outputs; give '
                             f'{NEEDS[mode]}')
+        if (mode == tf.estimator.ModeKeys.TRAIN and params.get('class_weights')
+                and not tf.compat.v1.get_collection(class_weights.APPLIED)):
+            raise UserError(f'--class_weights={params["class_weights"]}: {where} does not weigh '
+                            'its loss by class (the heads of api.classification_estimator_spec '
+                            'and api.table_estimator_spec do); leave it out')
         return spec
 
     return model_fn_checked

@@ -8,7 +8,8 @@ import tensorflow as tf
 
 from trainer import api
 
-DEFAULT_PARAMS = {**api.TRAINING_PARAMS, 'learning_rate': 3e-3, 'small_cnn_filters': 16}
+DEFAULT_PARAMS = {**api.TRAINING_PARAMS, **api.CLASS_WEIGHT_PARAMS, 'learning_rate': 3e-3,
+                  'small_cnn_filters': 16}
 
 
 def model_fn(features, labels, mode, params):

@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from trainer import api
 
-DEFAULT_PARAMS = {**api.TRAINING_PARAMS, 'table_net_units': 64,
+DEFAULT_PARAMS = {**api.TRAINING_PARAMS, **api.CLASS_WEIGHT_PARAMS, 'table_net_units': 64,
                   'table_net_dropout': 0.1, 'table_net_embedding': 8}
 
 

@@ -1,6 +1,6 @@
 """What every model that picks one of N classes shares: softmax loss (with the params' label
-smoothing and class weights), metrics, evaluation pictures and the EstimatorSpec, with serving_default and TF
-Serving's classify output."""
+smoothing and class weights), metrics, evaluation pictures and the EstimatorSpec, with
+serving_default and TF Serving's classify output."""
 import tensorflow as tf
 
 from models import class_weights, eval_pictures, precision, training

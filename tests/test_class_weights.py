@@ -27,17 +27,16 @@ def test_balanced_weights_come_from_the_training_counts_and_named_ones_default_t
 
 
 @pytest.mark.parametrize('text, message', [
-    ('owl=2', "'owl=2': give balanced or NAME=WEIGHT (a number >= 0) for classes among: ok, defect"),
+    ('owl=2',
+     "'owl=2': give balanced or NAME=WEIGHT (a number >= 0) for classes among: ok, defect"),
     ('defect=-1', "'defect=-1'"), ('defect=x', "'defect=x'"), ('defect', "'defect'"),
     ('balanced', 'no count of each class in the training split; give the weights: '
                  '--class_weights=defect=WEIGHT,...')])
 def test_a_weight_that_names_no_class_or_no_number_is_refused(text, message):
-    with pytest.raises(UserError, match=f'--class_weights={text}: .*' if text != 'balanced'
-                       else 'balanced'):
-        class_weights.values(text, ['ok', 'defect'], None)
     with pytest.raises(UserError) as raised:
         class_weights.values(text, ['ok', 'defect'], None)
-    assert message in str(raised.value)
+    line = str(raised.value)
+    assert line.startswith(f'--class_weights={text}: ') and message in line
 
 
 def head_losses(mode, params):
@@ -80,8 +79,9 @@ def test_a_rare_class_weighed_up_is_predicted_and_a_loss_that_ignores_the_flag_r
     for weights in ('', 'c=40'):
         model_dir = tmp_path / f'model{weights}'
         common = ['--model=linear_classifier', f'--model_dir={model_dir}']
-        run_module('trainer.main', *common, '--mode=train', f'--train_files={tmp_path}/data/train-*',
-                   '--train_steps=150', '--batch_size=32', f'--class_weights={weights}')
+        run_module('trainer.main', *common, '--mode=train',
+                   f'--train_files={tmp_path}/data/train-*', '--train_steps=150',
+                   '--batch_size=32', f'--class_weights={weights}')
         result = run_module('trainer.main', *common, '--mode=evaluate',
                             f'--eval_files={tmp_path}/data/train-*')
         metrics = json.loads(result.stdout.strip().splitlines()[-1])

@@ -9,7 +9,8 @@ from trainer.config import search_space
 
 
 @pytest.mark.parametrize('text, message', [
-    ('margin:double:0.1:0.5', "mnist_cnn has no param 'margin'; its params: batch_norm, class_weights, conv_filters, "),
+    ('margin:double:0.1:0.5',
+     "mnist_cnn has no param 'margin'; its params: batch_norm, class_weights, conv_filters, "),
     ('dropout_rate:double:0.6:0.1', 'the min 0.6 is not below the max 0.1'),
     ('learning_rate:double:0:0.1:log', 'a log scale needs a min above 0'),
     ('dropout_rate:int:1:5', 'dropout_rate is not an integer param'),

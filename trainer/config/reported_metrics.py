@@ -35,7 +35,8 @@ def objective_metrics(model: str) -> Tuple[str, ...]:
         except UserError:  # a schema this model does not take (a regression label...)
             continue
         # Per-class metrics are named by the example's classes, not the user's.
-        reported |= {name for name in found if not name.startswith(eval_pictures.PER_CLASS_ACCURACY)}
+        reported |= {name for name in found
+                     if not name.startswith(eval_pictures.PER_CLASS_ACCURACY)}
     return tuple(sorted(reported | {'loss'} | set(kind.extra_metric_names)))
 
 

@@ -81,10 +81,15 @@ def position_in(values: tf.Tensor, names: List[str]) -> tf.Tensor:
                     tf.argmax(tf.cast(found, tf.int32), axis=1, output_type=tf.int32), len(names))
 
 
+def class_names(schema: Dict) -> List[str]:
+    """The label's classes as the heads name them (text: a label of ints reads '0', '1'...)."""
+    return [str(value) for value in schema['label']['classes']]
+
+
 def label_ids(labels: tf.Tensor, schema: Dict) -> tf.Tensor:
     """[batch] class names (as the heads take them) -> [batch] int64 places in the schema's
     classes (the heads' class_ids' type)."""
-    return tf.cast(position_in(labels, [str(value) for value in schema['label']['classes']]),
+    return tf.cast(position_in(labels, class_names(schema)),
                    tf.int64)
 
 
@@ -95,7 +100,7 @@ def head(schema: Dict):
     weight = schema.get('weight', {}).get('name')
     if label['task'] == 'regression':
         return tf.estimator.RegressionHead(weight_column=weight)
-    classes = [str(value) for value in label['classes']]
+    classes = class_names(schema)
     if len(classes) < 2:
         raise UserError(f'the label {label["name"]!r} has {len(classes)} class in the training '
                         'split; a classifier needs two or more')

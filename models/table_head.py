@@ -49,7 +49,7 @@ def with_class_weights(features, labels, mode, params, schema):
         raise UserError(f'--class_weights={params["class_weights"]}: the label {label["name"]!r} '
                         'is a regression label, with no classes to weigh; leave it out')
     ids = table_columns.label_ids(labels, schema)
-    weights = class_weights.example_weights(params, ids, [str(c) for c in label['classes']], mode)
+    weights = class_weights.example_weights(params, ids, table_columns.class_names(schema), mode)
     if weights is None:  # evaluation: unweighted
         weights = tf.ones_like(ids, tf.float32)
     own = schema.get('weight', {}).get('name')
@@ -63,7 +63,7 @@ def with_pictures(spec, labels, schema):
     accuracy and the confusion matrix (TensorBoard's), to the canned head's metrics."""
     if spec.mode != tf.estimator.ModeKeys.EVAL or schema['label']['task'] != 'classification':
         return spec
-    classes = [str(value) for value in schema['label']['classes']]
+    classes = table_columns.class_names(schema)
     label_ids = table_columns.label_ids(labels, schema)
     predicted = tf.reshape(spec.predictions['class_ids'], [-1])
     metrics = dict(spec.eval_metric_ops)

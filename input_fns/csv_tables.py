@@ -175,8 +175,9 @@ def write_table(output_dir: str, rows: Iterator[Tuple[bytes, List, bytes]], stat
                 label: str, validation_fraction: float, num_shards: int, num_eval_shards: int,
                 what: str, only_split: Optional[str] = None):
     """Writes rows ((split key, typed values, serialized record)) to the train and validation
-    splits (every row to only_split, when given), that split's rows into stats; rows without a
-    label are skipped and counted.
+    splits (every row to only_split, when given), every split's rows into stats (which keep
+    statistics of one, and the label's classes of all); rows without a label are skipped and
+    counted.
     Returns ({split: SplitWriter}, {split: rows skipped}), the shards not yet in place."""
     shard_counts = {'train': num_shards}
     if only_split:
@@ -184,7 +185,7 @@ def write_table(output_dir: str, rows: Iterator[Tuple[bytes, List, bytes]], stat
     elif validation_fraction:
         shard_counts['validation'] = num_eval_shards
     skipped = {split: 0 for split in shard_counts}
-    chunk, counted = [], only_split or 'train'
+    chunks, counted = {split: [] for split in shard_counts}, only_split or 'train'
     with stream_shards.streamed_splits(output_dir, shard_counts) as writers:
         for count, (key, values, record) in enumerate(rows, 1):
             split = only_split or ('validation' if data_split.is_validation(
@@ -193,15 +194,16 @@ def write_table(output_dir: str, rows: Iterator[Tuple[bytes, List, bytes]], stat
                 skipped[split] += 1
                 continue
             writers[split].write(record)
-            if split == counted:
-                chunk.append(values)
-            if len(chunk) == CHUNK_ROWS:
-                stats.add_rows(chunk)
-                chunk = []
+            chunks[split].append(values)
+            if len(chunks[split]) == CHUNK_ROWS:
+                stats.add_rows(chunks[split], split)
+                chunks[split] = []
             if count % 1_000_000 == 0:
                 logging.info('%s: %d rows read', what, count)
-        if chunk:
-            stats.add_rows(chunk)
+        for split, chunk in chunks.items():
+            stats.add_rows(chunk, split)
+        if stats.classes:
+            stats.classes.warn_unlearnable(counted)
         if not writers[counted].written:
             raise UserError(f'{what}: no {counted} rows (rows with a {label!r} value'
                             + ('' if only_split else ', outside --validation_fraction')
@@ -230,16 +232,17 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
                                              'them', '*.csv'),
                   label, column_types, task, na_values, known_types)
     stats = table_schema.TableStats(table.columns, table.dtypes, label, table.task,
-                                    max_vocabulary, seed, weight_column)
+                                    max_vocabulary, seed, weight_column, split or 'train')
     encoder = table_records.RowEncoder(table.names, table.dtypes)
     rows = ((key.encode(), values, encoder.encode(values)) for key, values in table.typed_rows())
     writers, skipped = write_table(output_dir, rows, stats, label, validation_fraction,
                                    num_shards, num_eval_shards, f'--source={source}', split)
-    schema = {**stats.schema(na_values), 'statistics_of': split or 'train'}
+    schema = stats.schema(na_values)
     schema['label']['missing'] = sum(skipped.values())
     entries = {split: dict(skipped=skipped[split], features=dict(zip(table.names, table.dtypes)),
                            sources=table.paths, seed=seed,
                            extra={'skipped_because': 'the label is missing',
-                                  'validation_fraction': validation_fraction})
+                                  'validation_fraction': validation_fraction,
+                                  **stats.split_entry_extra(split)})
                for split in writers}
     return stream_shards.publish(output_dir, writers, entries, 'csv', {**schema, 'source': source})

@@ -121,7 +121,7 @@ def prepare_examples(*, source: str, label: str, output_dir: Optional[str], task
                     if values[label_index] is not None]
     task = task or table_schema.infer_task(dtypes[label_index], label_values)
     stats = table_schema.TableStats(columns, dtypes, label, task, max_vocabulary, seed,
-                                    weight_column)
+                                    weight_column, 'train' if output_dir else split or 'train')
     if output_dir:
         data_split.check_fraction(validation_fraction)
         rows = ((record, _typed(example, path, number, columns, dtypes), record)
@@ -131,7 +131,8 @@ def prepare_examples(*, source: str, label: str, output_dir: Optional[str], task
                                                   validation_fraction, num_shards,
                                                   num_eval_shards, f'--source={source}')
         entries = {name: dict(skipped=skipped[name], features=features, sources=path_list,
-                              seed=seed, extra={'skipped_because': 'the label is missing'})
+                              seed=seed, extra={'skipped_because': 'the label is missing',
+                                                **stats.split_entry_extra(name)})
                    for name in writers}
         schema = {**stats.schema([]), 'source': source}
         return stream_shards.publish(output_dir, writers, entries, 'examples', schema)
@@ -171,7 +172,8 @@ def _describe_in_place(path_list, stats, columns, dtypes, split, source) -> Dict
     if shards.takes_schema(manifest, [split]):
         manifest['schema'] = {**stats.schema([]), 'source': source}
     manifest.setdefault('splits', {})[split] = shards.split_entry(
-        listed, 0, dict(zip(columns, dtypes)), path_list, 0, {'read_in_place': True})
+        listed, 0, dict(zip(columns, dtypes)), path_list, 0,
+        {'read_in_place': True, **stats.split_entry_extra(split)})
     manifest.setdefault('dataset', 'examples')
     files.write_json_atomic(paths.join(folder, shards.MANIFEST_NAME), manifest)
     return {split: manifest['splits'][split]}

@@ -1,6 +1,7 @@
 """What a user's file pattern means: the shards a --train_files or --eval_files glob names (not
 the manifest.json beside them; a folder named for its files gets the globs of its splits), a
 prepare command's --source files, and the data schema in the manifest beside a pattern."""
+import fnmatch
 import os
 from typing import Dict, Iterable, List
 
@@ -71,6 +72,14 @@ def read_schema(file_pattern: str, flag_name: str) -> Dict:
     if not isinstance(schema, dict) or not schema.get('kind'):
         raise UserError(f'{path}: no data schema in it ({flag_name}={file_pattern}); {what_to_do}')
     return schema
+
+
+def matched_splits(file_pattern: str) -> List[Dict]:
+    """The manifest entries of the splits that have a file file_pattern (a flag's value, whose
+    manifest read_schema has found) matches."""
+    folder, name_glob = os.path.split(file_pattern)
+    return [entry for entry in read_manifest(folder or '.').get('splits', {}).values()
+            if any(fnmatch.fnmatchcase(shard['file'], name_glob) for shard in entry['shards'])]
 
 
 def schema_at(schema_from: str, kind: str) -> Dict:

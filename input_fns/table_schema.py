@@ -5,7 +5,8 @@ each feature's name and dtype; for numbers count, missing, mean, std, min, max a
 (numbers are normalized with the mean and std, and bucketized at the quantiles for trees); for
 strings the vocabulary (the most frequent values, with counts, the rest counted as out of
 vocabulary); the label's task and classes. Statistics are of the training split only, so
-nothing of the validation rows leaks into the model.
+nothing of the validation rows leaks into the model; the label's classes are every split's
+(input_fns/label_classes.py).
 
 Rows arrive in chunks of typed values (None for a missing value); each column is summarized
 with numpy a chunk at a time, in memory bounded by the sample and vocabulary sizes, not the
@@ -18,6 +19,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from common.errors import UserError
+from input_fns import label_classes
 
 DTYPES = ('int', 'float', 'string')
 TASKS = ('classification', 'regression')
@@ -25,7 +27,6 @@ DEFAULT_NA_VALUES = ('', 'NA', 'N/A', 'NaN', 'nan', 'null', 'NULL', 'None', '?')
 QUANTILES = tuple(i / 20 for i in range(21))  # 0%, 5%, ..., 100%
 QUANTILE_SAMPLE = 10_000  # values per number column the quantiles are read from (exact below it)
 MAX_INFERRED_CLASSES = 20  # an int label with at most this many values in the sample: classes
-MAX_CLASSES = 1000
 _NAME_CHARACTER = re.compile(r'[^A-Za-z0-9_.\-]')
 
 
@@ -156,9 +157,12 @@ class TableStats:
     """The statistics of every column of a table, fed chunks of typed rows."""
 
     def __init__(self, columns: List[str], dtypes: List[str], label: str, task: str,
-                 max_vocabulary: int, seed: int = 0, weight: Optional[str] = None):
+                 max_vocabulary: int, seed: int = 0, weight: Optional[str] = None,
+                 statistics_of: str = 'train'):
         self.columns, self.dtypes, self.label, self.task = columns, dtypes, label, task
-        self.label_index = columns.index(label)
+        self.label_index, self.statistics_of = columns.index(label), statistics_of
+        self.classes = (label_classes.LabelClasses(label, dtypes[self.label_index])
+                        if task == 'classification' else None)
         self.weight = weight
         if weight is not None:
             if weight not in columns or weight == label:
@@ -170,24 +174,29 @@ class TableStats:
         self.stats = []
         for index, dtype in enumerate(dtypes):
             if index == self.label_index and task == 'classification':
-                self.stats.append(StringStats(MAX_CLASSES))
+                self.stats.append(StringStats(label_classes.MAX_CLASSES))
             elif dtype == 'string':
                 self.stats.append(StringStats(max_vocabulary))
             else:
                 self.stats.append(NumberStats(seed + index))
 
-    def add_rows(self, rows: List[List]) -> None:
+    def add_rows(self, rows: List[List], split: Optional[str] = None) -> None:
+        """A chunk of typed rows of the statistics' split; of another split (held out), only
+        the label's classes are counted."""
+        split = split or self.statistics_of
+        if self.classes:
+            self.classes.add(split, [row[self.label_index] for row in rows])
+        if split != self.statistics_of:
+            return
         for index, column in enumerate(zip(*rows)):
             present = [value for value in column if value is not None]
             if index == self.label_index and self.task == 'classification':
                 present = [str(value) for value in present]
             self.stats[index].add(present, len(column) - len(present))
-        self._check_classes()
 
-    def _check_classes(self) -> None:
-        if self.task == 'classification' and len(self.stats[self.label_index].counts) > MAX_CLASSES:
-            raise UserError(f'--label={self.label}: more than {MAX_CLASSES} distinct values; '
-                            'for a number to predict pass --task=regression')
+    def split_entry_extra(self, split: str) -> Dict:
+        """What the split's manifest entry says of its label (its class counts)."""
+        return self.classes.split_entry(split) if self.classes else {}
 
     def schema(self, na_values: Sequence[str]) -> Dict:
         features = []
@@ -205,20 +214,15 @@ class TableStats:
                        'dtype': self.dtypes[self.label_index], 'task': self.task,
                        'missing': label.missing}
         if self.task == 'classification':
-            classes = sorted(label.counts, key=_class_order(self.dtypes[self.label_index]))
-            label_entry.update(classes=classes, class_counts=[label.counts[c] for c in classes])
+            label_entry.update(classes=self.classes.names(),
+                               class_counts=self.classes.counts(self.statistics_of))
         else:
             label_entry.update(label.summary(self.dtypes[self.label_index]))
         schema = {'kind': 'table', 'features': features, 'label': label_entry,
-                  'statistics_of': 'train', 'na_values': list(na_values)}
+                  'statistics_of': self.statistics_of, 'na_values': list(na_values)}
         if self.weight is not None:
             schema['weight'] = weight  # each row's weight in the loss and metrics; 1 if missing
         return schema
-
-
-def _class_order(dtype: str):
-    """Classes in numeric order for an int label (0, 1, 2, 10), else alphabetical."""
-    return (lambda value: (int(value), value)) if dtype == 'int' else (lambda value: value)
 
 
 def check_names(columns: List[str], where: str) -> None:

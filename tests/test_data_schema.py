@@ -6,7 +6,8 @@ import pytest
 import tensorflow as tf
 
 from common.errors import UserError
-from input_fns import csv_records, file_patterns, shards, split
+from helpers import run_prepare
+from input_fns import csv_records, csv_tables, file_patterns, shards, split
 from models import registry
 from trainer.config.settings import Settings
 from trainer.model_dir import run_files
@@ -103,3 +104,30 @@ def test_the_model_fn_gets_the_schema_and_the_chief_records_it(tmp_path):
         run.estimator.train(run.train_spec.input_fn, max_steps=1)
     assert seen['schema'] == TABLE and seen['width'] == 4
     assert json.loads((tmp_path / 'model' / run_files.SCHEMA_FILE).read_text()) == TABLE
+
+
+def test_evaluating_a_class_the_model_was_not_trained_on_is_one_line(tmp_path):
+    """A held-out table prepared apart (--schema_from, beside the training splits) with a class
+    the training rows lack: the eval job names it, rather than stopping at its first batch."""
+    data, model_dir = tmp_path / 'data', str(tmp_path / 'model')
+    (tmp_path / 'train.csv').write_text('x,kind\n' + '\n'.join(f'{i},{"ab"[i % 2]}'
+                                                                 for i in range(40)))
+    (tmp_path / 'test.csv').write_text('x,kind\n1,a\n2,b\n3,c\n4,c\n')
+    common = dict(label='kind', column_types=None, task=None, max_vocabulary=10, na_values=[''],
+                  weight_column=None, num_shards=1, num_eval_shards=1)
+    run_prepare(csv_tables.prepare_csv, source=str(tmp_path / 'train.csv'), output_dir=str(data),
+                **{**common, 'validation_fraction': 0.25})
+    run_prepare(csv_tables.prepare_csv, source=str(tmp_path / 'test.csv'), output_dir=str(data),
+                schema_from=str(data), split='test', **{**common, 'validation_fraction': 0.0})
+    run_files.record_schema(model_dir, file_patterns.read_schema(str(data / 'train-*'), 'x'))
+    spec = registry.get('linear_classifier')
+
+    def evaluate(pattern):
+        return data_schema.with_schema(Settings(mode='evaluate', model_dir=model_dir,
+                                                eval_files=str(data / pattern)), spec)
+
+    assert evaluate('validation-*').schema['label']['classes'] == ['a', 'b']
+    with pytest.raises(UserError, match=r"--eval_files=.*/test-\*: label 'kind' holds classes the "
+                                        r"model was not trained on: 'c' \(2 rows\); it predicts "
+                                        r"\['a', 'b'\] \(.*schema.json\); leave those rows out"):
+        evaluate('test-*')

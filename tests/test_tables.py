@@ -153,6 +153,25 @@ def test_a_held_out_csv_takes_the_training_tables_types_with_schema_from(tmp_pat
                     schema_from=str(tmp_path / 'train.csv'), **table_args())
 
 
+def test_a_class_whose_few_rows_all_fell_in_validation_is_still_one_of_the_models(tmp_path):
+    """Statistics are the training split's, but a class seen only in validation must have an
+    output: else evaluating the validation split stops at its first batch."""
+    rows = [f'{i % 7},{"ab"[i % 2]}' for i in range(200)] + [f'3,rare{i}' for i in range(12)]
+    out = str(tmp_path / 'data')
+    entries = run_prepare(csv_tables.prepare_csv, output_dir=out,
+                          source=write(tmp_path / 'rows.csv', 'x,kind\n' + '\n'.join(rows)),
+                          **table_args(label='kind', validation_fraction=0.5))
+    label = json.load(open(os.path.join(out, 'manifest.json')))['schema']['label']
+    assert label['classes'] == sorted(['a', 'b'] + [f'rare{i}' for i in range(12)])
+    train, validation = entries['train']['class_counts'], entries['validation']['class_counts']
+    only_held_out = sorted(set(validation) - set(train))
+    assert only_held_out and all(name.startswith('rare') for name in only_held_out)
+    assert [label['class_counts'][label['classes'].index(name)] for name in only_held_out] == [
+        0] * len(only_held_out)
+    assert sum(train.values()) == entries['train']['num_records']
+    assert sum(validation.values()) == entries['validation']['num_records']
+
+
 def test_run_sh_reads_the_callers_relative_paths_and_imports_only_the_services_packages(
         tmp_path):
     """`~/svc/run.sh prepare csv --source=people.csv` from the user's folder: its paths are
@@ -203,6 +222,7 @@ def test_prepare_examples_reads_records_in_place_or_reshards_them(tmp_path):
     assert [(e['name'], e['dtype'], e['missing']) for e in schema['features']] == [
         ('color', 'string', 0), ('x', 'float', 1)]
     assert schema['label']['classes'] == ['0', '1']
+    assert entries['train']['class_counts'] == {'0': 25, '1': 25}
     batches = read_back(str(tmp_path / 'mine'), schema, 'part')
     assert sum(len(labels) for _, labels in batches) == 50
 

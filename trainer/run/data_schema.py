@@ -5,11 +5,13 @@ MODEL_DIR/schema.json; evaluation and export build the model from that record, s
 model is the trained one even when the data has been prepared again since. Before the first
 training run has recorded it, an eval job reads --eval_files' manifest.
 """
+import collections
 import dataclasses
 from typing import Tuple
 
 from common.errors import UserError
 from input_fns import file_patterns
+from models import table_columns
 from trainer.config import modes
 from trainer.config.settings import model_fn_params
 from trainer.model_dir import run_files
@@ -53,23 +55,50 @@ def with_schema(settings, spec):
         prepared_by = file_patterns.PREPARED_BY.get(spec.schema_kind, spec.schema_kind)
         raise UserError(f'--model={spec.name} takes data prepared by {prepared_by}; {source} '
                         f'holds {schema["kind"]!r} data')
-    _check_eval_images(settings, schema, source)
+    _check_eval_data(settings, schema, source)
     return dataclasses.replace(spec, schema=schema)
 
 
-def _check_eval_images(settings, schema, source) -> None:
-    """Photos prepared apart from the training photos number their classes by their own
-    folders, and may be fitted to another size: evaluating them would mislabel them silently."""
-    if (schema['kind'] != 'images' or not settings.eval_files
+def _check_eval_data(settings, schema, source) -> None:
+    """Data prepared apart from the training data has a schema of its own: photos number their
+    classes by their own folders and may be fitted to another size (evaluating them would
+    mislabel them silently), and a table's label may hold a class the model has no output for
+    (evaluation would stop at its first batch with a bare assertion)."""
+    if (schema['kind'] not in ('images', 'table') or not settings.eval_files
             or 'eval_files' not in modes.MODES[settings.mode].data_flags):
         return
     try:
         theirs = file_patterns.read_schema(settings.eval_files, '--eval_files')
     except UserError:
         return  # no manifest beside them: the reader's checks say what is wrong
+    where = f'--eval_files={settings.eval_files}'
+    if schema['kind'] == 'table':
+        _check_eval_classes(schema, settings, theirs, where, source)
+        return
     for key, what in (('classes', 'classes'), ('image_shape', 'image shape')):
         if theirs.get(key) != schema[key]:
-            raise UserError(f'--eval_files={settings.eval_files}: {what} {theirs.get(key)} in '
-                            f'their manifest, {schema[key]} in the model\'s ({source}); prepare '
-                            'them with `prepare images --schema_from=TRAINING_DATA_FOLDER '
-                            '--split=test`')
+            raise UserError(f'{where}: {what} {theirs.get(key)} in their manifest, {schema[key]} '
+                            f'in the model\'s ({source}); prepare them with `prepare images '
+                            '--schema_from=TRAINING_DATA_FOLDER --split=test`')
+
+
+def _check_eval_classes(schema, settings, theirs, where, source) -> None:
+    """The classes of the splits --eval_files reads (their manifest entries' counts; older
+    manifests have only the schema's) must be among the model's."""
+    label = theirs.get('label') or {}
+    if (schema.get('label') or {}).get('task') != 'classification' or 'classes' not in label:
+        return
+    counts = collections.Counter()
+    for entry in file_patterns.matched_splits(settings.eval_files):
+        counts.update(entry.get('class_counts') or {})
+    if not counts:
+        counts.update(dict(zip(table_columns.class_names(theirs), label.get('class_counts') or [])))
+    known = table_columns.class_names(schema)
+    unknown = [name for name in counts if name not in known]
+    if unknown:
+        found = ', '.join(f'{name!r} ({counts[name]} rows)' for name in unknown[:5])
+        predicts = known if len(known) <= 10 else f'{len(known)} classes'
+        raise UserError(f'{where}: label {label.get("column", label["name"])!r} holds classes the '
+                        f'model was not trained on: {found}{", ..." if len(unknown) > 5 else ""}'
+                        f'; it predicts {predicts} ({source}); leave those rows out, or train on '
+                        'data that has them')

@@ -25,7 +25,7 @@ class LabelClasses:
             collections.Counter)
 
     def add(self, split: str, values: List) -> None:
-        """A chunk of the split's label values (None: missing, not counted)."""
+        """A chunk of the split's label values (None, a missing one, is no class)."""
         self.by_split[split].update(values)  # raw values: Counter counts a list in C
         if len(self.names()) > MAX_CLASSES:
             raise UserError(f'--label={self.label}: more than {MAX_CLASSES} distinct values; '
@@ -51,10 +51,9 @@ class LabelClasses:
                                  zip(self.names(), self.counts(split)) if count}}
 
     def warn_unlearnable(self, training_split: str) -> None:
-        for name, count in zip(self.names(), self.counts(training_split)):
-            if not count:
-                held_out = sum(self.counts(split)[self.names().index(name)]
-                               for split in self.by_split)
+        totals = [sum(rows) for rows in zip(*(self.counts(split) for split in self.by_split))]
+        for name, trained, total in zip(self.names(), self.counts(training_split), totals):
+            if not trained:
                 logging.warning('--label=%s: class %r has no row in the training split (%d held '
                                 'out): the model has its output but cannot learn it, so its '
-                                'held-out rows count as mistakes', self.label, name, held_out)
+                                'held-out rows count as mistakes', self.label, name, total)

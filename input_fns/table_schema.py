@@ -190,8 +190,6 @@ class TableStats:
             return
         for index, column in enumerate(zip(*rows)):
             present = [value for value in column if value is not None]
-            if index == self.label_index and self.task == 'classification':
-                present = [str(value) for value in present]
             self.stats[index].add(present, len(column) - len(present))
 
     def split_entry_extra(self, split: str) -> Dict:

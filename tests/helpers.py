@@ -121,7 +121,10 @@ def default_sigint():
 
 
 def start_module(module, *args, log_path):
-    """Starts `python -m module args` in the background, its output (stdout and stderr) to log_path."""
+    """Starts `python -m module args` in the background, its output (stdout and stderr) to log_path;
+    forked warm as run_module's are, where it may be."""
+    if module in WARM_MODULES and warm_start.runs_warm():
+        return warm_start.start(module, args, log_path)
     with open(log_path, 'w') as log:
         return subprocess.Popen([sys.executable, '-m', module, *args], cwd=REPO, stdout=log,
                                 stderr=subprocess.STDOUT, text=True, preexec_fn=default_sigint)

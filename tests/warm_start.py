@@ -17,6 +17,7 @@ import atexit
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -31,8 +32,13 @@ IMPORT_TIME_ENV_PREFIXES = ('TF_', 'CUDA_', 'NVIDIA_', 'XLA_', 'ONEDNN_', 'DNNL_
                             'OMP_', 'OPENBLAS_', 'LD_', 'PYTHON')
 
 
+# Read when a job starts (tf.estimator's RunConfig), not on import: each task of a cluster has its own.
+READ_WHEN_RUN = ('TF_CONFIG',)
+
+
 def import_time_env(environ):
-    return {key: value for key, value in environ.items() if key.startswith(IMPORT_TIME_ENV_PREFIXES)}
+    return {key: value for key, value in environ.items()
+            if key.startswith(IMPORT_TIME_ENV_PREFIXES) and key not in READ_WHEN_RUN}
 
 
 # --- the interpreter that forks the commands (run as a script) ---
@@ -46,6 +52,9 @@ def _run_command(request):
     os.environ.update(request['env'])
     for fd, path, flags in ((0, os.devnull, os.O_RDONLY), (1, request['stdout'], os.O_WRONLY),
                             (2, request['stderr'], os.O_WRONLY)):
+        if fd == 2 and path == request['stdout']:  # one log for both, as stderr=STDOUT
+            os.dup2(1, 2)
+            continue
         target = os.open(path, flags)
         os.dup2(target, fd)
         os.close(target)
@@ -102,8 +111,8 @@ def serve(socket_path):
             request = json.loads(connection.makefile().readline())
             pid = os.fork()
             if pid == 0:
-                listener.close()
-                connection.close()
+                for inherited in [listener, connection, *running.values()]:
+                    inherited.close()
                 _run_command(request)
             running[pid] = connection
             connection.sendall(f'{pid}\n'.encode())
@@ -131,11 +140,14 @@ class _Interpreter:
         self._socket_path = None
         self._env = None
 
-    def socket_path(self):
+    def start_once(self):
         with self._lock:
-            if self._process is None or self._process.poll() is not None:
+            if self._process is None:
                 self._start()
-            return self._socket_path
+
+    def socket_path(self):
+        self.start_once()
+        return self._socket_path
 
     def env(self):
         return self._env
@@ -154,14 +166,72 @@ class _Interpreter:
         if self._process is not None and self._process.poll() is None:
             self._process.kill()
             self._process.wait()
+        shutil.rmtree(os.path.dirname(self._socket_path), ignore_errors=True)
 
 
 _INTERPRETER = _Interpreter()
 
 
 def runs_warm(environ=os.environ):
-    return (environ.get('TESTS_COLD_START') != '1'
-            and _INTERPRETER.env() in (None, import_time_env(environ)))
+    """Whether a command with this environment may be forked warm (module docstring)."""
+    if environ.get('TESTS_COLD_START') == '1':
+        return False
+    _INTERPRETER.start_once()
+    return _INTERPRETER.env() == import_time_env(environ)
+
+
+def _fork(module, args, stdout, stderr):
+    """Has the interpreter fork `python -m module args`; returns the connection its status comes on."""
+    request = {'module': module, 'args': list(args), 'cwd': REPO, 'env': dict(os.environ),
+               'stdout': stdout, 'stderr': stderr}
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    connection.connect(_INTERPRETER.socket_path())
+    connection.sendall((json.dumps(request) + '\n').encode())
+    return connection
+
+
+class WarmProcess:
+    """A forked command, as much of subprocess.Popen as the tests use: pid, poll, wait, signals."""
+
+    def __init__(self, command, connection):
+        self.args = command
+        self.returncode = None
+        self._connection = connection
+        self._replies = connection.makefile()
+        self.pid = int(self._replies.readline())
+
+    def wait(self, timeout=None):
+        if self.returncode is None:
+            self._connection.settimeout(timeout)
+            try:
+                self.returncode = int(self._replies.readline())
+            except socket.timeout:
+                raise subprocess.TimeoutExpired(self.args, timeout)  # pylint: disable=raise-missing-from
+            self._connection.close()
+        return self.returncode
+
+    def poll(self):
+        if self.returncode is None and select.select([self._connection], [], [], 0)[0]:
+            self.wait()
+        return self.returncode
+
+    def send_signal(self, signum):
+        if self.poll() is None:
+            os.kill(self.pid, signum)
+
+    def terminate(self):
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self):
+        self.send_signal(signal.SIGKILL)
+
+
+def start(module, args, log_path):
+    """subprocess.Popen([python, -m, module, *args], cwd=REPO, stdout=log, stderr=STDOUT), forked
+    warm when the environment allows (module docstring)."""
+    command = [sys.executable, '-m', module, *args]
+    open(log_path, 'w').close()
+    return WarmProcess(command, _fork(module, args, str(log_path), str(log_path)))
 
 
 def run(module, args, timeout):
@@ -170,29 +240,19 @@ def run(module, args, timeout):
     command = [sys.executable, '-m', module, *args]
     if not runs_warm():
         return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=timeout)
-    socket_path = _INTERPRETER.socket_path()
-    if _INTERPRETER.env() != import_time_env(os.environ):  # started just now, elsewhere
-        return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=timeout)
     with tempfile.TemporaryDirectory(prefix='warm_run_') as folder:
         stdout, stderr = os.path.join(folder, 'stdout'), os.path.join(folder, 'stderr')
         open(stdout, 'w').close()
         open(stderr, 'w').close()
-        request = {'module': module, 'args': list(args), 'cwd': REPO, 'env': dict(os.environ),
-                   'stdout': stdout, 'stderr': stderr}
-        deadline = time.monotonic() + timeout
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-            connection.connect(socket_path)
-            connection.sendall((json.dumps(request) + '\n').encode())
-            replies = connection.makefile()
-            pid = int(replies.readline())
-            connection.settimeout(max(0.0, deadline - time.monotonic()))
-            try:
-                returncode = int(replies.readline())
-            except socket.timeout:
-                os.kill(pid, signal.SIGKILL)
-                raise subprocess.TimeoutExpired(command, timeout,  # pylint: disable=raise-missing-from
-                                                output=open(stdout).read(), stderr=open(stderr).read())
-        return subprocess.CompletedProcess(command, returncode, open(stdout).read(), open(stderr).read())
+        process = WarmProcess(command, _fork(module, args, stdout, stderr))
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise subprocess.TimeoutExpired(command, timeout, output=open(stdout).read(),
+                                            stderr=open(stderr).read()) from None
+        return subprocess.CompletedProcess(command, process.returncode, open(stdout).read(),
+                                           open(stderr).read())
 
 
 if __name__ == '__main__':

@@ -7,11 +7,14 @@ TensorFlow and nothing of ours, and every such command is a child forked from it
 its own, with its own pid, environment, working folder, exit status and output, that runs the
 module as `python -m` would (`runpy`, `__main__`, `sys.argv[0]` the module's file).
 
-Forking is safe here because importing TensorFlow starts no runtime (no session, no eager
-context, no thread pool of its own yet); the child starts those. What a child cannot change is
+Forking is safe here because importing TensorFlow starts none of its runtime (no session, eager
+context, thread pool or gRPC; the child starts those): the interpreter's only other threads then
+are OpenBLAS's (numpy's and scipy's, seen with gdb), which OpenBLAS stops before a fork and
+starts again when needed (its pthread_atfork handler). What a child cannot change is
 what TensorFlow read when it was imported, so a command whose TensorFlow-related environment
-differs from the interpreter's (`TF_*`, `CUDA_*`, oneDNN and OpenMP settings) runs cold, as a
-fresh `python -m`; so does every command with TESTS_COLD_START=1 in the environment.
+differs from the interpreter's (`TF_*` but `TF_CONFIG`, `CUDA_*`, oneDNN and OpenMP settings)
+runs cold, as a fresh `python -m`; so does every command with TESTS_COLD_START=1 in the
+environment.
 """
 import atexit
 import json

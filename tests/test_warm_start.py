@@ -1,0 +1,59 @@
+"""The tests' warm commands (warm_start) behave as `python -m` processes do; the command here is
+tests/warm_probe.py."""
+import json
+import os
+import signal
+import time
+
+import pytest
+
+import warm_start
+from helpers import REPO
+
+PROBE = 'tests.warm_probe'
+
+
+def test_a_warm_command_is_a_process_of_its_own_that_runs_the_module_as_main(monkeypatch):
+    monkeypatch.setenv('WARM_START_MARKER', 'seen')
+    monkeypatch.delenv('TESTS_COLD_START', raising=False)
+    result = warm_start.run(PROBE, ['3'], timeout=60)
+    seen = json.loads(result.stdout)
+    assert result.returncode == 3
+    assert result.stderr == 'on stderr\n'
+    assert seen['pid'] != os.getpid() and seen['name'] == '__main__'
+    assert seen['argv'] == [os.path.join(REPO, 'tests', 'warm_probe.py'), '3']
+    assert seen['cwd'] == REPO and seen['path0'] == REPO and seen['marker'] == 'seen'
+    assert seen['tensorflow_imported']  # forked warm: the interpreter had imported it
+    failed = warm_start.run(PROBE, ['raise'], timeout=60)
+    assert failed.returncode == 1
+    assert 'Traceback' in failed.stderr and 'ValueError: the probe failed' in failed.stderr
+
+
+def test_a_started_command_has_its_pid_takes_signals_and_times_out(tmp_path, monkeypatch):
+    monkeypatch.delenv('TESTS_COLD_START', raising=False)
+    log = tmp_path / 'probe.log'
+    process = warm_start.start(PROBE, ['sleep'], log)
+    deadline = time.time() + 30
+    while 'on stderr' not in log.read_text() and time.time() < deadline:
+        time.sleep(0.05)
+    assert json.loads(log.read_text().splitlines()[0])['pid'] == process.pid
+    assert process.poll() is None
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=30) == -signal.SIGTERM
+    with pytest.raises(warm_start.subprocess.TimeoutExpired):
+        warm_start.run(PROBE, ['sleep'], timeout=1)
+
+
+def test_a_different_tensorflow_environment_runs_cold(monkeypatch):
+    monkeypatch.delenv('TESTS_COLD_START', raising=False)
+    warm_start.run(PROBE, ['0'], timeout=60)  # the interpreter started with this environment
+    monkeypatch.setenv('TF_CONFIG', '{}')
+    assert warm_start.runs_warm()
+    monkeypatch.setenv('TF_NUM_INTEROP_THREADS', '1')
+    assert not warm_start.runs_warm()
+    cold = json.loads(warm_start.run(PROBE, ['0'], timeout=60).stdout)
+    assert not cold['tensorflow_imported']
+    monkeypatch.delenv('TF_NUM_INTEROP_THREADS')
+    monkeypatch.setenv('TESTS_COLD_START', '1')
+    assert not warm_start.runs_warm()
+

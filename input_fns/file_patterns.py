@@ -62,23 +62,29 @@ def check_not_a_folder(file_pattern: str, flag_name: str) -> None:
 
 def read_schema(file_pattern: str, flag_name: str) -> Dict:
     """The schema in the manifest.json beside the files of file_pattern (a flag's value)."""
+    return read_prepared_manifest(file_pattern, flag_name)['schema']
+
+
+def read_prepared_manifest(file_pattern: str, flag_name: str) -> Dict:
+    """The manifest.json beside the files of file_pattern (a flag's value), which has a schema."""
     check_not_a_folder(file_pattern, flag_name)
     path = paths.join(os.path.dirname(file_pattern) or '.', MANIFEST_NAME)
     what_to_do = ('prepare the data with `prepare csv`, `prepare examples` or `prepare images`, '
                   f'and give {flag_name} its shards')
     if not files.exists(path):
         raise UserError(f'{flag_name}={file_pattern}: no {path}; {what_to_do}')
-    schema = files.read_json(path).get('schema')
+    manifest = files.read_json(path)
+    schema = manifest.get('schema')
     if not isinstance(schema, dict) or not schema.get('kind'):
         raise UserError(f'{path}: no data schema in it ({flag_name}={file_pattern}); {what_to_do}')
-    return schema
+    return manifest
 
 
-def matched_splits(file_pattern: str) -> List[Dict]:
-    """The manifest entries of the splits that have a file file_pattern (a flag's value, whose
-    manifest read_schema has found) matches."""
-    folder, name_glob = os.path.split(file_pattern)
-    return [entry for entry in read_manifest(folder or '.').get('splits', {}).values()
+def matched_splits(file_pattern: str, manifest: Dict) -> List[Dict]:
+    """The entries of manifest (read_prepared_manifest's) for the splits that have a file
+    file_pattern matches."""
+    name_glob = os.path.basename(file_pattern)
+    return [entry for entry in manifest.get('splits', {}).values()
             if any(fnmatch.fnmatchcase(shard['file'], name_glob) for shard in entry['shards'])]
 
 

@@ -68,12 +68,12 @@ def _check_eval_data(settings, schema, source) -> None:
             or 'eval_files' not in modes.MODES[settings.mode].data_flags):
         return
     try:
-        theirs = file_patterns.read_schema(settings.eval_files, '--eval_files')
+        manifest = file_patterns.read_prepared_manifest(settings.eval_files, '--eval_files')
     except UserError:
         return  # no manifest beside them: the reader's checks say what is wrong
-    where = f'--eval_files={settings.eval_files}'
+    theirs, where = manifest['schema'], f'--eval_files={settings.eval_files}'
     if schema['kind'] == 'table':
-        _check_eval_classes(schema, settings, theirs, where, source)
+        _check_eval_classes(schema, manifest, where, source, settings.eval_files)
         return
     for key, what in (('classes', 'classes'), ('image_shape', 'image shape')):
         if theirs.get(key) != schema[key]:
@@ -82,14 +82,15 @@ def _check_eval_data(settings, schema, source) -> None:
                             '--schema_from=TRAINING_DATA_FOLDER --split=test`')
 
 
-def _check_eval_classes(schema, settings, theirs, where, source) -> None:
+def _check_eval_classes(schema, manifest, where, source, eval_files) -> None:
     """The classes of the splits --eval_files reads (their manifest entries' counts; older
     manifests have only the schema's) must be among the model's."""
+    theirs = manifest['schema']
     label = theirs.get('label') or {}
     if (schema.get('label') or {}).get('task') != 'classification' or 'classes' not in label:
         return
     counts = collections.Counter()
-    for entry in file_patterns.matched_splits(settings.eval_files):
+    for entry in file_patterns.matched_splits(eval_files, manifest):
         counts.update(entry.get('class_counts') or {})
     if not counts:
         counts.update(dict(zip(table_columns.class_names(theirs), label.get('class_counts') or [])))

@@ -203,6 +203,7 @@ def write_table(output_dir: str, rows: Iterator[Tuple[bytes, List, bytes]], stat
         for split, chunk in chunks.items():
             stats.add_rows(chunk, split)
         if stats.classes:
+            stats.classes.refuse_untrained(counted, what)
             stats.classes.warn_unlearnable(counted)
         if not writers[counted].written:
             raise UserError(f'{what}: no {counted} rows (rows with a {label!r} value'
@@ -219,7 +220,7 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
     """Writes the 'train' (and 'validation') split of a CSV source, or every row to --split,
     and the schema; with --schema_from, the columns take that prepared table's types."""
     data_split.check_fraction(validation_fraction)
-    known_types = {}
+    known_types, trained = {}, None
     if schema_from:
         known_types, trained = schema_types(schema_from)
         label = label or trained['label'].get('column', trained['label']['name'])
@@ -232,7 +233,8 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
                                              'them', '*.csv'),
                   label, column_types, task, na_values, known_types)
     stats = table_schema.TableStats(table.columns, table.dtypes, label, table.task,
-                                    max_vocabulary, seed, weight_column, split or 'train')
+                                    max_vocabulary, seed, weight_column, split or 'train',
+                                    (schema_from, trained))
     encoder = table_records.RowEncoder(table.names, table.dtypes)
     rows = ((key.encode(), values, encoder.encode(values)) for key, values in table.typed_rows())
     writers, skipped = write_table(output_dir, rows, stats, label, validation_fraction,

@@ -7,7 +7,7 @@ counts go in its manifest entry ('class_counts'), which the eval job checks agai
 classes of the model it evaluates (trainer/run/data_schema.py).
 """
 import collections
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from absl import logging
 
@@ -19,8 +19,14 @@ MAX_CLASSES = 1000
 class LabelClasses:
     """The label's values in each split, counted a chunk of rows at a time."""
 
-    def __init__(self, label: str, dtype: str):
-        self.label, self.dtype = label, dtype
+    def __init__(self, label: str, dtype: str, schema_from: Optional[str] = None,
+                 trained_schema: Optional[Dict] = None):
+        """trained_schema: for a held-out split, the training data's (--schema_from)."""
+        self.label, self.dtype, self.schema_from = label, dtype, schema_from
+        trained_label = (trained_schema or {}).get('label') or {}
+        self.trained: Optional[List[str]] = (
+            [str(name) for name in trained_label['classes']]
+            if trained_label.get('task') == 'classification' else None)
         self.by_split: Dict[str, collections.Counter] = collections.defaultdict(
             collections.Counter)
 
@@ -49,6 +55,21 @@ class LabelClasses:
         """What the split's manifest entry says of its label."""
         return {'class_counts': {name: count for name, count in
                                  zip(self.names(), self.counts(split)) if count}}
+
+    def refuse_untrained(self, split: str, what: str) -> None:
+        """A held-out split prepared with --schema_from holds only classes the model predicts:
+        evaluating another would stop at it, after the preparing was done."""
+        if self.trained is None:
+            return
+        unknown = {name: count for name, count in zip(self.names(), self.counts(split))
+                   if count and name not in self.trained}
+        if unknown:
+            found = ', '.join(f'{name!r} ({count} rows)' for name, count in list(unknown.items())[:5])
+            raise UserError(f'{what}: label {self.label!r} holds classes the training data '
+                            f'(--schema_from={self.schema_from}) does not: {found}'
+                            f'{", ..." if len(unknown) > 5 else ""}; a model trained on it cannot '
+                            'predict them: leave those rows out, or prepare the training data '
+                            'with them')
 
     def warn_unlearnable(self, training_split: str) -> None:
         totals = [sum(rows) for rows in zip(*(self.counts(split) for split in self.by_split))]

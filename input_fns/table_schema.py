@@ -14,7 +14,7 @@ table's length.
 """
 import collections
 import re
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -158,10 +158,13 @@ class TableStats:
 
     def __init__(self, columns: List[str], dtypes: List[str], label: str, task: str,
                  max_vocabulary: int, seed: int = 0, weight: Optional[str] = None,
-                 statistics_of: str = 'train'):
+                 statistics_of: str = 'train', trained_from: Tuple[Optional[str], Optional[Dict]]
+                 = (None, None)):
+        """trained_from: for a held-out split, (--schema_from, the training data's schema)."""
         self.columns, self.dtypes, self.label, self.task = columns, dtypes, label, task
         self.label_index, self.statistics_of = columns.index(label), statistics_of
-        self.classes = (label_classes.LabelClasses(label, dtypes[self.label_index])
+        self.classes = (label_classes.LabelClasses(label, dtypes[self.label_index],
+                                                   *trained_from)
                         if task == 'classification' else None)
         self.weight = weight
         if weight is not None:

@@ -1,6 +1,7 @@
 """The data schema that models built from their data read: the split, the manifest, model_dir."""
 import dataclasses
 import json
+import os
 
 import pytest
 import tensorflow as tf
@@ -107,8 +108,8 @@ def test_the_model_fn_gets_the_schema_and_the_chief_records_it(tmp_path):
 
 
 def test_evaluating_a_class_the_model_was_not_trained_on_is_one_line(tmp_path):
-    """A held-out table prepared apart (--schema_from, beside the training splits) with a class
-    the training rows lack: the eval job names it, rather than stopping at its first batch."""
+    """A held-out table prepared apart (without --schema_from, which would refuse it) with a
+    class the training rows lack: the eval job names it, rather than stopping at its first batch."""
     data, model_dir = tmp_path / 'data', str(tmp_path / 'model')
     (tmp_path / 'train.csv').write_text('x,kind\n' + '\n'.join(f'{i},{"ab"[i % 2]}'
                                                                  for i in range(40)))
@@ -117,17 +118,27 @@ def test_evaluating_a_class_the_model_was_not_trained_on_is_one_line(tmp_path):
                   weight_column=None, num_shards=1, num_eval_shards=1)
     run_prepare(csv_tables.prepare_csv, source=str(tmp_path / 'train.csv'), output_dir=str(data),
                 **{**common, 'validation_fraction': 0.25})
-    run_prepare(csv_tables.prepare_csv, source=str(tmp_path / 'test.csv'), output_dir=str(data),
-                schema_from=str(data), split='test', **{**common, 'validation_fraction': 0.0})
+    run_prepare(csv_tables.prepare_csv, source=str(tmp_path / 'test.csv'),
+                output_dir=str(tmp_path / 'held'), split='test',
+                **{**common, 'validation_fraction': 0.0})
     run_files.record_schema(model_dir, file_patterns.read_schema(str(data / 'train-*'), 'x'))
     spec = registry.get('linear_classifier')
 
     def evaluate(pattern):
         return data_schema.with_schema(Settings(mode='evaluate', model_dir=model_dir,
-                                                eval_files=str(data / pattern)), spec)
+                                                eval_files=str(tmp_path / pattern)), spec)
 
-    assert evaluate('validation-*').schema['label']['classes'] == ['a', 'b']
+    assert evaluate('data/validation-*').schema['label']['classes'] == ['a', 'b']
     with pytest.raises(UserError, match=r"--eval_files=.*/test-\*: label 'kind' holds classes the "
                                         r"model was not trained on: 'c' \(2 rows\); it predicts "
                                         r"\['a', 'b'\] \(.*schema.json\); leave those rows out"):
-        evaluate('test-*')
+        evaluate('held/test-*')
+
+    with pytest.raises(UserError, match=r"^--source=.*test.csv: label 'kind' holds classes the "
+                                        r"training data \(--schema_from=.*data\) does not: 'c' "
+                                        r"\(2 rows\); a model trained on it cannot predict them"):
+        csv_tables.prepare_csv(source=str(tmp_path / 'test.csv'), output_dir=str(data),
+                               schema_from=str(data), split='test', seed=0,
+                               **{**common, 'validation_fraction': 0.0})
+    assert sorted(os.listdir(data)) == sorted(['manifest.json', 'train-00000-of-00001.tfrecord',
+                                               'validation-00000-of-00001.tfrecord'])

@@ -38,6 +38,8 @@ def test_a_started_command_has_its_pid_takes_signals_and_times_out(tmp_path, mon
         time.sleep(0.05)
     assert json.loads(log.read_text().splitlines()[0])['pid'] == process.pid
     assert process.poll() is None
+    with pytest.raises(warm_start.subprocess.TimeoutExpired):
+        process.wait(timeout=0.1)
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=30) == -signal.SIGTERM
     with pytest.raises(warm_start.subprocess.TimeoutExpired):

@@ -116,7 +116,10 @@ def serve(socket_path):
             if pid == 0:
                 for inherited in [listener, connection, *running.values()]:
                     inherited.close()
-                _run_command(request)
+                try:
+                    _run_command(request)
+                finally:  # never back into this loop, even if the command could not be set up
+                    os._exit(1)
             running[pid] = connection
             connection.sendall(f'{pid}\n'.encode())
         for pid in list(running):
@@ -205,11 +208,10 @@ class WarmProcess:
 
     def wait(self, timeout=None):
         if self.returncode is None:
-            self._connection.settimeout(timeout)
-            try:
-                self.returncode = int(self._replies.readline())
-            except socket.timeout:
-                raise subprocess.TimeoutExpired(self.args, timeout)  # pylint: disable=raise-missing-from
+            # select, not a socket timeout: a timed-out socket file cannot be read again.
+            if not select.select([self._connection], [], [], timeout)[0]:
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            self.returncode = int(self._replies.readline())
             self._connection.close()
         return self.returncode
 

@@ -27,6 +27,7 @@ def test_a_warm_command_is_a_process_of_its_own_that_runs_the_module_as_main(mon
     failed = warm_start.run(PROBE, ['raise'], timeout=60)
     assert failed.returncode == 1
     assert 'Traceback' in failed.stderr and 'ValueError: the probe failed' in failed.stderr
+    assert warm_start.run(PROBE, ['interrupt'], timeout=60).returncode == -signal.SIGINT  # as python
 
 
 def test_a_started_command_has_its_pid_takes_signals_and_times_out(tmp_path, monkeypatch):

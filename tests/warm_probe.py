@@ -17,6 +17,8 @@ def probe():
         time.sleep(120)
     if action == 'raise':
         raise ValueError('the probe failed')
+    if action == 'interrupt':
+        raise KeyboardInterrupt
     sys.exit(int(action))
 
 

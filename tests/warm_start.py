@@ -76,9 +76,9 @@ def _run_command(request):
         else:
             print(e.code, file=sys.stderr)
             status = 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # uncaught: Python ends itself by SIGINT, as here below
         traceback.print_exc()
-        status = 128 + signal.SIGINT
+        status = -signal.SIGINT
     except BaseException:  # pylint: disable=broad-except
         traceback.print_exc()
         status = 1
@@ -87,6 +87,9 @@ def _run_command(request):
     atexit._run_exitfuncs()  # pylint: disable=protected-access
     sys.stdout.flush()
     sys.stderr.flush()
+    if status < 0:
+        signal.signal(-status, signal.SIG_DFL)
+        os.kill(os.getpid(), -status)
     os._exit(status)
 
 

@@ -47,16 +47,21 @@ def test_a_started_command_has_its_pid_takes_signals_and_times_out(tmp_path, mon
         warm_start.run(PROBE, ['sleep'], timeout=1)
 
 
-def test_a_different_tensorflow_environment_runs_cold(monkeypatch):
+def test_a_different_tensorflow_environment_has_an_interpreter_of_its_own(monkeypatch):
     monkeypatch.delenv('TESTS_COLD_START', raising=False)
-    warm_start.run(PROBE, ['0'], timeout=60)  # the interpreter started with this environment
-    monkeypatch.setenv('TF_CONFIG', '{}')
-    assert warm_start.runs_warm()
-    monkeypatch.setenv('TF_NUM_INTEROP_THREADS', '1')
-    assert not warm_start.runs_warm()
-    cold = json.loads(warm_start.run(PROBE, ['0'], timeout=60).stdout)
-    assert not cold['tensorflow_imported']
-    monkeypatch.delenv('TF_NUM_INTEROP_THREADS')
-    monkeypatch.setenv('TESTS_COLD_START', '1')
-    assert not warm_start.runs_warm()
 
+    def forked_by():
+        seen = json.loads(warm_start.run(PROBE, ['0'], timeout=60).stdout)
+        return seen['ppid'] if seen['tensorflow_imported'] else None
+
+    usual = forked_by()
+    assert usual is not None and forked_by() == usual
+    monkeypatch.setenv('TF_CONFIG', '{}')  # read when a job starts: the same interpreter
+    assert forked_by() == usual
+    monkeypatch.setenv('TF_NUM_INTEROP_THREADS', '1')  # read on import: another
+    other = forked_by()
+    assert other not in (None, usual) and forked_by() == other
+    monkeypatch.delenv('TF_NUM_INTEROP_THREADS')
+    assert forked_by() == usual
+    monkeypatch.setenv('TESTS_COLD_START', '1')
+    assert forked_by() is None and not warm_start.runs_warm()

@@ -7,7 +7,7 @@ import time
 
 
 def probe():
-    print(json.dumps({'pid': os.getpid(), 'argv': sys.argv, 'cwd': os.getcwd(),
+    print(json.dumps({'pid': os.getpid(), 'ppid': os.getppid(), 'argv': sys.argv, 'cwd': os.getcwd(),
                       'name': __name__, 'path0': sys.path[0],
                       'marker': os.environ.get('WARM_START_MARKER'),
                       'tensorflow_imported': 'tensorflow' in sys.modules}), flush=True)

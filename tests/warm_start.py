@@ -11,10 +11,10 @@ Forking is safe here because importing TensorFlow starts none of its runtime (no
 context, thread pool or gRPC; the child starts those): the interpreter's only other threads then
 are OpenBLAS's (numpy's and scipy's, seen with gdb), which OpenBLAS stops before a fork and
 starts again when needed (its pthread_atfork handler). What a child cannot change is
-what TensorFlow read when it was imported, so a command whose TensorFlow-related environment
-differs from the interpreter's (`TF_*` but `TF_CONFIG`, `CUDA_*`, oneDNN and OpenMP settings)
-runs cold, as a fresh `python -m`; so does every command with TESTS_COLD_START=1 in the
-environment.
+what TensorFlow read when it was imported, so commands whose TensorFlow-related environment
+(`TF_*` but `TF_CONFIG`, `CUDA_*`, oneDNN and OpenMP settings) differs are forked from another
+interpreter, started with theirs (past three, they run cold, as a fresh `python -m`); every
+command runs cold with TESTS_COLD_START=1 in the environment.
 """
 import atexit
 import json
@@ -141,52 +141,46 @@ def serve(socket_path):
 # --- the test worker's side ---
 
 class _Interpreter:
-    """This test worker's forking interpreter, started on first use and stopped at exit."""
+    """A forking interpreter that imported TensorFlow with one environment; stopped at exit."""
 
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._process = None
-        self._socket_path = None
-        self._env = None
-
-    def start_once(self):
-        with self._lock:
-            if self._process is None:
-                self._start()
-
-    def socket_path(self):
-        self.start_once()
-        return self._socket_path
-
-    def env(self):
-        return self._env
-
-    def _start(self):
+    def __init__(self, environ):
         folder = tempfile.mkdtemp(prefix='warm_start_')
-        self._socket_path = os.path.join(folder, 'socket')
-        self._env = import_time_env(os.environ)
-        self._process = subprocess.Popen([sys.executable, os.path.abspath(__file__), self._socket_path],
-                                         cwd=REPO, stdout=subprocess.PIPE, text=True)
+        self.socket_path = os.path.join(folder, 'socket')
+        self._process = subprocess.Popen([sys.executable, os.path.abspath(__file__), self.socket_path],
+                                         cwd=REPO, env=dict(environ), stdout=subprocess.PIPE,
+                                         text=True)
         if self._process.stdout.readline().strip() != 'ready':
             raise RuntimeError(f'the forking interpreter exited {self._process.wait()}')
         atexit.register(self.stop)
 
     def stop(self):
-        if self._process is not None and self._process.poll() is None:
+        if self._process.poll() is None:
             self._process.kill()
             self._process.wait()
-        shutil.rmtree(os.path.dirname(self._socket_path), ignore_errors=True)
+        shutil.rmtree(os.path.dirname(self.socket_path), ignore_errors=True)
 
 
-_INTERPRETER = _Interpreter()
+# This test worker's interpreters, one for each TensorFlow environment its commands have had (a
+# test that sets TF_* for its commands gets one of its own); past a few, commands run cold.
+_INTERPRETERS = {}
+_INTERPRETERS_LOCK = threading.Lock()
+MAX_INTERPRETERS = 3
+
+
+def _interpreter(environ):
+    """The interpreter for commands with this environment, started on first use; None: run cold."""
+    if environ.get('TESTS_COLD_START') == '1':
+        return None
+    key = tuple(sorted(import_time_env(environ).items()))
+    with _INTERPRETERS_LOCK:
+        if key not in _INTERPRETERS and len(_INTERPRETERS) < MAX_INTERPRETERS:
+            _INTERPRETERS[key] = _Interpreter(environ)
+        return _INTERPRETERS.get(key)
 
 
 def runs_warm(environ=os.environ):
-    """Whether a command with this environment may be forked warm (module docstring)."""
-    if environ.get('TESTS_COLD_START') == '1':
-        return False
-    _INTERPRETER.start_once()
-    return _INTERPRETER.env() == import_time_env(environ)
+    """Whether a command with this environment is forked warm (module docstring)."""
+    return _interpreter(environ) is not None
 
 
 def _fork(module, args, stdout, stderr):
@@ -194,7 +188,7 @@ def _fork(module, args, stdout, stderr):
     request = {'module': module, 'args': list(args), 'cwd': REPO, 'env': dict(os.environ),
                'stdout': stdout, 'stderr': stderr}
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    connection.connect(_INTERPRETER.socket_path())
+    connection.connect(_interpreter(os.environ).socket_path)
     connection.sendall((json.dumps(request) + '\n').encode())
     return connection
 

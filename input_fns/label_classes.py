@@ -16,6 +16,12 @@ from common.errors import UserError
 MAX_CLASSES = 1000
 
 
+def with_rows(counts: Dict[str, int], shown: int = 5) -> str:
+    """Classes and their rows for a message: "'c' (2 rows), 'd' (1 rows)", the first few."""
+    listed = ', '.join(f'{name!r} ({count} rows)' for name, count in list(counts.items())[:shown])
+    return listed + (', ...' if len(counts) > shown else '')
+
+
 class LabelClasses:
     """The label's values in each split, counted a chunk of rows at a time."""
 
@@ -64,12 +70,10 @@ class LabelClasses:
         unknown = {name: count for name, count in zip(self.names(), self.counts(split))
                    if count and name not in self.trained}
         if unknown:
-            found = ', '.join(f'{name!r} ({count} rows)' for name, count in list(unknown.items())[:5])
             raise UserError(f'{what}: label {self.label!r} holds classes the training data '
-                            f'(--schema_from={self.schema_from}) does not: {found}'
-                            f'{", ..." if len(unknown) > 5 else ""}; a model trained on it cannot '
-                            'predict them: leave those rows out, or prepare the training data '
-                            'with them')
+                            f'(--schema_from={self.schema_from}) does not: {with_rows(unknown)}; '
+                            'a model trained on it cannot predict them: leave those rows out, or '
+                            'prepare the training data with them')
 
     def warn_unlearnable(self, training_split: str) -> None:
         totals = [sum(rows) for rows in zip(*(self.counts(split) for split in self.by_split))]

@@ -10,7 +10,7 @@ import dataclasses
 from typing import Tuple
 
 from common.errors import UserError
-from input_fns import file_patterns
+from input_fns import file_patterns, label_classes
 from models import table_columns
 from trainer.config import modes
 from trainer.config.settings import model_fn_params
@@ -95,11 +95,10 @@ def _check_eval_classes(schema, manifest, where, source, eval_files) -> None:
     if not counts:
         counts.update(dict(zip(table_columns.class_names(theirs), label.get('class_counts') or [])))
     known = table_columns.class_names(schema)
-    unknown = [name for name in counts if name not in known]
+    unknown = {name: count for name, count in counts.items() if name not in known}
     if unknown:
-        found = ', '.join(f'{name!r} ({counts[name]} rows)' for name in unknown[:5])
         predicts = known if len(known) <= 10 else f'{len(known)} classes'
         raise UserError(f'{where}: label {label.get("column", label["name"])!r} holds classes the '
-                        f'model was not trained on: {found}{", ..." if len(unknown) > 5 else ""}'
-                        f'; it predicts {predicts} ({source}); leave those rows out, or train on '
-                        'data that has them')
+                        f'model was not trained on: {label_classes.with_rows(unknown)}; it '
+                        f'predicts {predicts} ({source}); leave those rows out, or train on data '
+                        'that has them')

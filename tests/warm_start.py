@@ -30,7 +30,7 @@ import threading
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# The environment TensorFlow reads once, on import: a command that sets these otherwise runs cold.
+# The environment TensorFlow reads once, on import: commands differing in it need another interpreter.
 IMPORT_TIME_ENV_PREFIXES = ('TF_', 'CUDA_', 'NVIDIA_', 'XLA_', 'ONEDNN_', 'DNNL_', 'MKL', 'KMP_',
                             'OMP_', 'OPENBLAS_', 'LD_', 'PYTHON')
 
@@ -93,13 +93,6 @@ def _run_command(request):
     os._exit(status)
 
 
-def _returncode(wait_status):
-    """subprocess's convention: the exit status, or minus the signal that ended the process."""
-    if os.WIFSIGNALED(wait_status):
-        return -os.WTERMSIG(wait_status)
-    return os.WEXITSTATUS(wait_status)
-
-
 def serve(socket_path):
     """Accepts one command per connection, forks it, answers its pid and then its exit status."""
     sys.path[0] = REPO  # as `python -m` from the repository root
@@ -130,7 +123,8 @@ def serve(socket_path):
             if done:
                 connection = running.pop(pid)
                 try:
-                    connection.sendall(f'{_returncode(wait_status)}\n'.encode())
+                    status = os.waitstatus_to_exitcode(wait_status)  # as subprocess: -signal if killed
+                    connection.sendall(f'{status}\n'.encode())
                 except OSError:
                     pass  # the test gave up on it (timeout)
                 connection.close()

@@ -14,6 +14,7 @@ import os
 import posixpath
 import shutil
 import socket
+import time
 from typing import List
 
 import numpy as np
@@ -43,7 +44,20 @@ def read_text(path: str) -> str:
     return read_bytes(path).decode('utf-8')
 
 
+# A whole-object read races an overwrite: TensorFlow's bucket readers ask for the size, then
+# for that many bytes of whatever the object holds by then, so a lease renewed in between comes
+# back cut short (seen on the GCS test server: 1 read in ~130 while a lease was rewritten
+# nonstop). Reads of a JSON object that does not parse are tried again before it is damaged.
+TORN_READ_PAUSES_SECS = (0.1, 0.5)
+
+
 def read_json(path: str):
+    """Raises ValueError only for an object that stays unparsable over TORN_READ_PAUSES_SECS."""
+    for pause in TORN_READ_PAUSES_SECS if path.startswith(OBJECT_STORE_SCHEMES) else ():
+        try:
+            return json.loads(read_text(path))
+        except ValueError:
+            time.sleep(pause)
     return json.loads(read_text(path))
 
 

@@ -75,8 +75,9 @@ def process_owner() -> Owner:
 
 @dataclasses.dataclass(frozen=True)
 class LeaseRecord:
-    """A lease object as read. owner None: torn (a bucket's write under way) or not a lease
-    object at all; such an object holds nothing, and is taken over as unreadable."""
+    """A lease object as read. owner None: damaged (it did not parse when read again:
+    files.read_json) or not a lease object at all; such an object holds nothing, and is taken
+    over as unreadable."""
     owner: Optional[Owner]
     token: Optional[str] = None
     renewed: float = 0.0

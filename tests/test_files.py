@@ -177,3 +177,27 @@ def test_json_value_makes_numpy_and_tensorflow_values_plain_json():
     assert files.json_value(np.array([b'cat', b'dog'])) == ['cat', 'dog']  # class names
     assert files.json_value([b'x', 1.5]) == ['x', 1.5]
     assert files.json_value('x') == 'x'
+
+
+def test_a_bucket_json_read_cut_short_by_an_overwrite_is_read_again(monkeypatch):
+    """What TF's bucket readers return when the object is replaced between their size and their
+    read (common.files.TORN_READ_PAUSES_SECS); a local file is replaced by a rename, whole."""
+    whole = '{"step": 12}\n'
+    reads = []
+
+    def store_answers(*answers):
+        reads.clear()
+        monkeypatch.setattr(files, 'read_text', lambda path: reads.append(path) or answers[
+            min(len(reads), len(answers)) - 1])
+
+    monkeypatch.setattr(files, 'TORN_READ_PAUSES_SECS', (0, 0))
+    store_answers(whole[:7], whole)
+    assert files.read_json('gs://bucket/x.json') == {'step': 12} and len(reads) == 2
+    store_answers(whole[:7])  # damaged for good: an error after the reads again
+    with pytest.raises(ValueError):
+        files.read_json('s3://bucket/x.json')
+    assert len(reads) == 3
+    store_answers(whole[:7], whole)
+    with pytest.raises(ValueError):
+        files.read_json('/local/x.json')
+    assert len(reads) == 1

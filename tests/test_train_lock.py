@@ -48,6 +48,30 @@ def test_bucket_lease_is_refreshed_and_taken_over_only_after_it_expires(store, r
     assert second.read() is None  # released: the lease object is gone
 
 
+@pytest.mark.parametrize('store', ['s3', 'gcs'])
+def test_a_live_lease_read_mid_renewal_is_read_again_not_taken_over(store, request, tmp_path,
+                                                                    monkeypatch):
+    """A bucket read that races the holder's renewal can come back cut short (common.files):
+    that is a lease being renewed, not an unreadable one."""
+    model_dir = lease_model_dir(store, request, tmp_path)
+    holder = train_lock.Lease(model_dir, lease_secs=120, settle_secs=0)
+    holder.acquire()
+    read_text, torn = files.read_text, []
+
+    def first_read_torn(path):
+        text = read_text(path)
+        if path == holder.path and not torn:
+            torn.append(path)
+            return text[:len(text) // 2]
+        return text
+
+    monkeypatch.setattr(files, 'read_text', first_read_torn)
+    with pytest.raises(UserError, match=r'is in use by another training run \(pid \d+ on '):
+        train_lock.Lease(model_dir, lease_secs=120, settle_secs=0).acquire()
+    assert torn and holder.read().token == holder.token
+    holder.release()
+
+
 def test_a_file_url_model_dir_gets_the_os_lock_not_a_lease(tmp_path):
     with train_lock.TrainLock(f'file://{tmp_path}/model') as held:
         assert isinstance(held._lock, train_lock.LocalLock)
@@ -107,7 +131,7 @@ def test_a_torn_lease_is_taken_over_as_unreadable(tmp_path, caplog):
     model_dir = str(tmp_path / 'model')
     os.makedirs(model_dir)
     with open(f'{model_dir}/{train_lock.LEASE_NAME}', 'w') as f:
-        f.write('{"host": "h", "pid": 7, "tok')  # what a reader may see of a write under way
+        f.write('{"host": "h", "pid": 7, "tok')  # damaged: not the cut-short read of a renewal
     taking = train_lock.Lease(model_dir, lease_secs=120, settle_secs=0)
     with caplog.at_level(logging.WARNING):
         taking.acquire()

@@ -12,7 +12,6 @@ the path and the operation.
 import json
 import os
 import posixpath
-import shutil
 import socket
 import time
 from typing import List
@@ -26,7 +25,8 @@ from common.paths import OBJECT_STORE_SCHEMES, as_folder, is_local, join, local_
 from common.store_retries import in_store
 
 
-def _ready(path: str) -> str:
+def ready(path: str) -> str:
+    """path, once its bucket has been probed (common.bucket_probe)."""
     bucket_probe.check_bucket(path)
     return path
 
@@ -35,7 +35,7 @@ def _ready(path: str) -> str:
 
 def read_bytes(path: str) -> bytes:
     def read():
-        with tf.io.gfile.GFile(_ready(path), 'rb') as f:
+        with tf.io.gfile.GFile(ready(path), 'rb') as f:
             return f.read()
     return bucket_probe.found_again(lambda: in_store('reading', path, read), path)
 
@@ -90,7 +90,7 @@ def write_bytes_atomic(path: str, data: bytes) -> None:
                 os.remove(temp_path)
     elif path.startswith(OBJECT_STORE_SCHEMES):
         def put():
-            with tf.io.gfile.GFile(_ready(path), 'wb') as f:  # one PUT when closed
+            with tf.io.gfile.GFile(ready(path), 'wb') as f:  # one PUT when closed
                 f.write(data)
         in_store('writing', path, put)
     else:  # ram:// and other filesystems with a rename
@@ -114,31 +114,31 @@ def rename(source: str, destination: str) -> None:
     if is_local(source):
         os.replace(local_path(source), local_path(destination))
     else:
-        in_store('renaming', source, lambda: tf.io.gfile.rename(_ready(source), destination,
+        in_store('renaming', source, lambda: tf.io.gfile.rename(ready(source), destination,
                                                                 overwrite=True))
 
 
 def open_file(path: str, mode: str = 'rb'):
     """A file object for streaming (tf.io.gfile.GFile); writes are not atomic."""
-    return tf.io.gfile.GFile(_ready(path), mode)
+    return tf.io.gfile.GFile(ready(path), mode)
 
 
 # Folders.
 
 def exists(path: str) -> bool:
     return bucket_probe.asked_again(
-        lambda: in_store('looking up', path, lambda: tf.io.gfile.exists(_ready(path))), path)
+        lambda: in_store('looking up', path, lambda: tf.io.gfile.exists(ready(path))), path)
 
 
 def isdir(path: str) -> bool:
     return bucket_probe.asked_again(
-        lambda: in_store('looking up', path, lambda: tf.io.gfile.isdir(_ready(path))), path)
+        lambda: in_store('looking up', path, lambda: tf.io.gfile.isdir(ready(path))), path)
 
 
 def makedirs(path: str) -> None:
     """A local folder and its parents; nothing in a bucket: no 'folder/' marker objects (gs://)."""
     if not path.startswith(OBJECT_STORE_SCHEMES):
-        in_store('making the folder', path, lambda: tf.io.gfile.makedirs(_ready(path)))
+        in_store('making the folder', path, lambda: tf.io.gfile.makedirs(ready(path)))
 
 
 def listdir(path: str) -> List[str]:
@@ -161,83 +161,22 @@ def is_glob(pattern: str) -> bool:
 
 def glob(pattern: str) -> List[str]:
     return sorted(bucket_probe.asked_again(
-        lambda: in_store('listing', pattern, lambda: tf.io.gfile.glob(_ready(pattern))), pattern))
+        lambda: in_store('listing', pattern, lambda: tf.io.gfile.glob(ready(pattern))), pattern))
 
 
 def size(path: str) -> int:
     """A file's size in bytes."""
-    return bucket_probe.found_again(lambda: tf.io.gfile.stat(_ready(path)).length, path)
+    return bucket_probe.found_again(lambda: tf.io.gfile.stat(ready(path)).length, path)
 
 
 def remove(path: str) -> None:
     """Removes one file; a file already gone is fine."""
     def delete():
         try:
-            tf.io.gfile.remove(_ready(path))
+            tf.io.gfile.remove(ready(path))
         except tf.errors.NotFoundError:
             pass
     in_store('removing', path, delete)
-
-
-def remove_tree(path: str) -> None:
-    """Removes a folder and everything under it; a folder already gone is fine."""
-    if is_local(path):
-        shutil.rmtree(local_path(path), ignore_errors=True)
-    elif isdir(path):
-        def delete_all():
-            try:
-                tf.io.gfile.rmtree(path)
-            except tf.errors.NotFoundError:
-                pass
-        in_store('removing the folder', path, delete_all)
-
-
-def list_tree(folder: str) -> List[str]:
-    """The relative paths ('a/b.png') of every file under folder, sorted; [] when it does not exist."""
-    folder = folder.rstrip('/')
-    found = []
-    walked = in_store('listing', folder, lambda: list(tf.io.gfile.walk(_ready(folder))))
-    for parent, _, names in walked:
-        relative_parent = parent.rstrip('/')[len(folder):].lstrip('/')
-        found += [posixpath.join(relative_parent, name) if relative_parent else name
-                  for name in names]
-    return sorted(found)
-
-
-def copy_tree(source: str, destination: str) -> List[str]:
-    """Copies every file under source to the same relative path under destination.
-
-    Returns the relative paths copied. Not atomic: callers write a marker when it is done.
-    """
-    copied = list_tree(source)
-    makedirs(destination)
-    for relative in copied:
-        makedirs(posixpath.dirname(join(destination, relative)))
-        from_path, to_path = join(source.rstrip('/'), relative), join(destination, relative)
-        in_store('copying', from_path,
-                 lambda: tf.io.gfile.copy(from_path, _ready(to_path), overwrite=True))
-    return copied
-
-
-def move_tree(source: str, destination: str) -> None:
-    """Puts folder source in place of destination (replacing any folder there).
-
-    On a local disk a rename: atomic. Elsewhere a copy, then source is removed; callers mark
-    completion themselves (a bucket has no atomic rename of a folder).
-    """
-    if is_local(source) and is_local(destination):
-        source, destination = local_path(source), local_path(destination)
-        if os.path.exists(destination):  # swap it in: the old one out of the way first
-            old = f'{destination}.old-{os.getpid()}'
-            os.rename(destination, old)
-            os.rename(source, destination)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(source, destination)
-    else:
-        remove_tree(destination)  # an incomplete copy left by a kill, or an older version
-        copy_tree(source, destination)
-        remove_tree(source)
 
 
 def check_writable(path: str, flag: str) -> None:
@@ -251,7 +190,7 @@ def check_writable(path: str, flag: str) -> None:
             folder = os.path.dirname(folder)
     probe = join(folder, f'.write-check-{socket.gethostname()}-{os.getpid()}')
     def write_and_remove():
-        with tf.io.gfile.GFile(_ready(probe), 'wb') as f:
+        with tf.io.gfile.GFile(ready(probe), 'wb') as f:
             f.write(b'ok')  # GFile makes the file at its first write
         tf.io.gfile.remove(probe)
     try:

@@ -20,7 +20,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from common import files, paths, progress
+from common import file_trees, files, paths, progress
 from common.errors import UserError, op_error_summary
 from input_fns import file_patterns, image_records, parallel_python, python_workers, shards
 from input_fns import split as data_split
@@ -67,7 +67,7 @@ class ImageTree:
         for label, name in enumerate(self.classes):
             if name not in folders:
                 continue  # a held-out set may lack a class
-            found = [f'{name}/{relative}' for relative in files.list_tree(paths.join(root, name))]
+            found = [f'{name}/{relative}' for relative in file_trees.list_tree(paths.join(root, name))]
             images = [path for path in found if path.lower().endswith(IMAGE_EXTENSIONS)]
             if not images:
                 raise UserError(f'{paths.join(root, name)}: no images in this class folder (PNG, '

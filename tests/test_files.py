@@ -10,7 +10,7 @@ import uuid
 import numpy as np
 import pytest
 
-from common import files, paths
+from common import file_trees, files, paths
 from common.errors import UserError
 from tests.s3_server import free_port
 
@@ -46,13 +46,13 @@ def test_glob_copy_and_remove_tree(root):
         files.write_text_atomic(paths.join(source, name), name)
     assert [os.path.basename(p) for p in files.glob(paths.join(source, 'model.ckpt-*.index'))] == [
         'model.ckpt-10.index', 'model.ckpt-20.index']
-    assert files.copy_tree(source, copy) == sorted([
+    assert file_trees.copy_tree(source, copy) == sorted([
         'model.ckpt-10.index', 'model.ckpt-20.data-00000-of-00001', 'model.ckpt-20.index',
         'variables/variables.index'])
     assert files.read_text(paths.join(copy, 'variables', 'variables.index')) == \
         'variables/variables.index'
-    files.remove_tree(source)
-    files.remove_tree(source)  # already gone: fine
+    file_trees.remove_tree(source)
+    file_trees.remove_tree(source)  # already gone: fine
     assert files.glob(paths.join(source, '*')) == []
     assert files.isdir(copy)
     files.remove(paths.join(copy, 'model.ckpt-10.index'))
@@ -66,10 +66,10 @@ def test_a_folder_in_a_bucket_is_its_objects_alone(store, request):
     files.makedirs(f'{bucket}/made/empty')  # no marker object ('made/') on either store
     assert files.listdir(bucket) == [] and not files.isdir(f'{bucket}/made')
     files.write_text_atomic(f'{bucket}/made/deep/x.txt', 'x')
-    files.copy_tree(f'{bucket}/made', f'{bucket}/copy')
+    file_trees.copy_tree(f'{bucket}/made', f'{bucket}/copy')
     assert files.listdir(bucket) == files.listdir(bucket + '/') == ['copy', 'made']  # the root too
     assert files.listdir(f'{bucket}/copy') == ['deep']
-    files.remove_tree(f'{bucket}/copy')
+    file_trees.remove_tree(f'{bucket}/copy')
     assert files.listdir(bucket) == ['made']
 
 

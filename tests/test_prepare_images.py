@@ -178,9 +178,9 @@ def test_command_line_errors_are_one_line(tmp_path):
 
 
 def test_a_bucket_tree_prepared_into_a_bucket(s3_bucket, tmp_path):
-    from common import files
+    from common import file_trees, files
     write_image_tree(tmp_path / 'photos', per_class=4)
-    files.copy_tree(str(tmp_path / 'photos'), f'{s3_bucket}/photos')
+    file_trees.copy_tree(str(tmp_path / 'photos'), f'{s3_bucket}/photos')
     result = run_module('input_fns.prepare', 'images', f'--source_dir={s3_bucket}/photos',
                         f'--output_dir={s3_bucket}/data', '--image_size=8x8', '--decode_workers=2',
                         '--validation_fraction=0')

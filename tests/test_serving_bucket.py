@@ -9,7 +9,7 @@ import boto3
 import pytest
 import tensorflow as tf
 
-from common import files, paths
+from common import file_trees, files, paths
 from models import registry
 from trainer.run import experiment
 from trainer.serving import export
@@ -64,7 +64,7 @@ def test_saved_model_pb_is_put_last_and_an_older_copy_loses_it_first(
 
     for name in ('copy', 'rename', 'remove'):
         monkeypatch.setattr(tf.io.gfile, name, listed_after(getattr(tf.io.gfile, name)))
-    remove_tree = files.remove_tree
+    remove_tree = file_trees.remove_tree
 
     def remove_deepest_first(path):
         """A recursive delete in the worst order for a reader: variables/ before saved_model.pb."""
@@ -75,7 +75,7 @@ def test_saved_model_pb_is_put_last_and_an_older_copy_loses_it_first(
                 tf.io.gfile.remove(file_path)
         remove_tree(path)
 
-    monkeypatch.setattr(files, 'remove_tree', remove_deepest_first)
+    monkeypatch.setattr(file_trees, 'remove_tree', remove_deepest_first)
     for _ in range(2):  # the second time over a complete copy of the same version
         run.export_checkpoint(f'{trained_model}/model.ckpt-4')
         seen.append(listing(store, server, bucket, version))  # marked complete

@@ -12,7 +12,7 @@ from typing import Optional
 import tensorflow as tf
 from absl import logging
 
-from common import files, paths, tf_config
+from common import file_trees, paths, tf_config
 from common.errors import UserError
 
 
@@ -82,5 +82,5 @@ def remove_worker_checkpoints(model_dir: str) -> None:
     if role.task_type != 'worker':
         return
     folder = paths.join(model_dir, f'tmp_worker_{role.index}')
-    files.remove_tree(folder)
+    file_trees.remove_tree(folder)
     logging.info('removed this worker\'s copies of the checkpoints, %s', folder)

@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Tuple
 import tensorflow as tf
 from absl import logging
 
-from common import files, paths, store_retries
+from common import file_trees, files, paths, store_retries
 from common.errors import UserError
 
 CHECKPOINT_INDEX = re.compile(r'^model\.ckpt-(\d+)\.index$')
@@ -149,7 +149,7 @@ def prepare_to_resume(model_dir: str) -> None:
         return
     for leftover in files.glob(paths.join(model_dir, 'model.ckpt-*_temp*')):
         logging.info('removing %s, left by a trainer killed while saving', leftover)
-        files.remove_tree(leftover)
+        file_trees.remove_tree(leftover)
     latest = tf.train.latest_checkpoint(model_dir)
     if latest:
         problem = damage(latest)

@@ -22,7 +22,7 @@ import numpy as np
 from absl import logging
 from tensorflow.core.protobuf import saved_model_pb2
 
-from common import files, paths, process_lock, termination
+from common import file_trees, files, paths, process_lock, termination
 from trainer.model_dir import checkpoints
 from trainer.serving import warmup
 
@@ -82,7 +82,7 @@ def remove_version(version_dir: str) -> None:
     saved_model.pb (TF Serving never loads a version whose variables are going)."""
     files.remove(paths.join(version_dir, COMPLETE_MARKER))
     files.remove(paths.join(version_dir, SAVED_MODEL_PB))
-    files.remove_tree(version_dir)
+    file_trees.remove_tree(version_dir)
 
 
 def complete_versions(export_dir: str) -> List[int]:
@@ -120,7 +120,7 @@ def _remove_leftovers(export_dir: str) -> None:
     for name in files.listdir(export_dir):
         match = pattern.fullmatch(name)
         if match and not process_lock.pid_alive(int(match.group(1))):
-            files.remove_tree(paths.join(export_dir, name))
+            file_trees.remove_tree(paths.join(export_dir, name))
 
 
 def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path: str,
@@ -149,9 +149,9 @@ def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path:
                 'step': step, 'checkpoint': checkpoint_path,
                 'time': time.strftime('%Y-%m-%dT%H:%M:%S%z')})
     finally:
-        files.remove_tree(staging_base)
+        file_trees.remove_tree(staging_base)
         if created_here and files.isdir(export_dir) and not files.listdir(export_dir):
-            files.remove_tree(export_dir)  # a failed first export leaves no empty export_dir
+            file_trees.remove_tree(export_dir)  # a failed first export leaves no empty export_dir
     return final_dir
 
 
@@ -160,10 +160,10 @@ def _publish(staged: str, final_dir: str, staging_base: str) -> None:
     is held back and put last (after variables/ and assets*), and an older copy's goes first,
     so a listing never shows saved_model.pb beside incomplete variables."""
     if paths.is_local(staged) and paths.is_local(final_dir):
-        files.move_tree(staged, final_dir)  # a rename: atomic
+        file_trees.move_tree(staged, final_dir)  # a rename: atomic
         return
     held_back = paths.join(staging_base, SAVED_MODEL_PB)
     files.rename(paths.join(staged, SAVED_MODEL_PB), held_back)
     files.remove(paths.join(final_dir, SAVED_MODEL_PB))
-    files.move_tree(staged, final_dir)
+    file_trees.move_tree(staged, final_dir)
     files.rename(held_back, paths.join(final_dir, SAVED_MODEL_PB))

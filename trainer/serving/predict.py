@@ -13,7 +13,7 @@ from typing import Iterator, List
 import tensorflow as tf
 from absl import logging
 
-from common import files, paths
+from common import file_trees, files, paths
 from common.errors import UserError, op_error_summary
 from trainer.input_kinds.image_classification import image_example
 from trainer.serving import export, predict_table, rest_body
@@ -98,7 +98,7 @@ def input_files(arguments: List[str]) -> List[str]:
                 raise UserError(f'{argument}: no file matches it')
             found += matched
         elif files.isdir(argument):
-            inside = [paths.join(argument, relative) for relative in files.list_tree(argument)
+            inside = [paths.join(argument, relative) for relative in file_trees.list_tree(argument)
                       if not any(part.startswith('.') for part in relative.split('/'))]
             if not inside:
                 raise UserError(f'{argument}: a folder with no files in it')

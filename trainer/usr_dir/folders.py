@@ -9,7 +9,7 @@ import os
 import tempfile
 import uuid
 
-from common import files, paths
+from common import file_trees, files, paths
 from common.errors import UserError
 
 # Left out of the hash and the copy: Python's own caches, rewritten by every import.
@@ -35,7 +35,7 @@ def cache_root() -> str:
 def _contents(folder: str):
     """{relative path: bytes} of the files under folder, caches left out."""
     return {relative: files.read_bytes(paths.join(folder, relative))
-            for relative in files.list_tree(folder)
+            for relative in file_trees.list_tree(folder)
             if not any(part in SKIPPED_PARTS for part in relative.split('/'))
             and not relative.endswith(SKIPPED_SUFFIXES)}
 
@@ -79,5 +79,5 @@ def _cached_copy(path: str, contents, sha256: str) -> str:
     try:
         os.rename(staging, local)  # local: atomic on this disk, so importers see all or none
     except OSError:  # another process put the same copy there first
-        files.remove_tree(staging)
+        file_trees.remove_tree(staging)
     return local

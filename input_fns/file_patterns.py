@@ -3,7 +3,8 @@ the manifest.json beside them; a folder named for its files gets the globs of it
 prepare command's --source files, and the data schema in the manifest beside a pattern."""
 import fnmatch
 import os
-from typing import Dict, Iterable, List
+import re
+from typing import Dict, Iterable, List, Tuple
 
 from common import files, paths
 from common.errors import UserError
@@ -11,6 +12,12 @@ from input_fns.shards import MANIFEST_NAME, read_manifest
 
 # What prepares data of each schema kind, for messages.
 PREPARED_BY = {'table': '`prepare csv` or `prepare examples`', 'images': '`prepare images`'}
+
+
+def split_patterns(value: str) -> List[str]:
+    """A flag's glob, or its comma-separated globs (`\\,` is a comma in a path)."""
+    patterns = (part.strip().replace('\\,', ',') for part in re.split(r'(?<!\\),', value))
+    return [pattern for pattern in patterns if pattern]
 
 
 def data_files(matched: Iterable[str]) -> List[str]:
@@ -60,15 +67,50 @@ def check_not_a_folder(file_pattern: str, flag_name: str) -> None:
                     f'{flag_name} a glob of them')
 
 
-def read_schema(file_pattern: str, flag_name: str) -> Dict:
-    """The schema in the manifest.json beside the files of file_pattern (a flag's value)."""
-    return read_prepared_manifest(file_pattern, flag_name)['schema']
+# What a model built from a schema of images depends on (their manifests differ in the rest:
+# counts, the source folder); one built from a table depends on its every statistic.
+_IMAGE_MODEL_KEYS = ('classes', 'image_shape', 'resize')
+
+
+def _as_a_model_sees(schema: Dict) -> Dict:
+    if schema['kind'] == 'images':
+        return {key: schema.get(key) for key in _IMAGE_MODEL_KEYS}
+    return {key: value for key, value in schema.items() if key != 'source'}
+
+
+def read_schema(value: str, flag_name: str) -> Dict:
+    """The schema in the manifest.json beside the files of value (a flag's glob, or globs):
+    one model is built from it, so globs in folders prepared apart must agree on it."""
+    (first, manifest), *others = read_prepared_manifests(value, flag_name)
+    for pattern, theirs in others:
+        if _as_a_model_sees(theirs['schema']) != _as_a_model_sees(manifest['schema']):
+            raise UserError(f'{flag_name}: {pattern} and {first} were prepared apart, each with '
+                            f'a schema of its own ({manifest_path(pattern)}, '
+                            f'{manifest_path(first)}), and one model is built from one: prepare '
+                            'their sources in one run (one --source glob), or give '
+                            f'{flag_name} the files of one of them')
+    return manifest['schema']
+
+
+def manifest_path(file_pattern: str) -> str:
+    return paths.join(os.path.dirname(file_pattern) or '.', MANIFEST_NAME)
+
+
+def read_prepared_manifests(value: str, flag_name: str) -> List[Tuple[str, Dict]]:
+    """(glob, the manifest beside its files) for each of value's globs whose folder's manifest
+    is not already among them."""
+    manifests = {}
+    for pattern in split_patterns(value):
+        if manifest_path(pattern) not in manifests:
+            manifests[manifest_path(pattern)] = (pattern,
+                                                 read_prepared_manifest(pattern, flag_name))
+    return list(manifests.values())
 
 
 def read_prepared_manifest(file_pattern: str, flag_name: str) -> Dict:
     """The manifest.json beside the files of file_pattern (a flag's value), which has a schema."""
     check_not_a_folder(file_pattern, flag_name)
-    path = paths.join(os.path.dirname(file_pattern) or '.', MANIFEST_NAME)
+    path = manifest_path(file_pattern)
     what_to_do = ('prepare the data with `prepare csv`, `prepare examples` or `prepare images`, '
                   f'and give {flag_name} its shards')
     if not files.exists(path):

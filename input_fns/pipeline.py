@@ -35,8 +35,7 @@ IN_MEMORY_BYTES = 64 << 20
 def list_record_files(file_pattern: str, flag_name: str = 'file pattern') -> List[str]:
     """Expands a glob, or comma-separated globs (`\\,` is a comma in a path), into sorted files."""
     files = []
-    patterns = (p.strip().replace('\\,', ',') for p in re.split(r'(?<!\\),', file_pattern))
-    for pattern in filter(None, patterns):
+    for pattern in file_patterns.split_patterns(file_pattern):
         file_patterns.check_not_a_folder(pattern, flag_name)
         files.extend(common_files.glob(pattern))
     files = sorted(set(file_patterns.data_files(files)))

@@ -45,6 +45,29 @@ def test_schema_in_the_manifest(tmp_path):
     assert shards.read_manifest(str(tmp_path))['splits']['train'] == {'num_records': 3}
 
 
+def test_the_schema_of_comma_separated_globs_is_one_or_refused(tmp_path):
+    """Splits of one folder share its manifest; folders prepared apart each have a schema of
+    their own, which for photos may still build the same model."""
+    first, second = tmp_path / 'first', tmp_path / 'second'
+    shards.set_schema(str(first), TABLE)
+    assert file_patterns.read_schema(f'{first}/train-*, {first}/validation-*', '-f') == TABLE
+    shards.set_schema(str(second), {**TABLE, 'features': [{'name': 'age', 'dtype': 'int'}]})
+    with pytest.raises(UserError, match=rf'^--train_files: {second}/train-\* and {first}/train-\* '
+                                        'were prepared apart, each with a schema of its own '
+                                        rf'\({second}/manifest.json, {first}/manifest.json\), and '
+                                        'one model is built from one: prepare their sources in '
+                                        'one run'):
+        file_patterns.read_schema(f'{first}/train-*,{second}/train-*', '--train_files')
+    photos = {'kind': 'images', 'classes': ['cat', 'dog'], 'image_shape': [8, 8, 3],
+              'resize': 'crop', 'class_counts': [3, 4], 'source_dir': 'a'}
+    shards.set_schema(str(first), photos)
+    shards.set_schema(str(second), {**photos, 'class_counts': [5, 1], 'source_dir': 'b'})
+    assert file_patterns.read_schema(f'{first}/*,{second}/*', '-f') == photos
+    shards.set_schema(str(second), {**photos, 'classes': ['cat', 'owl']})
+    with pytest.raises(UserError, match='prepared apart'):
+        file_patterns.read_schema(f'{first}/*,{second}/*', '-f')
+
+
 def _spec(schema_kind='table'):
     return registry.ModelSpec('table_model', lambda *args: None, {'width': 4}, 'csv_features',
                               num_features=1, schema_kind=schema_kind)
@@ -129,10 +152,12 @@ def test_evaluating_a_class_the_model_was_not_trained_on_is_one_line(tmp_path):
                                                 eval_files=str(tmp_path / pattern)), spec)
 
     assert evaluate('data/validation-*').schema['label']['classes'] == ['a', 'b']
-    with pytest.raises(UserError, match=r"--eval_files=.*/test-\*: label 'kind' holds classes the "
-                                        r"model was not trained on: 'c' \(2 rows\); it predicts "
-                                        r"\['a', 'b'\] \(.*schema.json\); leave those rows out"):
-        evaluate('held/test-*')
+    for eval_files in ('held/test-*', f'data/validation-*,{tmp_path}/held/test-*'):
+        with pytest.raises(UserError, match=r"--eval_files=.*/held/test-\*: label 'kind' holds "
+                                            r"classes the model was not trained on: 'c' \(2 "
+                                            r"rows\); it predicts \['a', 'b'\] \(.*schema.json\); "
+                                            "leave those rows out"):
+            evaluate(eval_files)
 
     with pytest.raises(UserError, match=r"^--source=.*test.csv: label 'kind' holds classes the "
                                         r"training data \(--schema_from=.*data\) does not: 'c' "

@@ -67,13 +67,21 @@ def _check_eval_data(settings, schema, source) -> None:
     if (schema['kind'] not in ('images', 'table') or not settings.eval_files
             or 'eval_files' not in modes.MODES[settings.mode].data_flags):
         return
-    try:
-        manifest = file_patterns.read_prepared_manifest(settings.eval_files, '--eval_files')
-    except UserError:
-        return  # no manifest beside them: the reader's checks say what is wrong
-    theirs, where = manifest['schema'], f'--eval_files={settings.eval_files}'
+    manifests = {}  # by path: globs of two splits of one folder share it
+    for pattern in file_patterns.split_patterns(settings.eval_files):
+        path = file_patterns.manifest_path(pattern)
+        try:
+            manifests[path] = (manifests.get(path)
+                               or file_patterns.read_prepared_manifest(pattern, '--eval_files'))
+        except UserError:
+            continue  # no manifest beside them: the reader's checks say what is wrong
+        _check_eval_manifest(schema, manifests[path], pattern, source)
+
+
+def _check_eval_manifest(schema, manifest, pattern, source) -> None:
+    theirs, where = manifest['schema'], f'--eval_files={pattern}'
     if schema['kind'] == 'table':
-        _check_eval_classes(schema, manifest, where, source, settings.eval_files)
+        _check_eval_classes(schema, manifest, where, source, pattern)
         return
     for key, what in (('classes', 'classes'), ('image_shape', 'image shape')):
         if theirs.get(key) != schema[key]:

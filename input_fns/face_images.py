@@ -6,7 +6,7 @@ import dataclasses
 
 import tensorflow as tf
 
-from input_fns import image_augment, image_records
+from input_fns import image_augment, image_orientation, image_records
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,7 +33,8 @@ def _crop_box(shape, crop_fraction, jitter=None):
 
 
 def decode_face(jpeg, geometry: FaceGeometry, jitter=None):
-    """JPEG bytes -> float32 [size, size, channels] in [0, 1]; decodes only the central crop."""
+    """JPEG bytes -> float32 [size, size, channels] in [0, 1]; decodes only the central crop.
+    Reads no EXIF orientation: prepare stores photos upright (face_photos.turned_upright)."""
     top, left, side = _crop_box(tf.io.extract_jpeg_shape(jpeg), geometry.crop_fraction, jitter)
     image = tf.io.decode_and_crop_jpeg(jpeg, tf.stack([top, left, side, side]),
                                        channels=geometry.channels)
@@ -41,9 +42,11 @@ def decode_face(jpeg, geometry: FaceGeometry, jitter=None):
 
 
 def decode_any_face(encoded, geometry: FaceGeometry):
-    """As decode_face, for any PNG/JPEG/GIF/BMP bytes (serving). A JPEG goes through
-    decode_face itself, as in training and evaluation: decoded to RGB and then made grey, its
-    pixels differed by up to 7/255, and a served score from the one its threshold was chosen on."""
+    """As decode_face, for any PNG/JPEG/GIF/BMP bytes (serving), turned upright as a JPEG's EXIF
+    orientation says, as prepare stores a training photo. A JPEG goes through decode_face itself,
+    as in training and evaluation: decoded to RGB and then made grey, its pixels differed by up
+    to 7/255, and a served score from the one its threshold was chosen on. The centred square
+    is the same region of the photo turned or not, so it is turned after its crop."""
     def any_format():
         image = image_records.decode_any_image(encoded, geometry.channels)
         top, left, side = _crop_box(tf.shape(image), geometry.crop_fraction)
@@ -51,10 +54,13 @@ def decode_any_face(encoded, geometry: FaceGeometry):
 
     def jpeg():
         if geometry.channels != 1:
-            return decode_face(encoded, geometry)
+            return turned(decode_face(encoded, geometry))
         # libjpeg makes no grey from CMYK (so prepare refused those photos for training): RGB first.
         cmyk = tf.equal(tf.io.extract_jpeg_shape(encoded)[2], 4)
-        return tf.cond(cmyk, any_format, lambda: decode_face(encoded, geometry))
+        return tf.cond(cmyk, any_format, lambda: turned(decode_face(encoded, geometry)))
+
+    def turned(face):
+        return image_orientation.upright(face, image_orientation.exif_orientation(encoded))
 
     return tf.cond(tf.io.is_jpeg(encoded), jpeg, any_format)
 

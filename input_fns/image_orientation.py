@@ -11,10 +11,16 @@ as 1, the photo as stored.
 import tensorflow as tf
 
 # The APP1 segment's start: its marker, its length (any), the Exif header; then the TIFF data.
-_APP1_START = (0xFF, 0xE1, None, None, *b'Exif\x00\x00')
+_EXIF_HEADER = b'Exif\x00\x00'
+_APP1_START = (0xFF, 0xE1, None, None, *_EXIF_HEADER)
 _ORIENTATION_TAG = 0x0112
 _HEAD_BYTES = 1 << 17  # where APP1 is looked for: after SOI, or APP0 and maybe APP2 (< 64 KiB)
 _MAX_IFD_ENTRIES = 64  # a camera's IFD0 has 10-20; the tags are sorted and 0x0112 comes early
+
+
+def may_have_orientation(encoded: bytes) -> bool:
+    """Outside the graph: False when exif_orientation is 1 for sure (no Exif header in its head)."""
+    return _EXIF_HEADER in encoded[:_HEAD_BYTES]
 
 
 def exif_orientation(encoded) -> tf.Tensor:

@@ -10,53 +10,12 @@ import os
 import random
 from typing import Dict, List, Tuple
 
-import tensorflow as tf
 from absl import logging
 
 from common import files, paths
-from common.errors import UserError, op_error_summary
-from input_fns import face_images, face_records, lfw_files, shards
+from common.errors import UserError
+from input_fns import face_photos, face_records, lfw_files, shards
 from input_fns.lfw_files import Pair
-
-
-@tf.function(input_signature=[tf.TensorSpec([], tf.string)])
-def decode_as_training_does(jpeg):
-    """The decode training and evaluation use, on the whole photo, for both channel counts a
-    model may ask for: what prepare accepts, training can read (tf.io.decode_jpeg alone
-    accepts a PNG named .jpg, which training's decode_and_crop_jpeg refuses)."""
-    return [face_images.decode_face(jpeg, face_images.FaceGeometry(
-        image_size=8, channels=channels, crop_fraction=1.0)) for channels in (1, 3)]
-
-
-class PhotoReader:
-    """Reads photos once each, checking that they decode; bad ones are counted, or fatal if strict."""
-
-    def __init__(self, root: str, strict: bool):
-        self.root, self.strict = root, strict
-        self.bad: Dict[str, str] = {}
-        self._cache: Dict[str, bytes] = {}
-
-    def read(self, relative_path: str):
-        if relative_path in self._cache:
-            return self._cache[relative_path]
-        if relative_path in self.bad:
-            return None
-        path = paths.join(self.root, relative_path)
-        try:
-            data = files.read_bytes(path)
-            decode_as_training_does(tf.constant(data))
-        except tf.errors.OpError as e:
-            reason = ('not a decodable JPEG' if isinstance(e, tf.errors.InvalidArgumentError)
-                      else e.message.strip().splitlines()[0])
-            detail = (f' ({op_error_summary(e)})'
-                      if isinstance(e, tf.errors.InvalidArgumentError) else '')
-            if self.strict:
-                raise UserError(f'{path}: {reason}{detail} (without --strict it would be skipped)')
-            logging.warning('skipping %s: %s%s', path, reason, detail)
-            self.bad[relative_path] = reason
-            return None
-        self._cache[relative_path] = data
-        return data
 
 
 def split_people(people: Dict[str, List[str]], people_file: str, fraction: float,
@@ -113,8 +72,9 @@ def draw_pairs(people: Dict[str, List[str]], names: List[str], count: int,
     return same, different
 
 
-def write_pair_split(output_dir: str, split: str, pairs: List[Pair], reader: PhotoReader,
-                     num_shards: int, seed: int, sources: List[str]) -> Dict:
+def write_pair_split(output_dir: str, split: str, pairs: List[Pair],
+                     reader: face_photos.PhotoReader, num_shards: int, seed: int,
+                     sources: List[str]) -> Dict:
     """Pair shards; a pair naming a missing or bad photo is reported and counted, or fatal if strict."""
     missing = []
 
@@ -152,7 +112,8 @@ def write_pair_split(output_dir: str, split: str, pairs: List[Pair], reader: Pho
 
 def write_people_split(output_dir: str, split: str, names: List[str],
                        people: Dict[str, List[str]], identity: Dict[str, int],
-                       reader: PhotoReader, num_shards: int, seed: int, people_file: str) -> Dict:
+                       reader: face_photos.PhotoReader, num_shards: int, seed: int,
+                       people_file: str) -> Dict:
     """One record per person, holding all their photos that decode (layout 2), so training
     can stream people through a buffer instead of holding every photo."""
     photos_written = []
@@ -198,7 +159,7 @@ def prepare_faces(*, source_dir: str, output_dir: str, train_people_file: str,
     train, validation = split_people(people, train_people_file, validation_fraction,
                                      seed)
     train, calibration = hold_out_calibration(train, calibration_fraction, seed)
-    reader = PhotoReader(root, strict)
+    reader = face_photos.PhotoReader(root, strict)
     entries = {}
     for split, names in (('train', train), ('calibration', calibration),
                          ('validation', validation)):
@@ -229,7 +190,7 @@ def prepare_face_pairs(*, source_dir: str, pairs_file: str, output_dir: str, spl
     root = lfw_files.resolve_root(source_dir)
     pairs = lfw_files.read_pairs_file(pairs_file)
     split = split or os.path.splitext(os.path.basename(pairs_file))[0]
-    entry = write_pair_split(output_dir, split, pairs, PhotoReader(root, strict),
+    entry = write_pair_split(output_dir, split, pairs, face_photos.PhotoReader(root, strict),
                              num_eval_shards, seed, [pairs_file])
     shards.set_source_root(output_dir, root)
     return {split: entry}

@@ -43,7 +43,7 @@ def test_photo_shards_round_trip_split_by_people(faces):
     for split in ('train', 'validation'):
         photos = read_photos(os.path.join(out, f'{split}-*'))
         names[split] = {p['name'].numpy().decode() for p in photos}
-        for photo in photos:  # the JPEG bytes exactly as on disk
+        for photo in photos:  # the JPEG bytes as on disk (none has an EXIF orientation)
             path = os.path.join(root, photo['filename'].numpy().decode())
             assert photo['image'].numpy() == open(path, 'rb').read()
         assert entries[split]['num_photos'] == len(photos)

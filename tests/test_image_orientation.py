@@ -1,11 +1,11 @@
-"""A JPEG's EXIF orientation: read in the graph and the photo turned upright, for `prepare images`
-and the exports alike; anything else (no tag, another format, a broken tag) left as stored."""
+"""A JPEG's EXIF orientation: read in the graph and the photo turned upright, for `prepare images`,
+face photos and the exports alike; anything else (no tag, another format, a broken tag) left as stored."""
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from image_tree import STORED_AS, with_orientation
-from input_fns import image_orientation, image_records
+from input_fns import face_images, face_photos, image_orientation, image_records
 
 # Blocks of flat colour, none the same: any turn or mirror of it is another image. 16-pixel
 # blocks and no chroma subsampling keep JPEG's error at a level or two.
@@ -25,6 +25,7 @@ def test_each_orientation_is_turned_upright_in_either_byte_order_after_any_app0(
     for where in ({}, {'little_endian': True}, {'after_jfif': True, 'ifd_offset': 20}):
         encoded = tf.constant(stored_jpeg(orientation, **where))
         assert image_orientation.exif_orientation(encoded).numpy() == orientation
+        assert image_orientation.may_have_orientation(encoded.numpy())
         decoded = image_records.decode_any_image(encoded, 3).numpy()
         assert decoded.shape == UPRIGHT.shape
         assert np.abs(decoded.astype(int) - UPRIGHT).max() <= 2, (orientation, where)
@@ -46,4 +47,24 @@ def test_what_has_no_readable_orientation_is_left_as_stored():
     }
     for what, encoded in unreadable.items():
         assert image_orientation.exif_orientation(tf.constant(encoded)).numpy() == 1, what
+    assert not any(map(image_orientation.may_have_orientation, (jpeg, png, b'')))
     np.testing.assert_array_equal(image_records.decode_any_image(tf.constant(png), 3), UPRIGHT)
+
+
+@pytest.mark.parametrize('channels', [1, 3])
+def test_a_face_photo_is_stored_upright_by_prepare_and_served_upright(channels, tmp_path):
+    """Training decodes no EXIF: prepare stores the photo turned; serving turns it itself."""
+    geometry = face_images.FaceGeometry(image_size=32, channels=channels, crop_fraction=1.0)
+    upright = face_images.decode_face(tf.constant(tf.io.encode_jpeg(
+        UPRIGHT, quality=100, chroma_downsampling=False).numpy()), geometry).numpy()
+    reader = face_photos.PhotoReader(str(tmp_path), strict=True)
+    for orientation in range(1, 9):
+        (tmp_path / f'{orientation}.jpg').write_bytes(stored_jpeg(orientation))
+        prepared = reader.read(f'{orientation}.jpg')
+        assert image_orientation.exif_orientation(tf.constant(prepared)).numpy() == 1
+        faces = {'trained on': face_images.decode_face(tf.constant(prepared), geometry),
+                 'served': face_images.decode_any_face(tf.constant(stored_jpeg(orientation)),
+                                                      geometry)}
+        for what, face in faces.items():
+            error = np.abs(face.numpy() - upright).max() * 255
+            assert error <= 2, (orientation, what, error)  # JPEG's, re-encoded at quality 95

@@ -84,9 +84,9 @@ def read_schema(value: str, flag_name: str) -> Dict:
     (first, manifest), *others = read_prepared_manifests(value, flag_name)
     for pattern, theirs in others:
         if _as_a_model_sees(theirs['schema']) != _as_a_model_sees(manifest['schema']):
-            raise UserError(f'{flag_name}: {pattern} and {first} were prepared apart, each with '
-                            f'a schema of its own ({manifest_path(pattern)}, '
-                            f'{manifest_path(first)}), and one model is built from one: prepare '
+            raise UserError(f'{flag_name}: {first} and {pattern} were prepared apart, each with '
+                            f'a schema of its own ({manifest_path(first)}, '
+                            f'{manifest_path(pattern)}), and one model is built from one: prepare '
                             'their sources in one run (one --source glob), or give '
                             f'{flag_name} the files of one of them')
     return manifest['schema']

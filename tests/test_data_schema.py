@@ -52,9 +52,9 @@ def test_the_schema_of_comma_separated_globs_is_one_or_refused(tmp_path):
     shards.set_schema(str(first), TABLE)
     assert file_patterns.read_schema(f'{first}/train-*, {first}/validation-*', '-f') == TABLE
     shards.set_schema(str(second), {**TABLE, 'features': [{'name': 'age', 'dtype': 'int'}]})
-    with pytest.raises(UserError, match=rf'^--train_files: {second}/train-\* and {first}/train-\* '
+    with pytest.raises(UserError, match=rf'^--train_files: {first}/train-\* and {second}/train-\* '
                                         'were prepared apart, each with a schema of its own '
-                                        rf'\({second}/manifest.json, {first}/manifest.json\), and '
+                                        rf'\({first}/manifest.json, {second}/manifest.json\), and '
                                         'one model is built from one: prepare their sources in '
                                         'one run'):
         file_patterns.read_schema(f'{first}/train-*,{second}/train-*', '--train_files')

@@ -12,7 +12,7 @@ import types
 
 import numpy as np
 
-import warm_start
+from tests import warm_start
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Commands that import TensorFlow whatever their flags: run_module forks them warm.

@@ -1,7 +1,10 @@
 """The tree keeps its shape: sizes that read on one screen, imports that follow the layers,
 and one home for TF_CONFIG and for "is this path a bucket?" (docs/architecture.md)."""
 import ast
+import os
 import pathlib
+import subprocess
+import sys
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SERVICE_PACKAGES = ('common', 'input_fns', 'models', 'trainer')
@@ -139,3 +142,12 @@ def test_the_trainer_layer_check_finds_an_arrow_back_up(tmp_path, monkeypatch):
     monkeypatch.setitem(globals(), 'REPO', tmp_path)
     assert trainer_layer_violations(low) == ['trainer/model_dir/records.py imports trainer.run']
     assert trainer_layer_violations(high) == ['trainer/run/runner.py imports trainer.deploy']
+
+
+def test_the_container_scenarios_command_imports_outside_pytest():
+    """`./run.sh test-container` runs `python -m tests.containers.scenarios`, where tests/ is not on
+    sys.path as pytest puts it there: what that imports of tests/ must import as `tests.NAME`."""
+    env = {key: value for key, value in os.environ.items() if key != 'PYTHONPATH'}
+    result = subprocess.run([sys.executable, '-m', 'tests.containers.scenarios', '--helpshort'],
+                            cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-import warm_start
+from tests import warm_start
 from helpers import REPO
 
 PROBE = 'tests.warm_probe'

@@ -160,8 +160,15 @@ def is_glob(pattern: str) -> bool:
 
 
 def glob(pattern: str) -> List[str]:
-    return sorted(bucket_probe.asked_again(
-        lambda: in_store('listing', pattern, lambda: tf.io.gfile.glob(ready(pattern))), pattern))
+    """The sorted matches. A pattern that matches nothing is tried again with every '[' taken
+    as itself, not as a set of characters: a folder named 'runs[1]' or 'Photos [2024]'."""
+    def matches(pattern):
+        return sorted(bucket_probe.asked_again(lambda: in_store(
+            'listing', pattern, lambda: tf.io.gfile.glob(ready(pattern))), pattern))
+    found = matches(pattern)
+    if not found and '[' in pattern:
+        found = matches(pattern.replace('[', '[[]'))  # fnmatch's '[' as a one-character set
+    return found
 
 
 def size(path: str) -> int:

@@ -39,6 +39,18 @@ def test_whole_files_round_trip(root):
     assert files.listdir(paths.join(root, 'nothing-here')) == []
 
 
+def test_a_folder_named_with_brackets_is_globbed_as_named(root):
+    """'[1]' is a set of characters to a glob; where it matches nothing, it is the name."""
+    named = [paths.join(root, 'runs[1]', 'train-0'), paths.join(root, 'Photos [2024]', 'a.csv')]
+    for path in named:
+        files.write_text_atomic(path, 'x')
+    assert files.glob(paths.join(root, 'runs[1]', 'train-*')) == named[:1]
+    assert files.glob(named[1]) == named[1:]
+    files.write_text_atomic(paths.join(root, 'runs1', 'train-0'), 'x')
+    assert files.glob(paths.join(root, 'runs[1]', 'train-*')) == [  # a glob's meaning first
+        paths.join(root, 'runs1', 'train-0')]
+
+
 def test_glob_copy_and_remove_tree(root):
     source, copy = paths.join(root, 'staged'), paths.join(root, 'copy')
     for name in ('model.ckpt-10.index', 'model.ckpt-20.index', 'model.ckpt-20.data-00000-of-00001',

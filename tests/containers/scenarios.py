@@ -38,8 +38,7 @@ from tests.helpers import REPO, make_digit_arrays
 from tests.containers import tensorboard_check
 from tests.containers.tfjob_operator import TFJobRun, docker
 from tests.s3_server import running_server
-from trainer.model_dir import checkpoints
-from trainer.model_dir.ledger import Ledger
+from trainer.model_dir import checkpoints, ledger
 
 FLAGS = flags.FLAGS
 
@@ -142,9 +141,9 @@ def check_trained_evaluated_exported(check: Checks, root: str):
     saved = checkpoints.list_checkpoints(model_dir)
     final = saved[-1][0] if saved else -1
     check(f'final checkpoint at step >= {TRAIN_STEPS}', final >= TRAIN_STEPS, f'step {final}')
-    entries = {entry['step']: entry for entry in Ledger(model_dir, EVAL_NAME).entries()}
+    entries = {entry.step: entry for entry in ledger.Ledger(model_dir, EVAL_NAME).entries()}
     check('the eval ledger has the final checkpoint, evaluated',
-          final >= TRAIN_STEPS and entries.get(final, {}).get('status') == 'evaluated',
+          final >= TRAIN_STEPS and final in entries and entries[final].status == ledger.EVALUATED,
           f'ledger steps {sorted(entries)}')
     exports = f'{root}/exports'
     best = files.read_text(f'{exports}/best').strip() if files.exists(f'{exports}/best') else ''

@@ -57,7 +57,7 @@ def _usage(flag_text: str) -> None:
     doc = sys.modules['__main__'].__doc__ or f'USAGE: {sys.argv[0]} [flags]\n'
     sys.stdout.write(f'{doc}\nflags:\n{flag_text}\n')
     sys.stdout.flush()
-    sys.exit(EXIT_OK)
+    exit_process(EXIT_OK)
 
 
 class _ShortHelpFlag(flags.BooleanFlag):
@@ -107,7 +107,7 @@ def parse_flags(argv, known_only: bool = False, unknown_flag_hint: str = ''):
         if unknown_flag_hint and isinstance(error, flags.UnrecognizedFlagError):
             message += f'; {unknown_flag_hint}'
         sys.stderr.write(f'error: {message}\n(--helpshort lists the flags)\n')
-        sys.exit(EXIT_USAGE)
+        exit_process(EXIT_USAGE)  # a model_dir's flags.txt may have been read from s3:// first
 
 
 def exit_process(code: int) -> None:

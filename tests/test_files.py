@@ -182,6 +182,16 @@ def test_cli_exit_status_survives_tensorflow_io_teardown(s3_bucket, fail):
     assert result.returncode == (2 if fail else 0), result.stderr[-2000:]
 
 
+def test_a_flag_error_after_reading_a_bucket_model_dir_is_exit_2(s3_bucket):
+    """The trainer reads --model_dir's flags.txt before it parses the other flags: its one-line
+    error must exit 2 past that teardown too (it exited 134 in a TFJob: retried, not failed)."""
+    result = subprocess.run([sys.executable, '-m', 'trainer.main', '--mode=train',
+                             f'--model_dir={s3_bucket}/model', '--train_step=100'], cwd=REPO,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "error: Unknown command line flag 'train_step'" in result.stderr
+
+
 def test_json_value_makes_numpy_and_tensorflow_values_plain_json():
     assert type(files.json_value(np.float32(0.5))) is float
     assert type(files.json_value(np.int64(3))) is int

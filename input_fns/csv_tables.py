@@ -18,7 +18,7 @@ from absl import logging
 from common import files
 from common.errors import UserError
 from input_fns import split as data_split
-from input_fns import file_patterns, stream_shards, table_records, table_schema
+from input_fns import file_patterns, held_out, stream_shards, table_records, table_schema
 
 SAMPLE_ROWS = 10_000  # rows the column types and the task are inferred from
 CHUNK_ROWS = 4096  # rows summarized at a time (numpy per column)
@@ -78,14 +78,6 @@ def parse_column_types(text: Optional[str], columns: List[str]) -> Dict[str, str
                             f'{", ".join(columns)}')
         types[name] = dtype
     return types
-
-
-def schema_types(schema_from: str) -> Tuple[Dict[str, str], Dict]:
-    """--schema_from (table shards' folder or manifest.json): ({column: dtype}, the schema), for
-    another CSV written as a model trained on them reads it (whole numbers stay float)."""
-    schema = file_patterns.schema_at(schema_from, 'table')
-    entries = [*schema['features'], schema['label'], *filter(None, [schema.get('weight')])]
-    return {entry.get('column', entry['name']): entry['dtype'] for entry in entries}, schema
 
 
 def row_key(fields: List[str]) -> str:
@@ -220,13 +212,8 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
     """Writes the 'train' (and 'validation') split of a CSV source, or every row to --split,
     and the schema; with --schema_from, the columns take that prepared table's types."""
     data_split.check_fraction(validation_fraction)
-    known_types, trained = {}, None
-    if schema_from:
-        known_types, trained = schema_types(schema_from)
-        label = label or trained['label'].get('column', trained['label']['name'])
-        task = task or trained['label']['task']
-        weight = trained.get('weight') or {}
-        weight_column = weight_column or weight.get('column', weight.get('name'))
+    known_types, trained = held_out.trained_schema(schema_from)
+    label, task, weight_column = held_out.trained_defaults(trained, label, task, weight_column)
     if not label:
         raise UserError('--label is required for csv: the column to predict')
     table = Table(file_patterns.source_files(source, 'a CSV file (.csv or .csv.gz) or a glob of '

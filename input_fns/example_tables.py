@@ -5,7 +5,9 @@ float_list -> float, bytes_list -> string, one value each); the statistics from 
 Without --output_dir the records are read where they are: manifest.json, written beside them,
 lists them as one split (--split, default train) with their sizes, and the schema. With
 --output_dir they are resharded into train and validation splits by a hash of each record,
-as `prepare csv` writes them.
+as `prepare csv` writes them, or every record into --split. --schema_from (held-out records)
+takes the label, task and weight of the data a model was trained on, and refuses a feature of
+another type or a class that data lacks.
 """
 import itertools
 import os
@@ -17,7 +19,7 @@ from google.protobuf.message import DecodeError
 
 from common import files, paths
 from common.errors import UserError, op_error_summary
-from input_fns import csv_tables, file_patterns, shards, stream_shards, table_schema
+from input_fns import csv_tables, file_patterns, held_out, shards, stream_shards, table_schema
 from input_fns import split as data_split
 
 SAMPLE_RECORDS = 10_000
@@ -105,8 +107,14 @@ def _typed(example, path: str, number: int, columns: List[str], dtypes: List[str
 
 
 def prepare_examples(*, source: str, label: str, output_dir: Optional[str], task: Optional[str],
-                     max_vocabulary: int, weight_column: Optional[str], split: Optional[str], validation_fraction: float,
-                     num_shards: int, num_eval_shards: int, seed: int) -> Dict:
+                     max_vocabulary: int, weight_column: Optional[str], split: Optional[str],
+                     validation_fraction: float, num_shards: int, num_eval_shards: int, seed: int,
+                     schema_from: Optional[str] = None) -> Dict:
+    """Describes the records in place as one split, or reshards them into --output_dir: train
+    and validation, or every record into --split. With --schema_from (a held-out set), the
+    label, task and weight of the data a model was trained on, and only its feature types."""
+    known_types, trained = held_out.trained_schema(schema_from)
+    label, task, weight_column = held_out.trained_defaults(trained, label, task, weight_column)
     if not label:
         raise UserError('--label is required for examples: the feature to predict')
     path_list = file_patterns.source_files(source, 'a glob of TFRecord files', '*')
@@ -114,29 +122,41 @@ def prepare_examples(*, source: str, label: str, output_dir: Optional[str], task
               itertools.islice(_records(path_list), SAMPLE_RECORDS)]
     columns, dtypes = _column_types([example for _, _, example in sample], label,
                                     f'--source={source}')
+    _check_trained_types(columns, dtypes, known_types, schema_from, f'--source={source}')
     label_index = columns.index(label)
     label_values = [values[label_index] for values in
                     (_typed(example, path, number, columns, dtypes)
                      for path, number, example in sample)
                     if values[label_index] is not None]
     task = task or table_schema.infer_task(dtypes[label_index], label_values)
+    statistics_of = split or 'train'
     stats = table_schema.TableStats(columns, dtypes, label, task, max_vocabulary, seed,
-                                    weight_column, 'train' if output_dir else split or 'train')
-    if output_dir:
-        data_split.check_fraction(validation_fraction)
-        rows = ((record, _typed(example, path, number, columns, dtypes), record)
-                for path, number, example, record in _records(path_list))
-        features = dict(zip(columns, dtypes))
-        writers, skipped = csv_tables.write_table(output_dir, rows, stats, label,
-                                                  validation_fraction, num_shards,
-                                                  num_eval_shards, f'--source={source}')
-        entries = {name: dict(skipped=skipped[name], features=features, sources=path_list,
-                              seed=seed, extra={'skipped_because': 'the label is missing',
-                                                **stats.split_entry_extra(name)})
-                   for name in writers}
-        schema = {**stats.schema([]), 'source': source}
-        return stream_shards.publish(output_dir, writers, entries, 'examples', schema)
-    return _describe_in_place(path_list, stats, columns, dtypes, split or 'train', source)
+                                    weight_column, statistics_of, (schema_from, trained))
+    if not output_dir:
+        return _describe_in_place(path_list, stats, columns, dtypes, statistics_of, source)
+    data_split.check_fraction(validation_fraction)
+    rows = ((record, _typed(example, path, number, columns, dtypes), record)
+            for path, number, example, record in _records(path_list))
+    writers, skipped = csv_tables.write_table(output_dir, rows, stats, label, validation_fraction,
+                                              num_shards, num_eval_shards, f'--source={source}',
+                                              split)
+    entries = {name: dict(skipped=skipped[name], features=dict(zip(columns, dtypes)),
+                          sources=path_list, seed=seed,
+                          extra={'skipped_because': 'the label is missing',
+                                 **stats.split_entry_extra(name)})
+               for name in writers}
+    schema = {**stats.schema([]), 'source': source}
+    return stream_shards.publish(output_dir, writers, entries, 'examples', schema)
+
+
+def _check_trained_types(columns, dtypes, known_types, schema_from, where) -> None:
+    """A feature the model was trained on must hold the same kind of value here: the model parses
+    it as that type (a float_list read as int64 stops evaluation at its first batch)."""
+    for name, dtype in zip(columns, dtypes):
+        if known_types.get(name, dtype) != dtype:
+            raise UserError(f'{where}: feature {name!r} holds {dtype} values, where the training '
+                            f'data (--schema_from={schema_from}) has {known_types[name]}; write '
+                            'it as the training records do')
 
 
 def _describe_in_place(path_list, stats, columns, dtypes, split, source) -> Dict:
@@ -164,6 +184,8 @@ def _describe_in_place(path_list, stats, columns, dtypes, split, source) -> Dict
             chunk = []
     if chunk:
         stats.add_rows(chunk)
+    if stats.classes:
+        stats.classes.refuse_untrained(split, f'--source={source}')
     # The trainer's reader takes GZIP from here (listed_files); plain files list none.
     listed = [{'file': os.path.basename(path), 'records': counts[path], 'bytes': files.size(path),
                **({'compression': compressions[path]} if compressions[path] else {})}

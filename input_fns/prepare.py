@@ -66,9 +66,9 @@ def define_flags():
     flags.DEFINE_string('pairs_file', None, 'face_pairs: an LFW pair list (pairsDevTrain.txt, '
                         'pairsDevTest.txt or the 10-fold pairs.txt).')
     flags.DEFINE_string('split', None, 'face_pairs: split name for the shards; default: the '
-                        'pairs file\'s name. examples (without --output_dir): the split the '
-                        'records are; default: train. csv: write every row to this split (such '
-                        'as test), none held out. images: the same.')
+                        'pairs file\'s name. csv: write every row to this split (such as '
+                        'test), none held out; images, examples with --output_dir: the same. '
+                        'examples without it: the split the records are; default: train.')
     flags.DEFINE_bool('strict', False, 'faces, face_pairs: stop at an undecodable or missing '
                       'photo instead of skipping it (skips are counted in manifest.json).')
     flags.DEFINE_integer('rows_per_shard', 100, 'csv_example: rows in each generated shard.',
@@ -102,10 +102,11 @@ def define_table_flags():
                         'feature, not a serving input.')
     flags.DEFINE_list('na_values', list(table_schema.DEFAULT_NA_VALUES), 'csv: the field values '
                       'that mark a missing value (an empty field always does).')
-    flags.DEFINE_string('schema_from', None, 'csv, images: prepared shards (their folder or '
-                        'manifest.json) a model was trained on; this data is written as that '
-                        'model reads it (with --split=test: a held-out set). csv: their column '
-                        'types, --label, --task and --weight_column; images: their classes\' '
+    flags.DEFINE_string('schema_from', None, 'csv, examples, images: prepared shards (their '
+                        'folder or manifest.json) a model was trained on; this data is written '
+                        'as that model reads it (with --split=test: a held-out set). csv: their '
+                        'column types, --label, --task and --weight_column; examples: the '
+                        'same, a feature of another type refused; images: their classes\' '
                         'labels (a class folder they lack is refused), --image_size, --channels '
                         'and --resize.')
     flags.DEFINE_integer('max_vocabulary', 1000, 'csv, examples: a text column\'s most frequent '

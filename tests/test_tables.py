@@ -259,6 +259,46 @@ def test_prepare_examples_reads_records_in_place_or_reshards_them(tmp_path):
                     **{**args, 'source': str(tmp_path / 'not_examples.tfrecord')})
 
 
+def test_held_out_records_go_to_their_split_as_the_model_reads_them(tmp_path):
+    """--split with --output_dir puts every record there (it used to write train and validation
+    splits over the training shards); --schema_from takes the training data's label and task,
+    and refuses a feature of another type or a class the model cannot predict."""
+    write_records(tmp_path / 'train.tfrecord',
+                  [example(x=float(i), kind='ab'[i % 2]) for i in range(40)])
+    data = str(tmp_path / 'data')
+    common = dict(task=None, max_vocabulary=10, weight_column=None, output_dir=data)
+    run_prepare(example_tables.prepare_examples, source=str(tmp_path / 'train.tfrecord'),
+                label='kind', **common)
+    trained = sorted(os.listdir(data))
+    held_out = dict(common, label=None, split='test', schema_from=data)
+    write_records(tmp_path / 'test.tfrecord', [example(x=0.5, kind='b'), example(x=1.5, kind='a')])
+    entries = run_prepare(example_tables.prepare_examples,
+                          source=str(tmp_path / 'test.tfrecord'), **held_out)
+    assert list(entries) == ['test'] and entries['test']['num_records'] == 2
+    assert entries['test']['class_counts'] == {'a': 1, 'b': 1}
+    assert sorted(os.listdir(data)) == sorted(trained + ['test-00000-of-00002.tfrecord',
+                                                         'test-00001-of-00002.tfrecord'])
+    manifest = json.load(open(f'{data}/manifest.json'))
+    assert manifest['schema']['statistics_of'] == 'train'  # the training data's, kept
+
+    write_records(tmp_path / 'other.tfrecord', [example(x=1, kind='a')])  # int64, not float
+    with pytest.raises(UserError, match=r"^--source=.*other.tfrecord: feature 'x' holds int "
+                                        r"values, where the training data \(--schema_from=.*data\)"
+                                        r" has float; write it as the training records do$"):
+        run_prepare(example_tables.prepare_examples,
+                    source=str(tmp_path / 'other.tfrecord'), **held_out)
+    write_records(tmp_path / 'new.tfrecord', [example(x=1.0, kind='c')])
+    for output_dir in (data, None):  # resharded, or described in place
+        with pytest.raises(UserError, match=r"^--source=.*new.tfrecord: label 'kind' holds "
+                                            r"classes the training data .* does not: 'c' "
+                                            r"\(1 rows\)"):
+            run_prepare(example_tables.prepare_examples, source=str(tmp_path / 'new.tfrecord'),
+                        **dict(held_out, output_dir=output_dir))
+    assert sorted(os.listdir(data)) == sorted(trained + ['test-00000-of-00002.tfrecord',
+                                                         'test-00001-of-00002.tfrecord'])
+    assert not (tmp_path / 'manifest.json').exists()
+
+
 def test_a_glob_of_the_whole_folder_means_its_records_not_the_manifest_beside_them(tmp_path):
     records = [example(x=float(i), label=i % 2) for i in range(20)]
     (tmp_path / 'mine').mkdir()

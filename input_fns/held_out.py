@@ -1,0 +1,25 @@
+"""A held-out table (`prepare csv` or `prepare examples` with --schema_from=DIR --split=test),
+written as a model trained on DIR's table reads it: its column types, label, task and weight."""
+from typing import Dict, Optional, Tuple
+
+from input_fns import file_patterns
+
+
+def trained_schema(schema_from: Optional[str]) -> Tuple[Dict[str, str], Optional[Dict]]:
+    """({column: dtype}, the schema) of --schema_from (table shards' folder or manifest.json);
+    ({}, None) without one."""
+    if not schema_from:
+        return {}, None
+    schema = file_patterns.schema_at(schema_from, 'table')
+    entries = [*schema['features'], schema['label'], *filter(None, [schema.get('weight')])]
+    return {entry.get('column', entry['name']): entry['dtype'] for entry in entries}, schema
+
+
+def trained_defaults(trained: Optional[Dict], label, task, weight_column):
+    """(label, task, weight_column) as given, or else as the trained schema has them."""
+    if trained:
+        label = label or trained['label'].get('column', trained['label']['name'])
+        task = task or trained['label']['task']
+        weight = trained.get('weight') or {}
+        weight_column = weight_column or weight.get('column', weight.get('name'))
+    return label, task, weight_column

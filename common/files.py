@@ -47,18 +47,23 @@ def read_text(path: str) -> str:
 # A whole-object read races an overwrite: TensorFlow's bucket readers ask for the size, then
 # for that many bytes of whatever the object holds by then, so a lease renewed in between comes
 # back cut short (seen on the GCS test server: 1 read in ~130 while a lease was rewritten
-# nonstop). Reads of a JSON object that does not parse are tried again before it is damaged.
+# nonstop). A read that does not parse is tried again before the object is called damaged.
 TORN_READ_PAUSES_SECS = (0.1, 0.5)
 
 
-def read_json(path: str):
-    """Raises ValueError only for an object that stays unparsable over TORN_READ_PAUSES_SECS."""
+def read_parsed(path: str, parse):
+    """parse(the file's text); on a bucket, text that parse refuses (ValueError) is read again
+    after each of TORN_READ_PAUSES_SECS, then the ValueError is raised."""
     for pause in TORN_READ_PAUSES_SECS if path.startswith(OBJECT_STORE_SCHEMES) else ():
         try:
-            return json.loads(read_text(path))
+            return parse(read_text(path))
         except ValueError:
             time.sleep(pause)
-    return json.loads(read_text(path))
+    return parse(read_text(path))
+
+
+def read_json(path: str):
+    return read_parsed(path, json.loads)
 
 
 def json_value(value):

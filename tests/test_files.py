@@ -223,3 +223,10 @@ def test_a_bucket_json_read_cut_short_by_an_overwrite_is_read_again(monkeypatch)
     with pytest.raises(ValueError):
         files.read_json('/local/x.json')
     assert len(reads) == 1
+
+    from trainer.serving import export  # a pointer ('best': '1602\n') read cut short
+    monkeypatch.setattr(files, 'exists', lambda path: True)
+    store_answers('16', '1602\n')
+    assert export.read_pointer('gs://bucket/exports', 'best') == 1602 and len(reads) == 2
+    store_answers('not a step\n')
+    assert export.read_pointer('s3://bucket/exports', 'best') is None and len(reads) == 3

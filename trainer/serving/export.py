@@ -92,10 +92,21 @@ def complete_versions(export_dir: str) -> List[int]:
 
 
 def read_pointer(export_dir: str, name: str) -> Optional[int]:
-    """The step that EXPORT_DIR/name (best, latest) names; None without such a pointer."""
+    """The step that EXPORT_DIR/name (best, latest) names; None without such a pointer, or
+    with a damaged one."""
     path = paths.join(export_dir, name)
-    text = files.read_text(path).strip() if files.exists(path) else ''
-    return int(text) if text.isdigit() else None
+    try:
+        return files.read_parsed(path, _pointer_step) if files.exists(path) else None
+    except ValueError:
+        return None
+
+
+def _pointer_step(text: str) -> int:
+    """A pointer is written whole with its newline: without it, it was read cut short ('16' of
+    '1602\n', as a bucket's reader can return it while the pointer is replaced)."""
+    if not text.endswith('\n') or not text.strip().isdigit():
+        raise ValueError(f'not a whole pointer: {text!r}')
+    return int(text)
 
 
 def point_latest(export_dir: str) -> None:

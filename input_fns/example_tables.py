@@ -111,8 +111,8 @@ def prepare_examples(*, source: str, label: str, output_dir: Optional[str], task
                      validation_fraction: float, num_shards: int, num_eval_shards: int, seed: int,
                      schema_from: Optional[str] = None) -> Dict:
     """Describes the records in place as one split, or reshards them into --output_dir: train
-    and validation, or every record into --split. With --schema_from (a held-out set), the
-    label, task and weight of the data a model was trained on, and only its feature types."""
+    and validation, or every record into --split. With --schema_from (a held-out set): the
+    label, task and weight of the data a model was trained on, and the same feature types."""
     known_types, trained = held_out.trained_schema(schema_from)
     label, task, weight_column = held_out.trained_defaults(trained, label, task, weight_column)
     if not label:

@@ -81,7 +81,7 @@ def _check_eval_data(settings, schema, source) -> None:
 def _check_eval_manifest(schema, manifest, pattern, source) -> None:
     theirs, where = manifest['schema'], f'--eval_files={pattern}'
     if schema['kind'] == 'table':
-        _check_eval_classes(schema, manifest, where, source, pattern)
+        _check_eval_classes(schema, manifest, pattern, source)
         return
     for key, what in (('classes', 'classes'), ('image_shape', 'image shape')):
         if theirs.get(key) != schema[key]:
@@ -90,15 +90,15 @@ def _check_eval_manifest(schema, manifest, pattern, source) -> None:
                             '--schema_from=TRAINING_DATA_FOLDER --split=test`')
 
 
-def _check_eval_classes(schema, manifest, where, source, eval_files) -> None:
-    """The classes of the splits --eval_files reads (their manifest entries' counts; older
-    manifests have only the schema's) must be among the model's."""
-    theirs = manifest['schema']
+def _check_eval_classes(schema, manifest, pattern, source) -> None:
+    """The classes of the splits an --eval_files glob reads (their manifest entries' counts;
+    older manifests have only the schema's) must be among the model's."""
+    theirs, where = manifest['schema'], f'--eval_files={pattern}'
     label = theirs.get('label') or {}
     if (schema.get('label') or {}).get('task') != 'classification' or 'classes' not in label:
         return
     counts = collections.Counter()
-    for entry in file_patterns.matched_splits(eval_files, manifest):
+    for entry in file_patterns.matched_splits(pattern, manifest):
         counts.update(entry.get('class_counts') or {})
     if not counts:
         counts.update(dict(zip(table_columns.class_names(theirs), label.get('class_counts') or [])))

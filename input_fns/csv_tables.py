@@ -1,68 +1,24 @@
 """`prepare csv`: a user's CSV files (a header, then rows) -> tf.Example shards and their schema.
 
-One streaming pass: Python's csv module over a tf.io.gfile stream (gunzipped for .csv.gz, so
-buckets work), each row typed, added to the training split's statistics and written to its
+One streaming pass: Python's csv module over a tf.io.gfile stream (input_fns/csv_files.py:
+buckets, .csv.gz, the file's delimiter and decimal mark), each row typed, added to the training split's statistics and written to its
 split's shard (input_fns/stream_shards.py). Column types come from a sample of the first rows
 (--column_types overrides); a later value that does not read as its column's type stops the
 run, naming the row, before anything in --output_dir changes.
 """
-import csv
-import gzip
-import io
 import itertools
 import math
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from absl import logging
 
-from common import files
 from common.errors import UserError
 from input_fns import split as data_split
-from input_fns import file_patterns, held_out, stream_shards, table_records, table_schema
+from input_fns import (csv_files, file_patterns, held_out, stream_shards, table_records,
+                       table_schema)
 
 SAMPLE_ROWS = 10_000  # rows the column types and the task are inferred from
 CHUNK_ROWS = 4096  # rows summarized at a time (numpy per column)
-
-
-class _GFileStream(io.RawIOBase):
-    """A tf.io.gfile file (local or bucket) as the raw stream io's buffered readers take."""
-
-    def __init__(self, path: str):
-        self._file = files.open_file(path, 'rb')
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        data = self._file.read(len(buffer))
-        buffer[:len(data)] = data
-        return len(data)
-
-    def close(self) -> None:
-        self._file.close()
-        super().close()
-
-
-def open_text(path: str) -> io.TextIOBase:
-    raw = io.BufferedReader(_GFileStream(path), buffer_size=1 << 20)
-    stream = gzip.GzipFile(fileobj=raw, mode='rb') if path.endswith('.gz') else raw
-    return io.TextIOWrapper(stream, encoding='utf-8', newline='')
-
-
-def read_rows(path: str) -> Iterator[Tuple[int, List[str]]]:
-    """(line number, fields) of each row of a CSV file, the header first; blank lines skipped."""
-    with open_text(path) as text:
-        reader = csv.reader(text)
-        try:
-            for fields in reader:
-                if fields:
-                    yield reader.line_num, fields
-        except UnicodeDecodeError:
-            raise UserError(f'{path}: not UTF-8 text (near line {reader.line_num + 1}); save the '
-                            'file as UTF-8 CSV') from None
-        except (csv.Error, EOFError, OSError, gzip.BadGzipFile) as e:
-            raise UserError(f'{path}: unreadable as CSV near line {reader.line_num + 1} ({e}); '
-                            'fix the file') from None
 
 
 def parse_column_types(text: Optional[str], columns: List[str]) -> Dict[str, str]:
@@ -90,9 +46,11 @@ class Table:
 
     def __init__(self, paths: List[str], label: str, column_types: Optional[str],
                  task: Optional[str], na_values: Sequence[str],
-                 known_types: Optional[Dict[str, str]] = None):
-        self.paths, self.na_values = paths, frozenset(na_values)
-        rows = itertools.islice(read_rows(paths[0]), SAMPLE_ROWS + 1)
+                 known_types: Optional[Dict[str, str]] = None,
+                 csv_format: csv_files.CsvFormat = csv_files.CsvFormat()):
+        self.paths, self.na_values, self.format = paths, frozenset(na_values), csv_format
+        rows = itertools.islice(csv_files.read_rows(paths[0], csv_format.delimiter),
+                                SAMPLE_ROWS + 1)
         header = next(rows, None)
         if header is None:
             raise UserError(f'{paths[0]}: empty; a CSV file starts with a header naming its '
@@ -109,7 +67,7 @@ class Table:
         present = [[value for value in (field.strip() for field in column)
                     if value not in self.na_values] for column in zip(*sample)] or [
             [] for _ in self.columns]
-        self.dtypes = [given.get(name) or table_schema.infer_dtype(values)
+        self.dtypes = [given.get(name) or self._inferred_dtype(name, values)
                        for name, values in zip(self.columns, present)]
         label_dtype = self.dtypes[self.label_index]
         if task == 'classification' and label_dtype == 'float':
@@ -120,14 +78,26 @@ class Table:
                             f'--column_types={label}:float if it is a number')
         self.task = task or table_schema.infer_task(label_dtype, present[self.label_index])
         self.names = [table_schema.feature_name(column) for column in self.columns]
-        self._converters = [{'int': int, 'float': float, 'string': str}[dtype]
+        number = float if csv_format.decimal == '.' else (  # the fast way where it can be
+            lambda text: table_schema.parse_value(text, 'float', csv_format.decimal))
+        self._converters = [{'int': int, 'float': number, 'string': str}[dtype]
                             for dtype in self.dtypes]
         self._floats = [index for index, dtype in enumerate(self.dtypes) if dtype == 'float']
+
+    def _inferred_dtype(self, column: str, values: List[str]) -> str:
+        dtype = table_schema.infer_dtype(values, self.format.decimal)
+        if dtype == 'string' and self.format.other_mark_numbers(values):
+            other = ',' if self.format.decimal == '.' else '.'
+            raise UserError(f'{self.paths[0]}, column {column!r}: numbers with a decimal '
+                            f'{csv_files.MARK_NAMES[other]} ({values[0]!r}), where the file is '
+                            f'read as {self.format.description()}; pass --decimal={other} to '
+                            f'read them as numbers, or --column_types={column}:string as text')
+        return dtype
 
     def typed_rows(self) -> Iterator[Tuple[str, List]]:
         """(the row's key for the split, its values typed, None for missing) of every file's rows."""
         for path in self.paths:
-            rows = read_rows(path)
+            rows = csv_files.read_rows(path, self.format.delimiter)
             header = next(rows, (0, []))[1]
             if [name.strip() for name in header] != self.columns:
                 raise UserError(f'{path}: its header differs from {self.paths[0]}\'s; give '
@@ -153,7 +123,7 @@ class Table:
             if field in na_values:
                 continue
             try:
-                table_schema.parse_value(field, dtype)
+                table_schema.parse_value(field, dtype, self.format.decimal)
             except ValueError:
                 wider = 'float' if dtype == 'int' else 'string'
                 raise UserError(f'{path} line {line}, column {column!r}: {field!r} is not '
@@ -208,17 +178,22 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
                 task: Optional[str], na_values: List[str], max_vocabulary: int,
                 weight_column: Optional[str], validation_fraction: float, num_shards: int,
                 num_eval_shards: int, seed: int, schema_from: Optional[str] = None,
-                split: Optional[str] = None) -> Dict:
+                split: Optional[str] = None, delimiter: Optional[str] = None,
+                decimal: Optional[str] = None) -> Dict:
     """Writes the 'train' (and 'validation') split of a CSV source, or every row to --split,
-    and the schema; with --schema_from, the columns take that prepared table's types."""
+    and the schema; with --schema_from, the columns take that prepared table's types. The
+    files are read as the first one is written (csv_files.file_format), unless told."""
     data_split.check_fraction(validation_fraction)
     known_types, trained = held_out.trained_schema(schema_from)
     label, task, weight_column = held_out.trained_defaults(trained, label, task, weight_column)
     if not label:
         raise UserError('--label is required for csv: the column to predict')
-    table = Table(file_patterns.source_files(source, 'a CSV file (.csv or .csv.gz) or a glob of '
-                                             'them', '*.csv'),
-                  label, column_types, task, na_values, known_types)
+    paths = file_patterns.source_files(source, 'a CSV file (.csv or .csv.gz) or a glob of them',
+                                       '*.csv')
+    csv_format = csv_files.file_format(paths[0], delimiter, decimal)
+    logging.info('--source=%s: read as %s (--delimiter and --decimal say otherwise)', source,
+                 csv_format.description())
+    table = Table(paths, label, column_types, task, na_values, known_types, csv_format)
     stats = table_schema.TableStats(table.columns, table.dtypes, label, table.task,
                                     max_vocabulary, seed, weight_column, split or 'train',
                                     (schema_from, trained))
@@ -234,4 +209,5 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
                                   'validation_fraction': validation_fraction,
                                   **stats.split_entry_extra(split)})
                for split in writers}
-    return stream_shards.publish(output_dir, writers, entries, 'csv', {**schema, 'source': source})
+    return stream_shards.publish(output_dir, writers, entries, 'csv',
+                                 {**schema, 'source': source, 'csv_format': csv_format.to_json()})

@@ -8,7 +8,8 @@
   python -m input_fns.prepare face_pairs --source_dir=LFW_ROOT --pairs_file=pairs.txt \
       --output_dir=OUT
   python -m input_fns.prepare csv --source=FILE_OR_GLOB --label=COLUMN --output_dir=OUT \
-      [--validation_fraction=0.2] [--column_types=NAME:float,...] [--task=classification]
+      [--validation_fraction=0.2] [--column_types=NAME:float,...] [--task=classification] \
+      [--delimiter=;] [--decimal=,]   # default: as the file's first lines are written
   python -m input_fns.prepare examples --source=PATTERN --label=NAME [--output_dir=OUT]
   python -m input_fns.prepare csv_example --output_dir=OUT --num_shards=20   # generated, csv_mlp's
   python -m input_fns.prepare images --source_dir=ROOT --output_dir=OUT [--image_size=64x64] \
@@ -100,6 +101,12 @@ def define_table_flags():
     flags.DEFINE_string('weight_column', None, 'csv, examples: a number column weighing each row '
                         'in the loss and the metrics (e.g. larger for a rare class); not a '
                         'feature, not a serving input.')
+    flags.DEFINE_string('delimiter', None, 'csv: the character between fields: , ; tab or | '
+                        '(default: the one that splits the first lines into the most columns, '
+                        'as many on each line).')
+    flags.DEFINE_enum('decimal', None, ['.', ','], 'csv: the mark before a number\'s fraction '
+                      '(default: , in a ;-separated file, as spreadsheets in such locales write '
+                      'it, else .).')
     flags.DEFINE_list('na_values', list(table_schema.DEFAULT_NA_VALUES), 'csv: the field values '
                       'that mark a missing value (an empty field always does).')
     flags.DEFINE_string('schema_from', None, 'csv, examples, images: prepared shards (their '

@@ -37,11 +37,16 @@ def feature_name(column: str) -> str:
     return name if re.match(r'[A-Za-z0-9.]', name) else f'c{name}'
 
 
-def parse_value(text: str, dtype: str):
-    """A field as its column's type; ValueError if it does not read as one."""
+def parse_value(text: str, dtype: str, decimal: str = '.'):
+    """A field as its column's type; ValueError if it does not read as one. decimal: the mark
+    before a number's fraction (',' for '1,5'; a '.' is then no number's: '1.500' may be 1500)."""
     if dtype == 'int':
         return int(text)
     if dtype == 'float':
+        if decimal == ',':
+            if '.' in text:
+                raise ValueError(f'{text!r} has a point, where the decimal mark is a comma')
+            text = text.replace(',', '.')
         value = float(text)
         if not np.isfinite(value):
             raise ValueError(f'{text!r} is not a finite number')
@@ -49,13 +54,13 @@ def parse_value(text: str, dtype: str):
     return text
 
 
-def infer_dtype(values: Sequence[str]) -> str:
+def infer_dtype(values: Sequence[str], decimal: str = '.') -> str:
     """'int', 'float' or 'string': the narrowest type every (non-missing) sample value reads as;
     a column with no value in the sample is a string (--column_types overrides)."""
     for dtype in ('int', 'float'):
         try:
             for value in values:
-                parse_value(value, dtype)
+                parse_value(value, dtype, decimal)
         except ValueError:
             continue
         return dtype if values else 'string'

@@ -107,10 +107,16 @@ def test_dnn_classifier_trains_then_the_eval_job_exports_the_best_and_it_serves(
     rows = f'{binary}/rows.jsonl'
     with open(rows, 'w') as f:
         f.write('{"age": 75, "color": "red"}\n{"age": 19, "x": 0.1}\n')
-    lines = trainer('--mode=predict', f'--saved_model={export_dir}/best', rows,
-                    f'{binary}/table.csv').stdout.strip().splitlines()
-    assert [json.loads(line)['classes'] for line in lines[:2]] == ['rich', 'poor']
-    assert len(lines) == 2 + 240
+    spreadsheet = f'{binary}/spreadsheet.csv'  # the table as Excel writes it where 0,5 is a half
+    with open(f'{binary}/table.csv') as f, open(spreadsheet, 'w', encoding='utf-8-sig') as out:
+        out.write(f.read().replace(',', ';').replace('.', ','))
+    lines = [json.loads(line) for line in trainer(
+        '--mode=predict', f'--saved_model={export_dir}/best', rows, f'{binary}/table.csv',
+        spreadsheet).stdout.strip().splitlines()]
+    assert [line['classes'] for line in lines[:2]] == ['rich', 'poor']
+    assert len(lines) == 2 + 240 + 240
+    assert [line['probabilities'] for line in lines[2 + 240:]] == [
+        line['probabilities'] for line in lines[2:2 + 240]]
     latin1 = f'{binary}/latin1.jsonl'
     with open(latin1, 'wb') as f:
         f.write('{"age": 75, "color": "r\u00e9d"}\n'.encode('latin-1'))

@@ -3,8 +3,10 @@ back, and one-line errors that leave the prepared data as it was."""
 import csv
 import glob
 import gzip
+import io
 import json
 import os
+import re
 import subprocess
 
 import numpy as np
@@ -13,7 +15,7 @@ import tensorflow as tf
 
 from common.errors import UserError
 from helpers import REPO, assert_one_line_error, run_module, run_prepare
-from input_fns import csv_tables, example_tables, pipeline, table_records
+from input_fns import csv_files, csv_tables, example_tables, pipeline, table_records
 
 PEOPLE = '''age,workclass,"hours, per week",score,income
 39,State-gov,40,1.5,<=50K
@@ -100,6 +102,10 @@ def test_split_is_by_a_hash_of_the_row_and_the_same_every_time(tmp_path):
     ('a,b,a\n1,2,3\n', dict(label='b'), ["names 'a' twice"]),
     ('a,,c\n1,2,3\n', dict(label='a'), ['column 2 of the header has no name']),
     (PEOPLE, dict(column_types='age:decimal'), ['--column_types', 'age:decimal']),
+    (PEOPLE, dict(delimiter='x'), ['--delimiter=x', 'give one of , ; tab |']),
+    ('age\tscore\tincome\n3\t1,5\tyes\n4\t2,0\tno\n', {},
+     ["column 'score': numbers with a decimal comma ('1,5')", 'read as tab-separated, with a '
+      'decimal point', 'pass --decimal=,', '--column_types=score:string']),
 ])
 def test_bad_csv_is_one_error_naming_the_place_and_changes_nothing(tmp_path, monkeypatch, text,
                                                                   overrides, fragments):
@@ -114,6 +120,39 @@ def test_bad_csv_is_one_error_naming_the_place_and_changes_nothing(tmp_path, mon
     for fragment in fragments:
         assert fragment in str(error.value)
     assert {path: os.path.getsize(path) for path in glob.glob(os.path.join(out, '*'))} == before
+
+
+def in_format(text, delimiter, decimal_comma=False):
+    """The CSV text written again with another delimiter (and '1,5' for each number's 1.5)."""
+    out = io.StringIO()
+    writer = csv.writer(out, delimiter=delimiter, lineterminator='\r\n')
+    for fields in csv.reader(io.StringIO(text)):
+        writer.writerow([field.replace('.', ',') if decimal_comma and re.fullmatch(r'[\d.]+', field)
+                         else field for field in fields])
+    return out.getvalue()
+
+
+def test_a_spreadsheets_csv_is_read_in_its_own_format_and_makes_the_same_table(tmp_path):
+    """Excel's "CSV UTF-8" in a locale that writes 1.5 as '1,5': a byte-order mark, ';' between
+    fields, CRLF; and a tab-separated file: each prepared as the plain CSV is, its format found."""
+    tables = {}
+    for name, text, found in [
+            ('plain.csv', PEOPLE, {'delimiter': ',', 'decimal': '.'}),
+            ('excel.csv', '\ufeff' + in_format(PEOPLE, ';', decimal_comma=True),
+             {'delimiter': ';', 'decimal': ','}),
+            ('tabs.tsv', in_format(PEOPLE, '\t'), {'delimiter': '\t', 'decimal': '.'})]:
+        out = str(tmp_path / name.replace('.', '_'))
+        run_prepare(csv_tables.prepare_csv, source=write(tmp_path / name, text), output_dir=out,
+                    **table_args())
+        schema = json.load(open(os.path.join(out, 'manifest.json')))['schema']
+        assert (schema.pop('csv_format'), schema.pop('source')) == (found, str(tmp_path / name))
+        [(features, labels)] = read_back(out, schema)
+        tables[name] = schema, {k: v.numpy().tolist() for k, v in features.items()}, labels.numpy().tolist()
+    assert [feature['name'] for feature in tables['excel.csv'][0]['features']][0] == 'age'
+    assert tables['excel.csv'] == tables['plain.csv'] == tables['tabs.tsv']
+    # A ';' in a comma-separated file's header name does not make it ;-separated.
+    named = write(tmp_path / 'named.csv', 'a;b,label\n1,x\n2,y\n')
+    assert csv_files.file_format(named) == csv_files.CsvFormat(',', '.')
 
 
 def test_prepare_csv_cli_without_the_label_column_exits_2_with_one_line(tmp_path):
@@ -362,7 +401,7 @@ def test_csv_rows_written_with_csv_module_quotes_read_back(tmp_path):
         writer.writerow(['text', 'label'])
         writer.writerow(['a "quoted", multi\nline value', 'yes'])
         writer.writerow(['plain', 'no'])
-    rows = list(csv_tables.read_rows(str(path)))
+    rows = list(csv_files.read_rows(str(path)))
     assert rows[1] == (3, ['a "quoted", multi\nline value', 'yes'])
 
 

@@ -1,5 +1,5 @@
-"""--mode=predict on rows: a CSV file with a header (the label column may be there or not) or
-JSON lines ({"age": 39, "workclass": "Private", ...} a line), one JSON line out per row.
+"""--mode=predict on rows: a CSV file with a header (the label column may be there or not; its
+delimiter and decimal mark read as `prepare csv` reads them, input_fns/csv_files.py) or JSON lines ({"age": 39, "workclass": "Private", ...} a line), one JSON line out per row.
 
 Each row becomes the tf.Example TF Serving's Classify API would build, a missing value left
 out, and runs through the export's `predict_examples` signature, which fills a missing value
@@ -11,9 +11,9 @@ from typing import Dict, Iterator, List, Tuple
 import tensorflow as tf
 
 from common.errors import UserError, op_error_summary
-from input_fns import csv_tables, table_records, table_schema
+from input_fns import csv_files, table_records, table_schema
 
-TABLE_SUFFIXES = ('.csv', '.csv.gz', '.jsonl', '.json')
+TABLE_SUFFIXES = ('.csv', '.csv.gz', '.tsv', '.tsv.gz', '.jsonl', '.json')
 EXAMPLES_SIGNATURE = 'predict_examples'
 BATCH_ROWS = 1000
 _DTYPES = {tf.int64: 'int', tf.float32: 'float', tf.string: 'string'}
@@ -24,8 +24,8 @@ def is_table_file(path: str) -> bool:
     return path.endswith(TABLE_SUFFIXES)
 
 
-def _csv_rows(path: str) -> Iterator[Tuple[int, Dict[str, str]]]:
-    rows = csv_tables.read_rows(path)
+def _csv_rows(path: str, delimiter: str) -> Iterator[Tuple[int, Dict[str, str]]]:
+    rows = csv_files.read_rows(path, delimiter)
     header = [table_schema.feature_name(name) for name in next(rows, (0, []))[1]]
     for line, fields in rows:
         if len(fields) != len(header):
@@ -36,7 +36,7 @@ def _csv_rows(path: str) -> Iterator[Tuple[int, Dict[str, str]]]:
 
 
 def _json_rows(path: str) -> Iterator[Tuple[int, Dict]]:
-    with csv_tables.open_text(path) as lines:
+    with csv_files.open_text(path) as lines:
         try:
             for line, text in enumerate(lines, 1):
                 if not text.strip():
@@ -54,12 +54,12 @@ def _json_rows(path: str) -> Iterator[Tuple[int, Dict]]:
             raise UserError(f'{path}: not UTF-8 text; save the file as UTF-8') from None
 
 
-def _example(row: Dict, features: Dict[str, str], where: str) -> bytes:
+def _example(row: Dict, features: Dict[str, str], where: str, decimal: str) -> bytes:
     names = sorted(name for name in row if name in features)
     values = []
     for name in names:
         try:
-            values.append(table_schema.parse_value(str(row[name]), features[name]))
+            values.append(table_schema.parse_value(str(row[name]), features[name], decimal))
         except ValueError:
             raise UserError(f'{where}, column {name!r}: {row[name]!r} is not '
                             f'{"an int" if features[name] == "int" else "a number"}, as the '
@@ -76,10 +76,14 @@ def predict_rows(signatures, saved_model_dir: str, paths: List[str]) -> Iterator
     inputs = signatures['serving_default'].structured_input_signature[1]
     features = {name: _DTYPES[spec.dtype] for name, spec in inputs.items()}
     for path in paths:
-        rows = _json_rows(path) if path.endswith(('.json', '.jsonl')) else _csv_rows(path)
+        if path.endswith(('.json', '.jsonl')):
+            rows, decimal = _json_rows(path), '.'
+        else:
+            csv_format = csv_files.file_format(path)
+            rows, decimal = _csv_rows(path, csv_format.delimiter), csv_format.decimal
         batch = []
         for line, row in rows:
-            batch.append((line, _example(row, features, f'{path} line {line}')))
+            batch.append((line, _example(row, features, f'{path} line {line}', decimal)))
             if len(batch) == BATCH_ROWS:
                 yield from _run(signatures[EXAMPLES_SIGNATURE], path, batch)
                 batch = []

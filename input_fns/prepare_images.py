@@ -5,7 +5,7 @@
 
 ROOT holds one sub-folder per class, as tf.keras.utils.image_dataset_from_directory reads it:
 the class names are the sub-folders' names, sorted (label i is the i-th name), and a class's
-images may lie in nested folders. Every file is decoded (PNG, JPEG, GIF, BMP) and fitted to
+images may lie in nested folders. Every file is decoded (PNG, JPEG, GIF, BMP, WebP) and fitted to
 --image_size in worker processes, then stored as image_records' raw pixels. The split goes by
 a hash of each file's path below ROOT (input_fns/split.py), so adding photos moves none of
 the old ones. Everything is checked before anything is written: a bad tree writes nothing.
@@ -22,11 +22,12 @@ from absl import logging
 
 from common import file_trees, files, paths, progress
 from common.errors import UserError, op_error_summary
-from input_fns import file_patterns, image_records, parallel_python, python_workers, shards
+from input_fns import (file_patterns, image_records, parallel_python, python_workers, shards,
+                       webp_images)
 from input_fns import split as data_split
 
-# image_dataset_from_directory's extensions; tf.io.decode_image reads all four formats.
-IMAGE_EXTENSIONS = ('.bmp', '.gif', '.jpeg', '.jpg', '.png')
+# image_dataset_from_directory's extensions, which tf.io.decode_image reads, and WebP.
+IMAGE_EXTENSIONS = ('.bmp', '.gif', '.jpeg', '.jpg', '.png', webp_images.EXTENSION)
 DECODED, UNDECODABLE = 1, 0
 CHUNK_SIZE = 16
 
@@ -71,7 +72,7 @@ class ImageTree:
             images = [path for path in found if path.lower().endswith(IMAGE_EXTENSIONS)]
             if not images:
                 raise UserError(f'{paths.join(root, name)}: no images in this class folder (PNG, '
-                                'JPEG, GIF or BMP); add some, or remove the folder')
+                                'JPEG, GIF, BMP or WebP); add some, or remove the folder')
             self.images += images
             self.labels += [label] * len(images)
             self.not_images += sorted(set(found) - set(images))
@@ -101,7 +102,8 @@ def decode_and_fit(item):
             lambda encoded: fit_encoded(encoded, image_shape, resize),
             input_signature=[tf.TensorSpec([], tf.string)])
     try:
-        return _fitters[image_shape, resize](files.read_bytes(path)).numpy(), DECODED
+        encoded = webp_images.decodable(files.read_bytes(path))
+        return _fitters[image_shape, resize](encoded).numpy(), DECODED
     except (tf.errors.OpError, OSError):
         return np.zeros(image_shape, np.uint8), UNDECODABLE
 
@@ -114,11 +116,11 @@ def fit_encoded(encoded, image_shape, resize: str):
 def why_bad(path: str, image_shape, resize: str) -> str:
     """What is wrong with a file the workers could not decode (tried again here, for its message)."""
     try:
-        fit_encoded(files.read_bytes(path), image_shape, resize)
+        fit_encoded(webp_images.decodable(files.read_bytes(path)), image_shape, resize)
     except tf.errors.InvalidArgumentError as e:
         # Eager errors carry the op's wrapper: '{{function_node ...}} REASON [Op:DecodeImage]'.
         reason = re.sub(r'\{\{.*?\}\}\s*|\s*\[Op:\w+\]', '', op_error_summary(e))
-        return f'not a decodable PNG, JPEG, GIF or BMP image ({reason})'
+        return f'not a decodable PNG, JPEG, GIF, BMP or WebP image ({reason})'
     except (tf.errors.OpError, OSError) as e:
         return f'cannot be read ({getattr(e, "message", None) or e})'.splitlines()[0]
     return 'could not be decoded in a worker process'

@@ -14,6 +14,17 @@ CLASSES = ('cat', 'dog', 'fox')
 TINY_GIF = (b'GIF89a\x01\x00\x01\x00\x80\x00\x00\xff\xff\xff\x00\x00\x00!\xf9\x04\x01\x00\x00'
             b'\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;')
 
+# An 8x12 lossless WebP of tiny_webp_pixels() (`cwebp -lossless -exact`: TensorFlow encodes no
+# WebP, and tensorflow-io only decodes it).
+TINY_WEBP = (b'RIFF.\x00\x00\x00WEBPVP8L!\x00\x00\x00/\x0b\xc0\x01\x00\x892D\xf4?\x16\x11'
+             b'\xd1\xff\x00\x91\xb6M\xd9\xfd\x9b\x1e\xba\x801\x9f\x85\x98\x00\x8dJ\xd4\x1f\x00')
+
+
+def tiny_webp_pixels() -> np.ndarray:
+    """TINY_WEBP's pixels: red 230 (a cat, as class_image draws one), green and blue ramps."""
+    rows, columns = np.mgrid[0:8, 0:12]
+    return np.stack([np.full((8, 12), 230), columns * 7, rows * 11], -1).astype(np.uint8)
+
 
 def bmp_bytes(pixels: np.ndarray) -> bytes:
     """A 24-bit BMP of uint8 RGB pixels [H, W, 3] (TensorFlow encodes no BMP): rows bottom-up, BGR,

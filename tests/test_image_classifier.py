@@ -12,7 +12,8 @@ import pytest
 import tensorflow as tf
 
 from helpers import assert_one_line_error, run_module, run_prepare, run_together
-from image_tree import STORED_AS, class_image, encode, with_orientation, write_image_tree
+from image_tree import (STORED_AS, TINY_WEBP, class_image, encode, tiny_webp_pixels, with_orientation,
+                        write_image_tree)
 from input_fns import prepare_images
 from serving_loader_checks import as_array, check_against_python, replayed_warmup
 from test_serving import run_rest_body
@@ -142,9 +143,13 @@ def test_export_through_tf_serving_loader(trained, serving_loader, tmp_path):
 def test_predict_prints_each_files_class_name_and_score(trained, tmp_path):
     (tmp_path / 'fox.bmp').write_bytes(photo_bytes(2, 50, 33, 'bmp'))
     (tmp_path / 'broken.png').write_bytes(b'\x89PNG\r\n\x1a\n broken')
+    (tmp_path / 'cat.webp').write_bytes(TINY_WEBP)
+    (tmp_path / 'cat.png').write_bytes(encode(tiny_webp_pixels(), 'png'))
     result = run_module('trainer.main', '--mode=predict', f'--saved_model={trained.export_dir}/best',
-                        str(tmp_path / 'fox.bmp'))
-    [row] = [json.loads(line) for line in result.stdout.splitlines()]
+                        str(tmp_path / 'fox.bmp'), str(tmp_path / 'cat.webp'), str(tmp_path / 'cat.png'))
+    [row, webp, png] = [json.loads(line) for line in result.stdout.splitlines()]
+    # A WebP served as the same photo's PNG (1e-6: the rows of one batch, computed apart).
+    np.testing.assert_allclose(webp['probabilities'], png['probabilities'], atol=1e-6)
     assert row['image'] == str(tmp_path / 'fox.bmp') and row['class_name'] in CLASSES
     assert row['score'] == max(row['probabilities'])
     # The same photo in a REST body, through what --mode=predict runs on a .json file (here in
@@ -153,10 +158,11 @@ def test_predict_prints_each_files_class_name_and_score(trained, tmp_path):
     (tmp_path / 'request.json').write_text(json.dumps({'instances': [{'b64': encoded}]}))
     [rest_row] = predict.predict_files(f'{trained.export_dir}/best',
                                        [str(tmp_path / 'request.json')])
-    assert rest_row['class_name'] == row['class_name'] and rest_row['score'] == row['score']
+    assert rest_row['class_name'] == row['class_name']
+    assert rest_row['score'] == pytest.approx(row['score'], abs=1e-6)  # a batch of 1, not 3
     result = run_module('trainer.main', '--mode=predict', f'--saved_model={trained.export_dir}/best',
                         str(tmp_path / 'fox.bmp'), str(tmp_path / 'broken.png'), check=False)
-    assert_one_line_error(result, 2, f'{tmp_path}/broken.png: not a PNG, JPEG, GIF or BMP image')
+    assert_one_line_error(result, 2, f'{tmp_path}/broken.png: not a PNG, JPEG, GIF, BMP or WebP image')
 
 
 def test_image_classifier_refuses_shards_without_an_images_schema(digit_shards, tmp_path):

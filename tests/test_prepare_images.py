@@ -11,7 +11,8 @@ import tensorflow as tf
 
 from common.errors import UserError
 from helpers import assert_one_line_error, run_module, run_prepare
-from image_tree import TINY_GIF, bmp_bytes, class_image, encode, with_orientation, write_image_tree
+from image_tree import (TINY_GIF, TINY_WEBP, bmp_bytes, class_image, encode, tiny_webp_pixels,
+                        with_orientation, write_image_tree)
 from input_fns import image_records, prepare_images, split
 
 
@@ -132,6 +133,17 @@ def test_bmp_and_gif_decode_as_the_other_formats(tmp_path):
     assert image_records.decode_any_image(TINY_GIF, 1).numpy().shape == (1, 1, 1)
 
 
+def test_a_webp_photo_is_prepared_as_the_same_photo_in_png(tmp_path):
+    for name, encoded in (('webp', TINY_WEBP), ('png', encode(tiny_webp_pixels(), 'png'))):
+        write_image_tree(tmp_path / name, per_class=2)
+        (tmp_path / name / 'cat' / f'web.{name}').write_bytes(encoded)
+        # Two workers: the WebP is read in a worker process, which loads tensorflow-io itself.
+        prepare(tmp_path / name, tmp_path / f'{name}_out', validation_fraction=0.0,
+                decode_workers=2)
+    assert (split_pixels(tmp_path / 'webp_out', 'train', [16, 24, 3])
+            == split_pixels(tmp_path / 'png_out', 'train', [16, 24, 3]))
+
+
 def test_greyscale_and_skipped_bad_images_are_counted(tmp_path):
     write_image_tree(tmp_path / 'photos', per_class=6)
     (tmp_path / 'photos' / 'cat' / 'broken.jpg').write_bytes(b'\xff\xd8 not really a jpeg')
@@ -148,12 +160,15 @@ def test_greyscale_and_skipped_bad_images_are_counted(tmp_path):
     ({'cat/1.png': 'png'}, 'one class folder (cat); a classifier needs two or more'),
     ({'cat/1.png': 'png', 'dog/readme.txt': 'text'}, '/dog: no images in this class folder'),
     ({'cat/1.png': 'png', 'dog/2.bmp': 'bmp', 'dog/3.png': 'garbage'},
-     '/dog/3.png: not a decodable PNG, JPEG, GIF or BMP image'),
+     '/dog/3.png: not a decodable PNG, JPEG, GIF, BMP or WebP image'),
+    ({'cat/1.png': 'png', 'dog/2.webp': 'cut_webp'},
+     '/dog/2.webp: not a decodable PNG, JPEG, GIF, BMP or WebP image (contents could not be '
+     'decoded as WebP'),
 ])
 def test_bad_trees_are_refused_before_anything_is_written(tmp_path, layout, message):
     contents = {'png': tf.io.encode_png(np.zeros([4, 4, 3], np.uint8)).numpy(),
                 'bmp': bmp_bytes(np.zeros([4, 4, 3], np.uint8)), 'text': b'hello',
-                'garbage': b'\x89PNG but not'}
+                'garbage': b'\x89PNG but not', 'cut_webp': TINY_WEBP[:30]}
     (tmp_path / 'photos').mkdir()
     for relative, kind in layout.items():
         (tmp_path / 'photos' / relative).parent.mkdir(parents=True, exist_ok=True)

@@ -14,8 +14,8 @@ from absl import logging
 
 from common.errors import UserError
 from input_fns import split as data_split
-from input_fns import (csv_files, file_patterns, held_out, stream_shards, table_records,
-                       table_schema)
+from input_fns import (column_choice, csv_files, file_patterns, held_out, stream_shards,
+                       table_records, table_schema)
 
 SAMPLE_ROWS = 10_000  # rows the column types and the task are inferred from
 CHUNK_ROWS = 4096  # rows summarized at a time (numpy per column)
@@ -42,33 +42,35 @@ def row_key(fields: List[str]) -> str:
 
 
 class Table:
-    """A CSV source's header, column types and task, from its first file's first rows."""
+    """A CSV source's header, column types and task, from its first file's first rows; the
+    columns are the header's less --ignore_columns (a row's split still goes by all its fields)."""
 
     def __init__(self, paths: List[str], label: str, column_types: Optional[str],
                  task: Optional[str], na_values: Sequence[str],
                  known_types: Optional[Dict[str, str]] = None,
-                 csv_format: csv_files.CsvFormat = csv_files.CsvFormat()):
+                 csv_format: csv_files.CsvFormat = csv_files.CsvFormat(),
+                 ignore_columns: Optional[Sequence[str]] = None,
+                 weight_column: Optional[str] = None):
         self.paths, self.na_values, self.format = paths, frozenset(na_values), csv_format
         rows = itertools.islice(csv_files.read_rows(paths[0], csv_format.delimiter),
                                 SAMPLE_ROWS + 1)
-        header = next(rows, None)
-        if header is None:
-            raise UserError(f'{paths[0]}: empty; a CSV file starts with a header naming its '
-                            'columns')
-        self.columns = [name.strip() for name in header[1]]
-        table_schema.check_names(self.columns, f'{paths[0]} line 1')
-        if label not in self.columns:
-            raise UserError(f'--label={label}: {paths[0]} has no such column; its columns: '
-                            f'{", ".join(self.columns)}')
+        self.header = self._read_header(next(rows, None), label)
+        self.ignored = column_choice.ignored_columns(ignore_columns, self.header, label,
+                                                    weight_column)
+        self._kept = [index for index, name in enumerate(self.header)
+                      if name not in self.ignored]
+        self.columns = [self.header[index] for index in self._kept]
         self.label, self.label_index = label, self.columns.index(label)
         given = {**{name: dtype for name, dtype in (known_types or {}).items()
-                    if name in self.columns}, **parse_column_types(column_types, self.columns)}
-        sample = [fields for _, fields in rows if len(fields) == len(self.columns)]
+                    if name in self.columns}, **parse_column_types(column_types, self.header)}
+        sample = [fields for _, fields in rows if len(fields) == len(self.header)]
         present = [[value for value in (field.strip() for field in column)
                     if value not in self.na_values] for column in zip(*sample)] or [
-            [] for _ in self.columns]
+            [] for _ in self.header]
+        present = [present[index] for index in self._kept]
         self.dtypes = [given.get(name) or self._inferred_dtype(name, values)
                        for name, values in zip(self.columns, present)]
+        column_choice.warn_of_identifiers(self.columns, self.dtypes, present, label, paths[0])
         label_dtype = self.dtypes[self.label_index]
         if task == 'classification' and label_dtype == 'float':
             raise UserError(f'--task=classification: the label {label!r} holds decimals; pass '
@@ -77,12 +79,23 @@ class Table:
             raise UserError(f'--task=regression: the label {label!r} holds text; pass '
                             f'--column_types={label}:float if it is a number')
         self.task = task or table_schema.infer_task(label_dtype, present[self.label_index])
-        self.names = [table_schema.feature_name(column) for column in self.columns]
+        self.names = [column_choice.feature_name(column) for column in self.columns]
         number = float if csv_format.decimal == '.' else (  # the fast way where it can be
             lambda text: table_schema.parse_value(text, 'float', csv_format.decimal))
         self._converters = [{'int': int, 'float': number, 'string': str}[dtype]
                             for dtype in self.dtypes]
         self._floats = [index for index, dtype in enumerate(self.dtypes) if dtype == 'float']
+
+    def _read_header(self, header: Optional[Tuple[int, List[str]]], label: str) -> List[str]:
+        if header is None:
+            raise UserError(f'{self.paths[0]}: empty; a CSV file starts with a header naming its '
+                            'columns')
+        names = [name.strip() for name in header[1]]
+        column_choice.check_names(names, f'{self.paths[0]} line 1')
+        if label not in names:
+            raise UserError(f'--label={label}: {self.paths[0]} has no such column; its columns: '
+                            f'{", ".join(names)}')
+        return names
 
     def _inferred_dtype(self, column: str, values: List[str]) -> str:
         dtype = table_schema.infer_dtype(values, self.format.decimal)
@@ -99,17 +112,19 @@ class Table:
         for path in self.paths:
             rows = csv_files.read_rows(path, self.format.delimiter)
             header = next(rows, (0, []))[1]
-            if [name.strip() for name in header] != self.columns:
+            if [name.strip() for name in header] != self.header:
                 raise UserError(f'{path}: its header differs from {self.paths[0]}\'s; give '
                                 'files with the same columns in --source')
             for line, fields in rows:
                 yield row_key(fields), self._typed(path, line, fields)
 
     def _typed(self, path: str, line: int, fields: List[str]) -> List:
-        if len(fields) != len(self.columns):
+        if len(fields) != len(self.header):
             raise UserError(f'{path} line {line}: {len(fields)} fields, but the header names '
-                            f'{len(self.columns)} columns; fix that row (quote a field that '
+                            f'{len(self.header)} columns; fix that row (quote a field that '
                             'holds a comma)')
+        if len(self._kept) < len(fields):
+            fields = [fields[index] for index in self._kept]
         na_values = self.na_values
         try:  # the fast way, one comprehension; the slow one below only finds what failed
             values = [None if field in na_values else convert(field) for convert, field in
@@ -179,13 +194,15 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
                 weight_column: Optional[str], validation_fraction: float, num_shards: int,
                 num_eval_shards: int, seed: int, schema_from: Optional[str] = None,
                 split: Optional[str] = None, delimiter: Optional[str] = None,
-                decimal: Optional[str] = None) -> Dict:
+                decimal: Optional[str] = None,
+                ignore_columns: Optional[List[str]] = None) -> Dict:
     """Writes the 'train' (and 'validation') split of a CSV source, or every row to --split,
     and the schema; with --schema_from, the columns take that prepared table's types. The
     files are read as the first one is written (csv_files.file_format), unless told."""
     data_split.check_fraction(validation_fraction)
     known_types, trained = held_out.trained_schema(schema_from)
-    label, task, weight_column = held_out.trained_defaults(trained, label, task, weight_column)
+    label, task, weight_column, ignore_columns = held_out.trained_defaults(
+        trained, label, task, weight_column, ignore_columns)
     if not label:
         raise UserError('--label is required for csv: the column to predict')
     paths = file_patterns.source_files(source, 'a CSV file (.csv or .csv.gz) or a glob of them',
@@ -193,7 +210,8 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
     csv_format = csv_files.file_format(paths[0], delimiter, decimal)
     logging.info('--source=%s: read as %s (--delimiter and --decimal say otherwise)', source,
                  csv_format.description())
-    table = Table(paths, label, column_types, task, na_values, known_types, csv_format)
+    table = Table(paths, label, column_types, task, na_values, known_types, csv_format,
+                  ignore_columns, weight_column)
     stats = table_schema.TableStats(table.columns, table.dtypes, label, table.task,
                                     max_vocabulary, seed, weight_column, split or 'train',
                                     (schema_from, trained))
@@ -201,7 +219,7 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
     rows = ((key.encode(), values, encoder.encode(values)) for key, values in table.typed_rows())
     writers, skipped = write_table(output_dir, rows, stats, label, validation_fraction,
                                    num_shards, num_eval_shards, f'--source={source}', split)
-    schema = stats.schema(na_values)
+    schema = stats.schema(na_values, table.ignored)
     schema['label']['missing'] = sum(skipped.values())
     entries = {split: dict(skipped=skipped[split], features=dict(zip(table.names, table.dtypes)),
                            sources=table.paths, seed=seed,

@@ -19,7 +19,8 @@ from google.protobuf.message import DecodeError
 
 from common import files, paths
 from common.errors import UserError, op_error_summary
-from input_fns import csv_tables, file_patterns, held_out, shards, stream_shards, table_schema
+from input_fns import (column_choice, csv_tables, file_patterns, held_out, shards, stream_shards,
+                       table_schema)
 from input_fns import split as data_split
 
 SAMPLE_RECORDS = 10_000
@@ -74,7 +75,7 @@ def _column_types(sample, label: str, where: str) -> Tuple[List[str], List[str]]
         raise UserError(f'--label={label}: {where} has no such feature; its features: '
                         f'{", ".join(sorted(kinds))}')
     for name in kinds:
-        if table_schema.feature_name(name) != name:
+        if column_choice.feature_name(name) != name:
             raise UserError(f'{where}: feature {name!r} has a name TensorFlow cannot take in a '
                             'model; rename it in the records')
     columns = sorted(kinds)
@@ -109,12 +110,14 @@ def _typed(example, path: str, number: int, columns: List[str], dtypes: List[str
 def prepare_examples(*, source: str, label: str, output_dir: Optional[str], task: Optional[str],
                      max_vocabulary: int, weight_column: Optional[str], split: Optional[str],
                      validation_fraction: float, num_shards: int, num_eval_shards: int, seed: int,
-                     schema_from: Optional[str] = None) -> Dict:
+                     schema_from: Optional[str] = None,
+                     ignore_columns: Optional[List[str]] = None) -> Dict:
     """Describes the records in place as one split, or reshards them into --output_dir: train
     and validation, or every record into --split. With --schema_from (a held-out set): the
     label, task and weight of the data a model was trained on, and the same feature types."""
     known_types, trained = held_out.trained_schema(schema_from)
-    label, task, weight_column = held_out.trained_defaults(trained, label, task, weight_column)
+    label, task, weight_column, ignore_columns = held_out.trained_defaults(
+        trained, label, task, weight_column, ignore_columns)
     if not label:
         raise UserError('--label is required for examples: the feature to predict')
     path_list = file_patterns.source_files(source, 'a glob of TFRecord files', '*')
@@ -122,18 +125,24 @@ def prepare_examples(*, source: str, label: str, output_dir: Optional[str], task
               itertools.islice(_records(path_list), SAMPLE_RECORDS)]
     columns, dtypes = _column_types([example for _, _, example in sample], label,
                                     f'--source={source}')
+    ignored = column_choice.ignored_columns(ignore_columns, columns, label, weight_column)
+    columns, dtypes = zip(*[(name, dtype) for name, dtype in zip(columns, dtypes)
+                            if name not in ignored])
+    columns, dtypes = list(columns), list(dtypes)
     _check_trained_types(columns, dtypes, known_types, schema_from, f'--source={source}')
     label_index = columns.index(label)
-    label_values = [values[label_index] for values in
-                    (_typed(example, path, number, columns, dtypes)
-                     for path, number, example in sample)
-                    if values[label_index] is not None]
+    typed_sample = [_typed(example, path, number, columns, dtypes)
+                    for path, number, example in sample]
+    present = [[value for value in column if value is not None] for column in zip(*typed_sample)]
+    column_choice.warn_of_identifiers(columns, dtypes, present, label, f'--source={source}')
+    label_values = present[label_index]
     task = task or table_schema.infer_task(dtypes[label_index], label_values)
     statistics_of = split or 'train'
     stats = table_schema.TableStats(columns, dtypes, label, task, max_vocabulary, seed,
                                     weight_column, statistics_of, (schema_from, trained))
     if not output_dir:
-        return _describe_in_place(path_list, stats, columns, dtypes, statistics_of, source)
+        return _describe_in_place(path_list, stats, columns, dtypes, statistics_of, source,
+                                  ignored)
     data_split.check_fraction(validation_fraction)
     rows = ((record, _typed(example, path, number, columns, dtypes), record)
             for path, number, example, record in _records(path_list))
@@ -145,7 +154,7 @@ def prepare_examples(*, source: str, label: str, output_dir: Optional[str], task
                           extra={'skipped_because': 'the label is missing',
                                  **stats.split_entry_extra(name)})
                for name in writers}
-    schema = {**stats.schema([]), 'source': source}
+    schema = {**stats.schema([], ignored), 'source': source}
     return stream_shards.publish(output_dir, writers, entries, 'examples', schema)
 
 
@@ -159,7 +168,7 @@ def _check_trained_types(columns, dtypes, known_types, schema_from, where) -> No
                             'it as the training records do')
 
 
-def _describe_in_place(path_list, stats, columns, dtypes, split, source) -> Dict:
+def _describe_in_place(path_list, stats, columns, dtypes, split, source, ignored) -> Dict:
     """The manifest beside the user's records: them as one split, and the schema."""
     folder = manifest_folder(source)
     if any(os.path.dirname(path) != os.path.dirname(path_list[0]) for path in path_list):
@@ -192,7 +201,7 @@ def _describe_in_place(path_list, stats, columns, dtypes, split, source) -> Dict
               for path in path_list]
     manifest = shards.read_manifest(folder)
     if shards.takes_schema(manifest, [split]):
-        manifest['schema'] = {**stats.schema([]), 'source': source}
+        manifest['schema'] = {**stats.schema([], ignored), 'source': source}
     manifest.setdefault('splits', {})[split] = shards.split_entry(
         listed, 0, dict(zip(columns, dtypes)), path_list, 0,
         {'read_in_place': True, **stats.split_entry_extra(split)})

@@ -1,5 +1,6 @@
 """A held-out table (`prepare csv` or `prepare examples` with --schema_from=DIR --split=test),
-written as a model trained on DIR's table reads it: its column types, label, task and weight."""
+written as a model trained on DIR's table reads it: its column types, label, task and weight, and
+the columns it left out."""
 from typing import Dict, Optional, Tuple
 
 from input_fns import file_patterns
@@ -15,11 +16,13 @@ def trained_schema(schema_from: Optional[str]) -> Tuple[Dict[str, str], Optional
     return {entry.get('column', entry['name']): entry['dtype'] for entry in entries}, schema
 
 
-def trained_defaults(trained: Optional[Dict], label, task, weight_column):
-    """(label, task, weight_column) as given, or else as the trained schema has them."""
+def trained_defaults(trained: Optional[Dict], label, task, weight_column, ignore_columns):
+    """(label, task, weight_column, ignore_columns) as given, or else as the trained schema has
+    them."""
     if trained:
         label = label or trained['label'].get('column', trained['label']['name'])
         task = task or trained['label']['task']
         weight = trained.get('weight') or {}
         weight_column = weight_column or weight.get('column', weight.get('name'))
-    return label, task, weight_column
+        ignore_columns = ignore_columns or trained.get('ignored_columns')
+    return label, task, weight_column, ignore_columns

@@ -9,7 +9,7 @@
       --output_dir=OUT
   python -m input_fns.prepare csv --source=FILE_OR_GLOB --label=COLUMN --output_dir=OUT \
       [--validation_fraction=0.2] [--column_types=NAME:float,...] [--task=classification] \
-      [--delimiter=;] [--decimal=,]   # default: as the file's first lines are written
+      [--ignore_columns=id,name] [--delimiter=;] [--decimal=,]
   python -m input_fns.prepare examples --source=PATTERN --label=NAME [--output_dir=OUT]
   python -m input_fns.prepare csv_example --output_dir=OUT --num_shards=20   # generated, csv_mlp's
   python -m input_fns.prepare images --source_dir=ROOT --output_dir=OUT [--image_size=64x64] \
@@ -101,6 +101,9 @@ def define_table_flags():
     flags.DEFINE_string('weight_column', None, 'csv, examples: a number column weighing each row '
                         'in the loss and the metrics (e.g. larger for a rare class); not a '
                         'feature, not a serving input.')
+    flags.DEFINE_list('ignore_columns', None, 'csv, examples: columns left out of the model: an '
+                      'id, a name, a free-text note (prepare warns of a column that looks like '
+                      'an id); with --schema_from, those the training data left out.')
     flags.DEFINE_string('delimiter', None, 'csv: the character between fields: , ; tab or | '
                         '(default: the one that splits the first lines into the most columns, '
                         'as many on each line).')
@@ -112,7 +115,8 @@ def define_table_flags():
     flags.DEFINE_string('schema_from', None, 'csv, examples, images: prepared shards (their '
                         'folder or manifest.json) a model was trained on; this data is written '
                         'as that model reads it (with --split=test: a held-out set). csv: their '
-                        'column types, --label, --task and --weight_column; examples: the '
+                        'column types, --label, --task, --weight_column and --ignore_columns; '
+                        'examples: the '
                         'same, a feature of another type refused; images: their classes\' '
                         'labels (a class folder they lack is refused), --image_size, --channels '
                         'and --resize.')

@@ -13,13 +13,12 @@ with numpy a chunk at a time, in memory bounded by the sample and vocabulary siz
 table's length.
 """
 import collections
-import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from common.errors import UserError
-from input_fns import label_classes
+from input_fns import column_choice, label_classes
 
 DTYPES = ('int', 'float', 'string')
 TASKS = ('classification', 'regression')
@@ -27,14 +26,6 @@ DEFAULT_NA_VALUES = ('', 'NA', 'N/A', 'NaN', 'nan', 'null', 'NULL', 'None', '?')
 QUANTILES = tuple(i / 20 for i in range(21))  # 0%, 5%, ..., 100%
 QUANTILE_SAMPLE = 10_000  # values per number column the quantiles are read from (exact below it)
 MAX_INFERRED_CLASSES = 20  # an int label with at most this many values in the sample: classes
-_NAME_CHARACTER = re.compile(r'[^A-Za-z0-9_.\-]')
-
-
-def feature_name(column: str) -> str:
-    """A column's name as TensorFlow takes it in scope and signature names ('mean radius' ->
-    'mean_radius'); serving and predict use these names."""
-    name = _NAME_CHARACTER.sub('_', column.strip())
-    return name if re.match(r'[A-Za-z0-9.]', name) else f'c{name}'
 
 
 def parse_value(text: str, dtype: str, decimal: str = '.'):
@@ -204,10 +195,10 @@ class TableStats:
         """What the split's manifest entry says of its label (its class counts)."""
         return self.classes.split_entry(split) if self.classes else {}
 
-    def schema(self, na_values: Sequence[str]) -> Dict:
+    def schema(self, na_values: Sequence[str], ignored: Sequence[str] = ()) -> Dict:
         features = []
         for index, (column, dtype) in enumerate(zip(self.columns, self.dtypes)):
-            entry = {'name': feature_name(column), 'dtype': dtype,
+            entry = {'name': column_choice.feature_name(column), 'dtype': dtype,
                      **self.stats[index].summary(dtype)}
             if entry['name'] != column:
                 entry['column'] = column
@@ -216,7 +207,7 @@ class TableStats:
             elif index != self.label_index:
                 features.append(entry)
         label = self.stats[self.label_index]
-        label_entry = {'name': feature_name(self.label), 'column': self.label,
+        label_entry = {'name': column_choice.feature_name(self.label), 'column': self.label,
                        'dtype': self.dtypes[self.label_index], 'task': self.task,
                        'missing': label.missing}
         if self.task == 'classification':
@@ -225,25 +216,11 @@ class TableStats:
         else:
             label_entry.update(label.summary(self.dtypes[self.label_index]))
         schema = {'kind': 'table', 'features': features, 'label': label_entry,
-                  'statistics_of': self.statistics_of, 'na_values': list(na_values)}
+                  'statistics_of': self.statistics_of, 'na_values': list(na_values),
+                  'ignored_columns': list(ignored)}
         if self.weight is not None:
             schema['weight'] = weight  # each row's weight in the loss and metrics; 1 if missing
         return schema
-
-
-def check_names(columns: List[str], where: str) -> None:
-    """A header's names: none empty, none twice (also once made TensorFlow names)."""
-    seen: Dict[str, str] = {}
-    for position, column in enumerate(columns, 1):
-        if not column.strip():
-            raise UserError(f'{where}: column {position} of the header has no name; name every '
-                            'column in the first line')
-        name = feature_name(column)
-        if name in seen:
-            same = 'twice' if seen[name] == column else f'as {seen[name]!r} (both read {name!r})'
-            raise UserError(f'{where}: the header names {column!r} {same}; give each column '
-                            'a name of its own')
-        seen[name] = column
 
 
 def feature(schema: Dict, name: str) -> Optional[Dict]:

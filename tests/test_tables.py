@@ -103,6 +103,8 @@ def test_split_is_by_a_hash_of_the_row_and_the_same_every_time(tmp_path):
     ('a,,c\n1,2,3\n', dict(label='a'), ['column 2 of the header has no name']),
     (PEOPLE, dict(column_types='age:decimal'), ['--column_types', 'age:decimal']),
     (PEOPLE, dict(delimiter='x'), ['--delimiter=x', 'give one of , ; tab |']),
+    (PEOPLE, dict(ignore_columns=['income']), ["--ignore_columns: 'income' is the --label"]),
+    (PEOPLE, dict(ignore_columns=['id']), ["--ignore_columns: no column 'id'; the columns: age,"]),
     ('age\tscore\tincome\n3\t1,5\tyes\n4\t2,0\tno\n', {},
      ["column 'score': numbers with a decimal comma ('1,5')", 'read as tab-separated, with a '
       'decimal point', 'pass --decimal=,', '--column_types=score:string']),
@@ -153,6 +155,35 @@ def test_a_spreadsheets_csv_is_read_in_its_own_format_and_makes_the_same_table(t
     # A ';' in a comma-separated file's header name does not make it ;-separated.
     named = write(tmp_path / 'named.csv', 'a;b,label\n1,x\n2,y\n')
     assert csv_files.file_format(named) == csv_files.CsvFormat(',', '.')
+
+
+def test_ignored_columns_are_left_out_of_the_table_and_an_identifier_is_warned_of(tmp_path,
+                                                                                 caplog):
+    rows = ''.join(f'{number},user{number * 7919 % 1000:03d},{number % 9},{"ab"[number % 2]}\n'
+                   for number in range(1, 121))
+    source = write(tmp_path / 'users.csv', 'id,name,visits,kind\n' + rows)
+    kept, ignored = str(tmp_path / 'kept'), str(tmp_path / 'ignored')
+    run_prepare(csv_tables.prepare_csv, source=source, output_dir=kept,
+                **table_args(label='kind', validation_fraction=0.25))
+    warned = sorted(record.getMessage().split(': column ')[1].split()[0]
+                    for record in caplog.records if 'as an identifier does' in record.getMessage())
+    assert warned == ["'id'", "'name'"]  # not visits (repeats), nor the label
+    run_prepare(csv_tables.prepare_csv, source=source, output_dir=ignored,
+                **table_args(label='kind', validation_fraction=0.25, ignore_columns=['name', 'id']))
+    schemas = {out: json.load(open(os.path.join(out, 'manifest.json')))['schema']
+               for out in (kept, ignored)}
+    assert [entry['name'] for entry in schemas[ignored]['features']] == ['visits']
+    assert schemas[ignored]['ignored_columns'] == ['id', 'name']
+    # The same rows held out either way: a row's split goes by all its fields.
+    held_out = {out: sorted(read_back(out, schemas[kept if out == kept else ignored],
+                                      'validation')[0][0]['visits'].numpy().tolist())
+                for out in (kept, ignored)}
+    assert held_out[kept] == held_out[ignored] and held_out[kept]
+    # A held-out CSV prepared --schema_from the training data leaves out what it left out.
+    run_prepare(csv_tables.prepare_csv, source=source, output_dir=ignored,
+                **table_args(label=None, schema_from=ignored, split='test'))
+    test = json.load(open(os.path.join(ignored, 'manifest.json')))['splits']['test']
+    assert sorted(test['features']) == ['kind', 'visits']
 
 
 def test_prepare_csv_cli_without_the_label_column_exits_2_with_one_line(tmp_path):
@@ -255,6 +286,9 @@ def test_prepare_examples_reads_records_in_place_or_reshards_them(tmp_path):
     write_records(tmp_path / 'mine' / 'part-1.tfrecord', records[30:])
     source = str(tmp_path / 'mine' / 'part-*')
     args = dict(source=source, label='label', task=None, max_vocabulary=10, weight_column=None)
+    run_prepare(example_tables.prepare_examples, **args, ignore_columns=['color'])
+    schema = json.load(open(tmp_path / 'mine' / 'manifest.json'))['schema']
+    assert [e['name'] for e in schema['features']] == ['x'] and schema['ignored_columns'] == ['color']
     entries = run_prepare(example_tables.prepare_examples, **args)
     assert entries['train']['num_records'] == 50
     schema = json.load(open(tmp_path / 'mine' / 'manifest.json'))['schema']

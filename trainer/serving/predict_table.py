@@ -11,7 +11,7 @@ from typing import Dict, Iterator, List, Tuple
 import tensorflow as tf
 
 from common.errors import UserError, op_error_summary
-from input_fns import csv_files, table_records, table_schema
+from input_fns import column_choice, csv_files, table_records, table_schema
 
 TABLE_SUFFIXES = ('.csv', '.csv.gz', '.tsv', '.tsv.gz', '.jsonl', '.json')
 EXAMPLES_SIGNATURE = 'predict_examples'
@@ -26,7 +26,7 @@ def is_table_file(path: str) -> bool:
 
 def _csv_rows(path: str, delimiter: str) -> Iterator[Tuple[int, Dict[str, str]]]:
     rows = csv_files.read_rows(path, delimiter)
-    header = [table_schema.feature_name(name) for name in next(rows, (0, []))[1]]
+    header = [column_choice.feature_name(name) for name in next(rows, (0, []))[1]]
     for line, fields in rows:
         if len(fields) != len(header):
             raise UserError(f'{path} line {line}: {len(fields)} fields, but the header names '

@@ -10,24 +10,20 @@ images may lie in nested folders. Every file is decoded (PNG, JPEG, GIF, BMP, We
 a hash of each file's path below ROOT (input_fns/split.py), so adding photos moves none of
 the old ones. Everything is checked before anything is written: a bad tree writes nothing.
 """
-import collections
-import os
 import re
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from common import file_trees, files, paths, progress
+from common import files, paths, progress
 from common.errors import UserError, op_error_summary
-from input_fns import (file_patterns, image_records, parallel_python, python_workers, shards,
-                       webp_images)
+from input_fns import (class_folders, file_patterns, image_records, parallel_python,
+                       python_workers, shards, webp_images)
 from input_fns import split as data_split
 
-# image_dataset_from_directory's extensions, which tf.io.decode_image reads, and WebP.
-IMAGE_EXTENSIONS = ('.bmp', '.gif', '.jpeg', '.jpg', '.png', webp_images.EXTENSION)
 DECODED, UNDECODABLE = 1, 0
 CHUNK_SIZE = 16
 
@@ -38,48 +34,6 @@ def parse_image_size(text: str) -> Tuple[int, int]:
     if len(parts) != 2 or not all(part.strip().isdigit() and int(part) > 0 for part in parts):
         raise UserError(f'--image_size={text}: give HEIGHTxWIDTH in pixels, e.g. --image_size=64x64')
     return int(parts[0]), int(parts[1])
-
-
-class ImageTree:
-    """ROOT's class folders and the image files under each, with the files that are not images.
-    trained_classes: the classes of the data a model was trained on (--schema_from), whose
-    labels these folders keep; a folder of another class is refused, a missing one is fine."""
-
-    def __init__(self, root: str, trained_classes: Optional[List[str]] = None):
-        if not files.isdir(root):
-            raise UserError(f'--source_dir={root}: no such folder; give the folder that holds '
-                            'one sub-folder of images per class')
-        self.root = root.rstrip('/')
-        folders = [name for name in files.listdir(root) if files.isdir(paths.join(root, name))]
-        unknown = sorted(set(folders) - set(trained_classes or folders))
-        if unknown:
-            raise UserError(f'{paths.join(root, unknown[0])}: a class the training data does not '
-                            f'have (its classes: {", ".join(trained_classes)}); remove or rename '
-                            'the folder')
-        self.classes, self.folders = trained_classes or folders, folders
-        if len(folders) < (1 if trained_classes else 2):  # a held-out set may lack classes
-            found = f'one class folder ({folders[0]})' if folders else 'no class folders'
-            raise UserError(f'--source_dir={root}: {found}; a classifier needs two or more: put '
-                            'each class\'s images in a sub-folder named after it (ROOT/cat/1.jpg, '
-                            'ROOT/dog/2.png)')
-        self.images: List[str] = []  # paths relative to ROOT, 'class/.../name.png'
-        self.labels: List[int] = []
-        self.not_images: List[str] = []
-        for label, name in enumerate(self.classes):
-            if name not in folders:
-                continue  # a held-out set may lack a class
-            found = [f'{name}/{relative}' for relative in file_trees.list_tree(paths.join(root, name))]
-            images = [path for path in found if path.lower().endswith(IMAGE_EXTENSIONS)]
-            if not images:
-                raise UserError(f'{paths.join(root, name)}: no images in this class folder (PNG, '
-                                'JPEG, GIF, BMP or WebP); add some, or remove the folder')
-            self.images += images
-            self.labels += [label] * len(images)
-            self.not_images += sorted(set(found) - set(images))
-
-    def not_images_by_extension(self) -> Dict[str, int]:
-        return dict(sorted(collections.Counter(
-            os.path.splitext(path)[1].lower() or '(none)' for path in self.not_images).items()))
 
 
 _fitters = {}  # a process's compiled decode-and-fit, by (image_shape, resize)
@@ -142,7 +96,7 @@ def decoded_chunks(items, num_workers: int):
         pool.close()
 
 
-def decode_all(tree: ImageTree, image_shape, resize: str, num_workers: int):
+def decode_all(tree: class_folders.ClassFolders, image_shape, resize: str, num_workers: int):
     """(uint8 [N, *image_shape], decoded [N] bool), logging progress."""
     count = len(tree.images)
     pixels = np.zeros([count, *image_shape], np.uint8)
@@ -175,7 +129,7 @@ def prepare_images(*, source_dir: str, output_dir: str, image_size: str, channel
     trained = file_patterns.schema_at(schema_from, 'images') if schema_from else {}
     if trained:  # fitted and labelled as the training photos were
         image_shape, resize = trained['image_shape'], trained['resize']
-    tree = ImageTree(source_dir, trained.get('classes'))
+    tree = class_folders.ClassFolders(source_dir, trained.get('classes'))
     num_workers = decode_workers or parallel_python.default_num_workers()
     started = time.time()
     pixels, decoded = decode_all(tree, image_shape, resize, num_workers)
@@ -221,7 +175,8 @@ def prepare_images(*, source_dir: str, output_dir: str, image_size: str, channel
     return entries
 
 
-def split_members(tree: ImageTree, decoded: np.ndarray, validation_fraction: float,
+def split_members(tree: class_folders.ClassFolders, decoded: np.ndarray,
+                  validation_fraction: float,
                   split: Optional[str]) -> Dict[str, np.ndarray]:
     """{split: the indices of its decoded images}: held out by a hash of each path, or all in
     the one split given."""
@@ -233,7 +188,7 @@ def split_members(tree: ImageTree, decoded: np.ndarray, validation_fraction: flo
             'validation': np.flatnonzero(decoded & in_validation)}
 
 
-def print_summary(tree: ImageTree, counts: Dict, bad: Dict) -> None:
+def print_summary(tree: class_folders.ClassFolders, counts: Dict, bad: Dict) -> None:
     """The per-class counts of each split, and what was skipped."""
     splits = list(counts)
     width = max(len(name) for name in tree.classes + ['class'])

@@ -161,6 +161,9 @@ def test_greyscale_and_skipped_bad_images_are_counted(tmp_path):
     ({'cat/1.png': 'png', 'dog/readme.txt': 'text'}, '/dog: no images in this class folder'),
     ({'cat/1.png': 'png', 'dog/2.bmp': 'bmp', 'dog/3.png': 'garbage'},
      '/dog/3.png: not a decodable PNG, JPEG, GIF, BMP or WebP image'),
+    ({'train/cat/1.png': 'png', 'test/cat/2.png': 'png'},
+     'photos: its folders (test, train) are splits, not classes; give the training split\'s folder '
+     'of class folders (--source_dir=ROOT/train)'),
     ({'cat/1.png': 'png', 'dog/2.webp': 'cut_webp'},
      '/dog/2.webp: not a decodable PNG, JPEG, GIF, BMP or WebP image (contents could not be '
      'decoded as WebP'),
@@ -174,7 +177,7 @@ def test_bad_trees_are_refused_before_anything_is_written(tmp_path, layout, mess
         (tmp_path / 'photos' / relative).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / 'photos' / relative).write_bytes(contents[kind])
     (tmp_path / 'out').mkdir()
-    with pytest.raises(UserError, match=re.escape(message)):
+    with pytest.raises(UserError, match=re.escape(message.replace('ROOT', f'{tmp_path}/photos'))):
         prepare(tmp_path / 'photos', tmp_path / 'out')
     assert not os.listdir(tmp_path / 'out')
 

@@ -1,5 +1,6 @@
 """--mode=predict on rows: a CSV file with a header (the label column may be there or not; its
-delimiter and decimal mark read as `prepare csv` reads them, input_fns/csv_files.py) or JSON lines ({"age": 39, "workclass": "Private", ...} a line), one JSON line out per row.
+delimiter and decimal mark read as `prepare csv` reads them, input_fns/csv_files.py) or JSON
+lines ({"age": 39, "workclass": "Private", ...} a line), one JSON line out per row.
 
 Each row becomes the tf.Example TF Serving's Classify API would build, a missing value left
 out, and runs through the export's `predict_examples` signature, which fills a missing value

@@ -80,8 +80,7 @@ class Table:
                             f'--column_types={label}:float if it is a number')
         self.task = task or table_schema.infer_task(label_dtype, present[self.label_index])
         self.names = [column_choice.feature_name(column) for column in self.columns]
-        number = float if csv_format.decimal == '.' else (  # the fast way where it can be
-            lambda text: table_schema.parse_value(text, 'float', csv_format.decimal))
+        number = float if csv_format.decimal == '.' else table_schema.decimal_comma_float
         self._converters = [{'int': int, 'float': number, 'string': str}[dtype]
                             for dtype in self.dtypes]
         self._floats = [index for index, dtype in enumerate(self.dtypes) if dtype == 'float']

@@ -28,17 +28,21 @@ QUANTILE_SAMPLE = 10_000  # values per number column the quantiles are read from
 MAX_INFERRED_CLASSES = 20  # an int label with at most this many values in the sample: classes
 
 
+def decimal_comma_float(text: str) -> float:
+    """'1,5' -> 1.5. ValueError for a point in it: where a comma marks decimals, '1.500' may be
+    1500 (a thousands mark), which no reading can tell."""
+    if '.' in text:
+        raise ValueError(f'{text!r} has a point, where the decimal mark is a comma')
+    return float(text.replace(',', '.'))
+
+
 def parse_value(text: str, dtype: str, decimal: str = '.'):
     """A field as its column's type; ValueError if it does not read as one. decimal: the mark
-    before a number's fraction (',' for '1,5'; a '.' is then no number's: '1.500' may be 1500)."""
+    before a number's fraction ('.', or ',' for '1,5')."""
     if dtype == 'int':
         return int(text)
     if dtype == 'float':
-        if decimal == ',':
-            if '.' in text:
-                raise ValueError(f'{text!r} has a point, where the decimal mark is a comma')
-            text = text.replace(',', '.')
-        value = float(text)
+        value = decimal_comma_float(text) if decimal == ',' else float(text)
         if not np.isfinite(value):
             raise ValueError(f'{text!r} is not a finite number')
         return value

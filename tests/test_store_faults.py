@@ -154,6 +154,11 @@ def test_a_store_failing_for_a_while_is_tried_again_then_one_line(monkeypatch):
     bare = tf.errors.OpError(None, None, 'unavailable', tf.errors.UNAVAILABLE)  # the checkpoint reader's
     assert store_retries.in_store('reading', lease_path, failing(1, bare)) == 'done'
     calls.clear()
+    for error in (  # what a folder's copy or delete reports when one of its requests failed
+            tf.errors.FailedPreconditionError(None, None, 'Source is a directory or empty file'),
+            tf.errors.PermissionDeniedError(None, None, 'could not fully delete dir')):
+        assert store_retries.in_store('copying', 's3://b/e/1', failing(1, error)) == 'done'
+        calls.clear()
     with pytest.raises(tf.errors.InternalError):  # a local path: no retries, TF's error as it is
         store_retries.in_store('writing', '/tmp/x', failing(1))
     with pytest.raises(tf.errors.PermissionDeniedError):  # not transient: at once

@@ -43,6 +43,7 @@ _BY_FILE = {
     'writer.py': ('writing summaries into', 'model_dir'),
     'event_file_writer.py': ('writing summaries into', 'model_dir'),
     'builder_impl.py': ('writing an export into', 'export_dir'),
+    'export.py': ('writing an export into', 'export_dir'),  # trainer/serving's: Estimator's rename
     'readers.py': ('reading', DATA),
 }
 

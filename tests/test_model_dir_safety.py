@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from helpers import (assert_one_line_error, copy_model_dir, run_module, start_module,
                       wait_for_log)
+from common import files
 from trainer.model_dir import checkpoints
 from trainer.model_dir.ledger import Ledger
 
@@ -49,6 +50,21 @@ def test_damaged_checkpoint_state_file_resumes_from_newest_complete_checkpoint(
     assert file_bytes(before) == before  # every earlier checkpoint file as it was
     assert [step for step, _ in checkpoints.list_checkpoints(model_dir)] == [0, 2, 4, 6]
     assert not os.path.exists(f'{model_dir}/model.ckpt-6_temp')
+
+
+def test_a_bucket_state_file_rewritten_names_the_checkpoints_in_the_bucket(s3_bucket):
+    """The rewritten state file names each checkpoint relative to the model_dir, as Estimator's
+    Saver does (TF's public update_checkpoint_state wrote '../../../model.ckpt-4' there)."""
+    model_dir = f'{s3_bucket}/model'
+    files.write_text_atomic(f'{model_dir}/checkpoint', 'garbage\n')  # a write cut off, a kill
+    for step in (2, 4):
+        tf.train.Checkpoint(v=tf.Variable(float(step))).write(f'{model_dir}/model.ckpt-{step}')
+    checkpoints.prepare_to_resume(model_dir)
+    state = tf.train.get_checkpoint_state(model_dir)
+    assert state.model_checkpoint_path == f'{model_dir}/model.ckpt-4'
+    assert list(state.all_model_checkpoint_paths) == [f'{model_dir}/model.ckpt-{step}'
+                                                      for step in (2, 4)]
+    assert 'model_checkpoint_path: "model.ckpt-4"' in files.read_text(f'{model_dir}/checkpoint')
 
 
 def test_truncated_latest_checkpoint_is_one_line_error_naming_it(trained_model, digit_shards,

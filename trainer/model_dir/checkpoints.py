@@ -6,6 +6,7 @@ from typing import Dict, List, Optional, Tuple
 
 import tensorflow as tf
 from absl import logging
+from tensorflow.python.checkpoint import checkpoint_management  # its Saver's relative names
 
 from common import file_trees, files, paths, store_retries
 from common.errors import UserError
@@ -165,10 +166,12 @@ def prepare_to_resume(model_dir: str) -> None:
             logging.warning('the checkpoint state file %s is missing, unreadable or names no '
                             'existing checkpoint; resuming from %s, the newest complete checkpoint '
                             'found by listing (state file rewritten)', state_file, path)
-            complete = [os.path.basename(p) for _, p in _listed_by_files(model_dir)
-                        if _ <= step]
-            tf.compat.v1.train.update_checkpoint_state(
-                model_dir, os.path.basename(path), all_model_checkpoint_paths=complete)
+            # As Estimator's Saver writes it: relative names, from full paths (the public
+            # update_checkpoint_state reads a bare name as relative to the working folder when
+            # model_dir has no leading '/', and s3://b/model's then reads '../../../name').
+            complete = [p for _, p in _listed_by_files(model_dir) if _ <= step]
+            checkpoint_management.update_checkpoint_state_internal(
+                model_dir, path, all_model_checkpoint_paths=complete, save_relative_paths=True)
             return
     if _listed_by_files(model_dir):
         raise UserError(f'--model_dir={model_dir}: its checkpoints are all damaged and the state '

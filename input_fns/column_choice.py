@@ -41,8 +41,7 @@ def warn_of_identifiers(columns: Sequence[str], dtypes: Sequence[str],
         if (column == label or len(values) < IDENTIFIER_MIN_ROWS
                 or len(set(values)) < len(values)):
             continue
-        if dtype == 'string' or (dtype == 'int' and all(
-                int(a) < int(b) for a, b in zip(values, values[1:]))):
+        if dtype == 'string' or (dtype == 'int' and _counts_up(values)):
             logging.warning('%s: column %r holds a different value in each of the first %d rows, '
                             'as an identifier does: a model learns nothing from it that holds '
                             'for new rows; --ignore_columns=%s leaves it out', where, column,
@@ -62,3 +61,11 @@ def check_names(columns: List[str], where: str) -> None:
             raise UserError(f'{where}: the header names {column!r} {same}; give each column '
                             'a name of its own')
         seen[name] = column
+
+
+def _counts_up(values: Sequence) -> bool:
+    try:  # a column given as int (--column_types) may hold other text: refused when written
+        numbers = [int(value) for value in values]
+    except ValueError:
+        return False
+    return all(a < b for a, b in zip(numbers, numbers[1:]))

@@ -179,6 +179,12 @@ def test_ignored_columns_are_left_out_of_the_table_and_an_identifier_is_warned_o
                                       'validation')[0][0]['visits'].numpy().tolist())
                 for out in (kept, ignored)}
     assert held_out[kept] == held_out[ignored] and held_out[kept]
+    # A column given as int that holds decimals is refused in one line, not looked at as an id.
+    decimals = write(tmp_path / 'decimals.csv',
+                     'n,label\n' + ''.join(f'{i}.5,{i % 2}\n' for i in range(60)))
+    with pytest.raises(UserError, match="line 2, column 'n': '0.5' is not an int"):
+        run_prepare(csv_tables.prepare_csv, source=decimals, output_dir=str(tmp_path / 'd'),
+                    **table_args(label='label', column_types='n:int'))
     # A held-out CSV prepared --schema_from the training data leaves out what it left out.
     run_prepare(csv_tables.prepare_csv, source=source, output_dir=ignored,
                 **table_args(label=None, schema_from=ignored, split='test'))

@@ -2,9 +2,10 @@
 
 One streaming pass: Python's csv module over a tf.io.gfile stream (input_fns/csv_files.py:
 buckets, .csv.gz, the file's delimiter and decimal mark), each row typed, added to the training
-split's statistics and written to its split's shard (input_fns/stream_shards.py). Column types come from a sample of the first rows
-(--column_types overrides); a later value that does not read as its column's type stops the
-run, naming the row, before anything in --output_dir changes.
+split's statistics and written to its split's shard (input_fns/stream_shards.py). Column types
+come from a sample of the first rows (--column_types overrides); a later value that does not
+read as its column's type stops the run, naming the row, before anything in --output_dir
+changes.
 """
 import itertools
 import math

@@ -25,7 +25,7 @@ DELIMITERS = {',': ',', 'comma': ',', ';': ';', 'semicolon': ';', 'tab': '\t', '
 DELIMITER_NAMES = {',': 'comma', ';': 'semicolon', '\t': 'tab', '|': 'pipe'}
 DETECTION_BYTES = 1 << 16  # the start of a file its delimiter is read from
 MARK_NAMES = {'.': 'point', ',': 'comma'}
-_OTHER_MARK_NUMBER = {'.': re.compile(r'[+-]?\d*,\d+'), ',': re.compile(r'[+-]?\d*\.\d+')}
+_NUMBER_WITH_MARK = {',': re.compile(r'[+-]?\d*,\d+'), '.': re.compile(r'[+-]?\d*\.\d+')}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,11 +40,15 @@ class CsvFormat:
         return (f'{DELIMITER_NAMES[self.delimiter]}-separated, with a decimal '
                 f'{MARK_NAMES[self.decimal]}')
 
+    @property
+    def other_mark(self) -> str:
+        return ',' if self.decimal == '.' else '.'
+
     def other_mark_numbers(self, values: List[str]) -> bool:
         """Whether a text column's values are all numbers with the other decimal mark ('1,5'
         where the mark is a point): a number column read with the wrong --decimal."""
-        other = _OTHER_MARK_NUMBER[self.decimal]
-        return bool(values) and all(other.fullmatch(value) for value in values)
+        number = _NUMBER_WITH_MARK[self.other_mark]
+        return bool(values) and all(number.fullmatch(value) for value in values)
 
 
 class _GFileStream(io.RawIOBase):

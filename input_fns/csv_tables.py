@@ -100,7 +100,7 @@ class Table:
     def _inferred_dtype(self, column: str, values: List[str]) -> str:
         dtype = table_schema.infer_dtype(values, self.format.decimal)
         if dtype == 'string' and self.format.other_mark_numbers(values):
-            other = ',' if self.format.decimal == '.' else '.'
+            other = self.format.other_mark
             raise UserError(f'{self.paths[0]}, column {column!r}: numbers with a decimal '
                             f'{csv_files.MARK_NAMES[other]} ({values[0]!r}), where the file is '
                             f'read as {self.format.description()}; pass --decimal={other} to '

@@ -13,6 +13,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from absl import logging
 
+from common import iso_dates
 from common.errors import UserError
 from input_fns import split as data_split
 from input_fns import (column_choice, csv_files, file_patterns, held_out, stream_shards,
@@ -20,6 +21,10 @@ from input_fns import (column_choice, csv_files, file_patterns, held_out, stream
 
 SAMPLE_ROWS = 10_000  # rows the column types and the task are inferred from
 CHUNK_ROWS = 4096  # rows summarized at a time (numpy per column)
+
+
+_WHAT = {'int': 'an int', 'float': 'a finite number',
+         'date': 'a date of the calendar (YYYY-MM-DD, then perhaps the time)'}
 
 
 def parse_column_types(text: Optional[str], columns: List[str]) -> Dict[str, str]:
@@ -72,17 +77,18 @@ class Table:
         self.dtypes = [given.get(name) or self._inferred_dtype(name, values)
                        for name, values in zip(self.columns, present)]
         column_choice.warn_of_identifiers(self.columns, self.dtypes, present, label, paths[0])
-        label_dtype = self.dtypes[self.label_index]
+        label_dtype = self._label_dtype(given)
         if task == 'classification' and label_dtype == 'float':
             raise UserError(f'--task=classification: the label {label!r} holds decimals; pass '
                             f'--column_types={label}:string to take its values as class names')
-        if task == 'regression' and label_dtype == 'string':
+        if task == 'regression' and label_dtype in table_schema.TEXT_DTYPES:
             raise UserError(f'--task=regression: the label {label!r} holds text; pass '
                             f'--column_types={label}:float if it is a number')
         self.task = task or table_schema.infer_task(label_dtype, present[self.label_index])
         self.names = [column_choice.feature_name(column) for column in self.columns]
         number = float if csv_format.decimal == '.' else table_schema.decimal_comma_float
-        self._converters = [{'int': int, 'float': number, 'string': str}[dtype]
+        self._converters = [{'int': int, 'float': number, 'date': iso_dates.check,
+                             'string': str}[dtype]
                             for dtype in self.dtypes]
         self._floats = [index for index, dtype in enumerate(self.dtypes) if dtype == 'float']
 
@@ -96,6 +102,15 @@ class Table:
             raise UserError(f'--label={label}: {self.paths[0]} has no such column; its columns: '
                             f'{", ".join(names)}')
         return names
+
+    def _label_dtype(self, given: Dict[str, str]) -> str:
+        """A label of dates is read as class names (a model predicts no date)."""
+        if self.dtypes[self.label_index] == 'date':
+            if given.get(self.label) == 'date':
+                raise UserError(f'--column_types={self.label}:date: the label is what the '
+                                'model predicts, a class or a number, not a date')
+            self.dtypes[self.label_index] = 'string'
+        return self.dtypes[self.label_index]
 
     def _inferred_dtype(self, column: str, values: List[str]) -> str:
         dtype = table_schema.infer_dtype(values, self.format.decimal)
@@ -142,9 +157,9 @@ class Table:
             except ValueError:
                 wider = 'float' if dtype == 'int' else 'string'
                 raise UserError(f'{path} line {line}, column {column!r}: {field!r} is not '
-                                f'{"an int" if dtype == "int" else "a finite number"} (the '
-                                f'type read from the first rows); pass --column_types={column}:'
-                                f'{wider}, or --na_values if it marks a missing value') from None
+                                f'{_WHAT[dtype]} (the type read from the first rows); pass '
+                                f'--column_types={column}:{wider}, or --na_values if it marks '
+                                'a missing value') from None
         raise AssertionError(f'{path} line {line}: a field failed to parse, then parsed')
 
 

@@ -17,7 +17,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 import tensorflow as tf
 from google.protobuf.message import DecodeError
 
-from common import files, paths
+from common import files, iso_dates, paths
 from common.errors import UserError, op_error_summary
 from input_fns import (column_choice, csv_tables, file_patterns, held_out, shards, stream_shards,
                        table_schema)
@@ -91,18 +91,23 @@ def _typed(example, path: str, number: int, columns: List[str], dtypes: List[str
         if not found:
             values.append(None)
             continue
-        if _KINDS.get(kind) != dtype or len(found) > 1:
+        if _KINDS.get(kind) != ('string' if dtype == 'date' else dtype) or len(found) > 1:
             what = f'{len(found)} values' if len(found) > 1 else kind
             raise UserError(f'{path} record {number}, feature {name!r}: {what}, where the first '
                             f'records hold one {dtype}; the canned models take one int, float or '
                             'text value per feature: write such records with one value each')
         value = found[0]
-        if dtype == 'string':
+        if dtype in table_schema.TEXT_DTYPES:
             try:
                 value = value.decode('utf-8')
             except UnicodeDecodeError:
                 raise UserError(f'{path} record {number}, feature {name!r}: bytes that are not '
                                 'text; the canned models take numbers and text') from None
+            if dtype == 'date' and not iso_dates.is_dates([value]):
+                raise UserError(f'{path} record {number}, feature {name!r}: {value!r} is not a '
+                                'date of the calendar (YYYY-MM-DD), as the first records\' are; '
+                                'write it as they do, or leave the feature out with '
+                                '--ignore_columns')
         values.append(value)
     return values
 
@@ -129,11 +134,13 @@ def prepare_examples(*, source: str, label: str, output_dir: Optional[str], task
     columns, dtypes = zip(*[(name, dtype) for name, dtype in zip(columns, dtypes)
                             if name not in ignored])
     columns, dtypes = list(columns), list(dtypes)
-    _check_trained_types(columns, dtypes, known_types, schema_from, f'--source={source}')
     label_index = columns.index(label)
     typed_sample = [_typed(example, path, number, columns, dtypes)
                     for path, number, example in sample]
     present = [[value for value in column if value is not None] for column in zip(*typed_sample)]
+    dtypes = [_text_type(name, values, known_types) if dtype == 'string' and name != label
+              else dtype for name, dtype, values in zip(columns, dtypes, present)]
+    _check_trained_types(columns, dtypes, known_types, schema_from, f'--source={source}')
     column_choice.warn_of_identifiers(columns, dtypes, present, label, f'--source={source}')
     label_values = present[label_index]
     task = task or table_schema.infer_task(dtypes[label_index], label_values)
@@ -156,6 +163,14 @@ def prepare_examples(*, source: str, label: str, output_dir: Optional[str], task
                for name in writers}
     schema = {**stats.schema([], ignored), 'source': source}
     return stream_shards.publish(output_dir, writers, entries, 'examples', schema)
+
+
+def _text_type(name: str, values: List[str], known_types: Dict[str, str]) -> str:
+    """'date' for a text feature of ISO dates, else 'string'; the training data's, if it has one
+    of them (--schema_from)."""
+    if known_types.get(name) in table_schema.TEXT_DTYPES:
+        return known_types[name]
+    return 'date' if iso_dates.is_dates(values) else 'string'
 
 
 def _check_trained_types(columns, dtypes, known_types, schema_from, where) -> None:

@@ -15,7 +15,7 @@ from input_fns import pipeline
 
 _FLOAT = struct.Struct('<f')
 _SMALL = [bytes((value,)) for value in range(0x80)]
-_TF_DTYPES = {'int': tf.int64, 'float': tf.float32, 'string': tf.string}
+_TF_DTYPES = {'int': tf.int64, 'float': tf.float32, 'date': tf.string, 'string': tf.string}
 
 
 def _varint(value: int) -> bytes:
@@ -50,7 +50,7 @@ class RowEncoder:
 
     @staticmethod
     def _feature(dtype: str, value) -> bytes:
-        if dtype == 'string':
+        if dtype == 'string' or dtype == 'date':
             return _field(b'\x0a', _field(b'\x0a', value.encode()))
         if dtype == 'int':
             return _field(b'\x1a', _field(b'\x0a', _varint(value & 0xFFFFFFFFFFFFFFFF)))
@@ -73,8 +73,9 @@ def tf_dtype(dtype: str) -> tf.DType:
 
 
 def fill_value(entry: Dict):
-    """What a missing value of a feature reads as: its mean (an int column's, rounded), or ''."""
-    if entry['dtype'] == 'string':
+    """What a missing value of a feature reads as: its mean (an int column's, rounded), or ''
+    (text; a date's parts then read as its mean days and no category)."""
+    if entry['dtype'] in ('string', 'date'):
         return ''
     mean = entry.get('mean', 0.0)
     return int(round(mean)) if entry['dtype'] == 'int' else float(mean)

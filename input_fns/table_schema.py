@@ -4,27 +4,27 @@ The schema (manifest.json's 'schema', kind 'table') is what the canned models ar
 each feature's name and dtype; for numbers count, missing, mean, std, min, max and quantiles
 (numbers are normalized with the mean and std, and bucketized at the quantiles for trees); for
 strings the vocabulary (the most frequent values, with counts, the rest counted as out of
-vocabulary); the label's task and classes. Statistics are of the training split only, so
+vocabulary); for ISO dates their first and last and their days' statistics (the model derives
+their parts: common/iso_dates.py); the label's task and classes. Statistics are of the training split only, so
 nothing of the validation rows leaks into the model; the label's classes are every split's
 (input_fns/label_classes.py).
 
 Rows arrive in chunks of typed values (None for a missing value); each column is summarized
-with numpy a chunk at a time, in memory bounded by the sample and vocabulary sizes, not the
-table's length.
+with numpy a chunk at a time (input_fns/column_stats.py), in memory bounded by the sample and
+vocabulary sizes, not the table's length.
 """
-import collections
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from common import iso_dates
 from common.errors import UserError
-from input_fns import column_choice, label_classes
+from input_fns import column_choice, column_stats, label_classes
 
-DTYPES = ('int', 'float', 'string')
+DTYPES = ('int', 'float', 'date', 'string')
+TEXT_DTYPES = ('date', 'string')  # kept in the records as text
 TASKS = ('classification', 'regression')
 DEFAULT_NA_VALUES = ('', 'NA', 'N/A', 'NaN', 'nan', 'null', 'NULL', 'None', '?')
-QUANTILES = tuple(i / 20 for i in range(21))  # 0%, 5%, ..., 100%
-QUANTILE_SAMPLE = 10_000  # values per number column the quantiles are read from (exact below it)
 MAX_INFERRED_CLASSES = 20  # an int label with at most this many values in the sample: classes
 
 
@@ -46,13 +46,15 @@ def parse_value(text: str, dtype: str, decimal: str = '.'):
         if not np.isfinite(value):
             raise ValueError(f'{text!r} is not a finite number')
         return value
+    if dtype == 'date':
+        return iso_dates.check(text)
     return text
 
 
 def infer_dtype(values: Sequence[str], decimal: str = '.') -> str:
-    """'int', 'float' or 'string': the narrowest type every (non-missing) sample value reads as;
-    a column with no value in the sample is a string (--column_types overrides)."""
-    for dtype in ('int', 'float'):
+    """'int', 'float', 'date' (ISO) or 'string': the narrowest type every (non-missing) sample
+    value reads as; a column with no value in the sample is a string (--column_types overrides)."""
+    for dtype in ('int', 'float', 'date'):
         try:
             for value in values:
                 parse_value(value, dtype, decimal)
@@ -64,93 +66,11 @@ def infer_dtype(values: Sequence[str], decimal: str = '.') -> str:
 
 def infer_task(label_dtype: str, sample_labels: Sequence) -> str:
     """Classification for a string label, or an int label with few distinct values."""
-    if label_dtype == 'string':
+    if label_dtype in TEXT_DTYPES:
         return 'classification'
     if label_dtype == 'int' and len(set(sample_labels)) <= MAX_INFERRED_CLASSES:
         return 'classification'
     return 'regression'
-
-
-def _chunk_moments(values: np.ndarray):
-    return len(values), float(values.mean()), float(((values - values.mean()) ** 2).sum())
-
-
-class NumberStats:
-    """count, missing, mean, std, min, max, and quantiles from a uniform sample of the values."""
-
-    def __init__(self, seed: int):
-        self.count = self.missing = 0
-        self.mean = self.m2 = 0.0
-        self.min = self.max = None
-        self._random = np.random.RandomState(seed)
-        self._sample, self._keys = np.zeros(0), np.zeros(0)
-
-    def add(self, values: List, missing: int) -> None:
-        self.missing += missing
-        if not values:
-            return
-        chunk = np.asarray(values, np.float64)
-        n, mean, m2 = _chunk_moments(chunk)
-        total = self.count + n  # Chan et al.'s pairwise combination of mean and variance
-        delta = mean - self.mean
-        self.mean += delta * n / total
-        self.m2 += m2 + delta * delta * self.count * n / total
-        self.count = total
-        low, high = float(chunk.min()), float(chunk.max())
-        self.min = low if self.min is None else min(self.min, low)
-        self.max = high if self.max is None else max(self.max, high)
-        # A uniform sample: the values with the QUANTILE_SAMPLE smallest random keys.
-        keys = np.concatenate([self._keys, self._random.random_sample(n)])
-        sample = np.concatenate([self._sample, chunk])
-        if len(keys) > QUANTILE_SAMPLE:
-            kept = np.argpartition(keys, QUANTILE_SAMPLE)[:QUANTILE_SAMPLE]
-            keys, sample = keys[kept], sample[kept]
-        self._keys, self._sample = keys, sample
-
-    def summary(self, dtype: str) -> Dict:
-        if not self.count:
-            return {'count': 0, 'missing': self.missing}
-        as_type = int if dtype == 'int' else float
-        return {'count': self.count, 'missing': self.missing, 'mean': self.mean,
-                'std': (self.m2 / self.count) ** 0.5, 'min': as_type(self.min),
-                'max': as_type(self.max),
-                'quantiles': [float(q) for q in np.quantile(self._sample, QUANTILES)]}
-
-
-class StringStats:
-    """count, missing, and the most frequent values with their counts.
-
-    Distinct values are counted exactly up to a bound; past it the rarest are dropped (counts
-    then are lower bounds, and 'approximate' says so), so a column of unique ids cannot exhaust
-    memory.
-    """
-
-    def __init__(self, max_vocabulary: int):
-        self.max_vocabulary = max_vocabulary
-        self.bound = max(100 * max_vocabulary, 100_000)
-        self.count = self.missing = 0
-        self.counts = collections.Counter()
-        self.approximate = False
-
-    def add(self, values: List, missing: int) -> None:
-        self.missing += missing
-        self.count += len(values)
-        self.counts.update(values)
-        if len(self.counts) > self.bound:
-            self.counts = collections.Counter(dict(self.counts.most_common(self.bound // 2)))
-            self.approximate = True
-
-    def summary(self, dtype: str = 'string') -> Dict:
-        top = sorted(self.counts.items(), key=lambda item: (-item[1], item[0]))
-        top = top[:self.max_vocabulary]
-        in_vocabulary = sum(count for _, count in top)
-        summary = {'count': self.count, 'missing': self.missing,
-                   'vocabulary': [value for value, _ in top],
-                   'vocabulary_counts': [count for _, count in top],
-                   'oov_count': self.count - in_vocabulary}
-        if self.approximate:
-            summary['approximate'] = True
-        return summary
 
 
 class TableStats:
@@ -171,17 +91,19 @@ class TableStats:
             if weight not in columns or weight == label:
                 raise UserError(f'--weight_column={weight}: no such column (besides the label); '
                                 f'the columns: {", ".join(columns)}')
-            if dtypes[columns.index(weight)] == 'string':
+            if dtypes[columns.index(weight)] in TEXT_DTYPES:
                 raise UserError(f'--weight_column={weight}: a text column; a weight is a number '
                                 f'per row (pass --column_types={weight}:float if it is one)')
         self.stats = []
         for index, dtype in enumerate(dtypes):
             if index == self.label_index and task == 'classification':
-                self.stats.append(StringStats(label_classes.MAX_CLASSES))
+                self.stats.append(column_stats.StringStats(label_classes.MAX_CLASSES))
             elif dtype == 'string':
-                self.stats.append(StringStats(max_vocabulary))
+                self.stats.append(column_stats.StringStats(max_vocabulary))
+            elif dtype == 'date':
+                self.stats.append(column_stats.DateStats(seed + index))
             else:
-                self.stats.append(NumberStats(seed + index))
+                self.stats.append(column_stats.NumberStats(seed + index))
 
     def add_rows(self, rows: List[List], split: Optional[str] = None) -> None:
         """A chunk of typed rows of the statistics' split; of another split (held out), only
@@ -219,6 +141,7 @@ class TableStats:
                                class_counts=self.classes.counts(self.statistics_of))
         else:
             label_entry.update(label.summary(self.dtypes[self.label_index]))
+        iso_dates.check_part_names(features)
         schema = {'kind': 'table', 'features': features, 'label': label_entry,
                   'statistics_of': self.statistics_of, 'na_values': list(na_values),
                   'ignored_columns': list(ignored)}

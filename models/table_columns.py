@@ -2,13 +2,15 @@
 
 Numbers are normalized with the schema's mean and std (training-split statistics); text columns
 look their values up in the schema's vocabulary (one bucket for every other value and for a
-missing one); the deep part embeds them, the linear part takes them as indicators, with
+missing one); a date is its parts (common/iso_dates.py: days as a number, month, day and hour
+as text); the deep part embeds them, the linear part takes them as indicators, with
 --crosses of columns (numbers bucketized at the schema's quantiles) hashed into buckets.
 """
 from typing import Dict, List
 
 import tensorflow as tf
 
+from common import iso_dates
 from common.errors import UserError
 
 fc = tf.feature_column
@@ -20,8 +22,13 @@ def _normalizer(mean: float, std: float):
 
 
 def features(schema: Dict) -> List[Dict]:
-    """The schema's features the model reads: those with a value in the training split."""
-    return [entry for entry in schema['features'] if entry.get('count')]
+    """The schema's features the model reads: those with a value in the training split, each
+    date as its parts (models/date_parts.py derives them)."""
+    found = []
+    for entry in schema['features']:
+        if entry.get('count'):
+            found += iso_dates.part_entries(entry) if entry['dtype'] == 'date' else [entry]
+    return found
 
 
 def boundaries(entry: Dict) -> List[float]:

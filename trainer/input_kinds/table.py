@@ -75,7 +75,7 @@ class Table(base.WithoutAugmentation, base.RecordFileKind):
                    for name, value in row.items()}}
 
 
-_NUMPY_DTYPES = {'int': np.int64, 'float': np.float32, 'string': object}
+_NUMPY_DTYPES = {'int': np.int64, 'float': np.float32, 'date': object, 'string': object}
 
 
 def _dtype(schema: Dict, name: str) -> str:
@@ -83,9 +83,10 @@ def _dtype(schema: Dict, name: str) -> str:
 
 
 def typical_row(schema: Dict) -> Dict:
-    """{feature: its fill value}: each number's mean, each text's most frequent value."""
+    """{feature: its fill value}: each number's mean, each text's most frequent value, each
+    date's first (so warm-up runs a date through its parts)."""
     return {entry['name']: (entry['vocabulary'][0] if entry.get('vocabulary')
-                            else table_records.fill_value(entry))
+                            else entry.get('first', table_records.fill_value(entry)))
             for entry in schema['features']}
 
 

@@ -1,0 +1,79 @@
+"""Date columns: ISO 8601 dates ('2024-01-15', '2024-01-15 08:30', '2024-01-15T08:30:00Z') read
+as the parts a model can learn from, not as a vocabulary of days it has seen.
+
+A date column (dtype 'date') is kept in the records and taken by serving as its text; its parts
+are derived in the graph (models/date_parts.py, at the top of every canned model_fn), so an exported
+model takes the date string a client has. The parts: days since 1970-01-01 (with the time of day
+as a fraction; a number, normalized with the training split's statistics: the trend), and the
+month, day of the month, day of the week and, when the column holds times, the hour (each a
+category). The time of day is read as written: a time zone suffix is accepted and not applied.
+
+Only ISO dates are recognized; a column of '15.01.2024' or '1/15/2024' stays text.
+"""
+import datetime
+import re
+from typing import Dict, List
+
+from common.errors import UserError
+
+# RE2 (tf.strings.regex_full_match) and Python's re read it alike.
+PATTERN = (r'\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?'
+           r'(?:Z|[+-]\d{2}:?\d{2})?)?')
+_MATCH = re.compile(PATTERN).fullmatch
+_EPOCH = datetime.date(1970, 1, 1).toordinal()
+WEEKDAYS = ('Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday', 'Sunday')
+# Each categorical part: (its name's suffix, its values as the model sees them).
+CATEGORIES = (('month', [str(month) for month in range(1, 13)]),
+              ('day_of_month', [str(day) for day in range(1, 32)]),
+              ('day_of_week', list(WEEKDAYS)))
+HOURS = ('hour', [str(hour) for hour in range(24)])
+
+
+def days(text: str) -> float:
+    """'2024-01-15 12:00' -> 19737.5: days since 1970-01-01, the time of day (to the minute) as a
+    fraction; ValueError if text is not an ISO date of the calendar."""
+    if not _MATCH(text):
+        raise ValueError(f'{text!r} is not an ISO date (YYYY-MM-DD)')
+    date = datetime.date(int(text[:4]), int(text[5:7]), int(text[8:10]))
+    minutes = int(text[11:13]) * 60 + int(text[14:16]) if len(text) > 10 else 0
+    if minutes >= 24 * 60:
+        raise ValueError(f'{text!r} has no such time of day')
+    return date.toordinal() - _EPOCH + minutes / (24 * 60)
+
+
+def check(text: str) -> str:
+    """text, if it is an ISO date; ValueError otherwise (a CSV column's converter)."""
+    days(text)
+    return text
+
+
+def is_dates(values: List[str]) -> bool:
+    try:
+        for value in values:
+            days(value)
+    except ValueError:
+        return False
+    return bool(values)
+
+
+def part_entries(entry: Dict) -> List[Dict]:
+    """A date feature's schema entry -> the entries of its parts, as table_columns and the trees
+    take features: days a float with the column's statistics, the rest text with a vocabulary."""
+    name, count = entry['name'], entry['count']
+    parts = [{**entry['days'], 'name': f'{name}_days', 'dtype': 'float', 'count': count}]
+    for suffix, values in CATEGORIES + ((HOURS,) if entry.get('has_time') else ()):
+        parts.append({'name': f'{name}_{suffix}', 'dtype': 'string', 'count': count,
+                      'vocabulary': values})
+    return parts
+
+
+def check_part_names(features: List[Dict]) -> None:
+    """A date's parts must not take the name of another column."""
+    names = {entry['name'] for entry in features}
+    for entry in features:
+        if entry['dtype'] == 'date':
+            for part in part_entries({**entry, 'days': {}}):
+                if part['name'] in names:
+                    raise UserError(f'column {part["name"]!r}: the name of a part of the date '
+                                    f'column {entry["name"]!r}; rename it, or leave one of '
+                                    'them out with --ignore_columns')

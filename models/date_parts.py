@@ -1,0 +1,57 @@
+"""A date feature's parts (common/iso_dates.py) derived in the graph from its text, so training,
+evaluation and an exported model (which takes the date string) read them alike."""
+from typing import Dict
+
+import tensorflow as tf
+
+from common import iso_dates
+
+
+def _number(texts: tf.Tensor, start: int, length: int) -> tf.Tensor:
+    return tf.strings.to_number(tf.strings.substr(texts, start, length), tf.int64)
+
+
+def _days_from_civil(year, month, day):
+    """Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm)."""
+    year = year - tf.cast(month <= 2, tf.int64)
+    era = tf.math.floordiv(year, 400)
+    year_of_era = year - era * 400
+    day_of_year = (153 * tf.where(month > 2, month - 3, month + 9) + 2) // 5 + day - 1
+    day_of_era = year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + day_of_year
+    return era * 146097 + day_of_era - 719468
+
+
+def parts(texts: tf.Tensor, entry: Dict) -> Dict[str, tf.Tensor]:
+    """[batch] date strings -> {part name: [batch] tensor}, as part_entries names them. A value
+    that is no ISO date (missing: '') takes the training mean for days, and no category."""
+    texts = tf.reshape(texts, [-1])
+    valid = tf.strings.regex_full_match(texts, iso_dates.PATTERN)
+    timed = valid & (tf.strings.length(texts) > 10)
+    texts = tf.where(timed, texts, tf.where(valid, texts + ' 00:00', '1970-01-01 00:00'))
+    year, month, day = _number(texts, 0, 4), _number(texts, 5, 2), _number(texts, 8, 2)
+    whole_days = _days_from_civil(year, month, day)
+    minutes = _number(texts, 11, 2) * 60 + _number(texts, 14, 2)
+    fraction = tf.cast(minutes, tf.float64) / (24 * 60)
+    mean = entry['days'].get('mean', 0.0)
+    name = entry['name']
+    found = {f'{name}_days': tf.cast(tf.where(valid, tf.cast(whole_days, tf.float64) + fraction,
+                                              mean), tf.float32)}
+    weekday = tf.math.floormod(whole_days + 3, 7)  # 1970-01-01 was a Thursday
+    numbers = {'month': month, 'day_of_month': day,
+               'day_of_week': tf.gather(tf.constant(iso_dates.WEEKDAYS), weekday),
+               'hour': minutes // 60}
+    for part in iso_dates.part_entries(entry)[1:]:
+        suffix = part['name'][len(name) + 1:]
+        value = numbers[suffix]
+        text = value if value.dtype == tf.string else tf.strings.as_string(value)
+        found[part['name']] = tf.where(valid, text, '')
+    return found
+
+
+def with_parts(features: Dict[str, tf.Tensor], schema: Dict) -> Dict[str, tf.Tensor]:
+    """features with every date feature's parts added (the date's own text kept)."""
+    derived = dict(features)
+    for entry in schema['features']:
+        if entry['dtype'] == 'date' and entry.get('count') and entry['name'] in features:
+            derived.update(parts(features[entry['name']], entry))
+    return derived

@@ -1,0 +1,131 @@
+"""Date columns: ISO dates read as their parts (days, month, day, day of week, hour), derived in
+the graph, so a model learns what a date means and an export takes the date string."""
+import datetime
+import json
+import random
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from common import iso_dates
+from common.errors import UserError
+from helpers import run_prepare
+from input_fns import csv_tables, example_tables
+from models import date_parts
+from serving_loader_checks import check_against_python
+from test_canned import files_flags, trainer, validation_records
+from test_tables import example, table_args, write, write_records
+
+
+def random_times(count, first_year, years, seed):
+    start, rng = datetime.datetime(first_year, 1, 1), random.Random(seed)
+    return [start + datetime.timedelta(minutes=rng.randrange(years * 365 * 24 * 60))
+            for _ in range(count)]
+
+
+def busy(when):
+    """The label: weekends and Decembers are busy; nothing else about a day says so."""
+    return 'busy' if when.weekday() >= 5 or when.month == 12 else 'quiet'
+
+
+def test_the_graphs_parts_of_a_date_are_pythons():
+    times = random_times(300, 1850, 300, seed=0)
+    texts = [t.strftime('%Y-%m-%d %H:%M') if i % 2 else t.date().isoformat()
+             for i, t in enumerate(times)]
+    texts += ['2024-02-29T23:59:30Z', '1969-12-31 01:30+02:00', '', '15.01.2024', '2024-1-5']
+    entry = {'name': 'when', 'dtype': 'date', 'count': 1, 'has_time': True, 'days': {'mean': 7.0}}
+    parts = {name: value.numpy() for name, value in
+             date_parts.parts(tf.constant(texts), entry).items()}
+    assert sorted(parts) == sorted(part['name'] for part in iso_dates.part_entries(entry))
+    for index, text in enumerate(texts):
+        if not iso_dates.is_dates([text]):  # missing, or not ISO: the mean and no category
+            assert parts['when_days'][index] == 7.0 and parts['when_month'][index] == b''
+            continue
+        date = datetime.date.fromisoformat(text[:10])
+        assert parts['when_days'][index] == pytest.approx(iso_dates.days(text), abs=0.01)
+        assert [parts[f'when_{name}'][index].decode() for name in
+                ('month', 'day_of_month', 'day_of_week', 'hour')] == [
+            str(date.month), str(date.day), iso_dates.WEEKDAYS[date.weekday()],
+            str(int(text[11:13]) if len(text) > 10 else 0)]
+    assert iso_dates.days('1970-01-02 12:00') == 1.5
+
+
+def test_a_date_column_is_learned_from_its_parts_and_the_export_takes_its_text(
+        tmp_path, serving_loader):
+    times = random_times(700, 2015, 10, seed=1)
+    rows = ''.join(f'{i},{t:%Y-%m-%d %H:%M},{i % 7 / 7:.3f},{busy(t)}\n'
+                   for i, t in enumerate(times))
+    source = write(tmp_path / 'sales.csv', 'id,when,price,label\n' + rows + '700,,0.5,quiet\n')
+    args = table_args(label='label', validation_fraction=0.25, ignore_columns=['id'])
+    run_prepare(csv_tables.prepare_csv, source=source, output_dir=str(tmp_path / 'data'), **args)
+    schema = json.load(open(tmp_path / 'data' / 'manifest.json'))['schema']
+    [when] = [entry for entry in schema['features'] if entry['name'] == 'when']
+    assert (when['dtype'], when['missing'], when['has_time']) == ('date', 1, True)
+    assert when['first'] == min(f'{t:%Y-%m-%d %H:%M}' for t in times)
+    # The same dates as text: a vocabulary of days, none of which the validation rows hold.
+    run_prepare(csv_tables.prepare_csv, source=source, output_dir=str(tmp_path / 'text' / 'data'),
+                **{**args, 'column_types': 'when:string'})
+    accuracy = {}
+    for name, folder in (('dates', tmp_path), ('text', tmp_path / 'text')):
+        result = trainer('--model=linear_classifier', f'--model_dir={folder}/run',
+                         *files_flags(folder), '--mode=train_and_evaluate', '--train_steps=300',
+                         '--batch_size=32', f'--export_dir={folder}/exports')
+        accuracy[name] = float(result.stdout.split('accuracy=')[1].split()[0])
+    assert accuracy['dates'] >= 0.95 and accuracy['text'] < 0.8, accuracy
+
+    version = f'{tmp_path}/exports/{open(f"{tmp_path}/exports/best").read().strip()}'
+    check_against_python(serving_loader, version, validation_records(tmp_path)[0])
+    later = random_times(100, 2026, 2, seed=2)  # after every training date
+    new = write(tmp_path / 'new.csv', 'when,price\n' + ''.join(f'{t:%Y-%m-%dT%H:%M},0.5\n'
+                                                               for t in later))
+    lines = [json.loads(line) for line in trainer(
+        '--mode=predict', f'--saved_model={version}', new).stdout.strip().splitlines()]
+    assert np.mean([line['classes'] == busy(t) for line, t in zip(lines, later)]) >= 0.95
+
+
+PEOPLE = 'when,score,label\n2024-01-15,1.5,a\n2024-02-01 08:30,2.5,b\n2023-12-31,0.5,a\n'
+
+
+@pytest.mark.parametrize('text, overrides, fragments', [
+    (PEOPLE + '2024-02-30,1.0,b\n', {},
+     ['line 5', "column 'when'", "'2024-02-30' is not a date of the calendar",
+      '--column_types=when:string']),
+    (PEOPLE, dict(column_types='label:date'), ['--column_types=label:date', 'not a date']),
+    (PEOPLE.replace('score', 'when_month'), {},
+     ["column 'when_month': the name of a part of the date column 'when'"]),
+])
+def test_a_bad_date_is_one_line_naming_it(tmp_path, monkeypatch, text, overrides, fragments):
+    monkeypatch.setattr(csv_tables, 'SAMPLE_ROWS', 3)  # types from PEOPLE's rows alone
+    with pytest.raises(UserError) as error:
+        run_prepare(csv_tables.prepare_csv, source=write(tmp_path / 'bad.csv', text),
+                    output_dir=str(tmp_path / 'out'), **table_args(label='label', **overrides))
+    for fragment in fragments:
+        assert fragment in str(error.value)
+
+
+def test_records_of_iso_date_text_are_dates_and_a_held_out_set_keeps_their_type(tmp_path,
+                                                                                  monkeypatch):
+    monkeypatch.setattr(example_tables, 'SAMPLE_RECORDS', 40)  # types from the first file's
+    days = [datetime.date(2020, 1, 1) + datetime.timedelta(days=i * 5) for i in range(40)]
+    records = [example(when=day.isoformat(), note=f'n{i % 3}', label=i % 2)
+               for i, day in enumerate(days)]
+    (tmp_path / 'mine').mkdir()
+    write_records(tmp_path / 'mine' / 'part-0.tfrecord', records)
+    args = dict(label='label', task=None, max_vocabulary=10, weight_column=None)
+    run_prepare(example_tables.prepare_examples, source=str(tmp_path / 'mine' / 'part-*'),
+                output_dir=str(tmp_path / 'train'), **args)
+    schema = json.load(open(tmp_path / 'train' / 'manifest.json'))['schema']
+    assert {entry['name']: entry['dtype'] for entry in schema['features']} == {
+        'note': 'string', 'when': 'date'}
+    held_out = tmp_path / 'held_out.csv'
+    write(held_out, 'when,note,label\n2021-06-01,n1,0\n')
+    run_prepare(csv_tables.prepare_csv, source=str(held_out), output_dir=str(tmp_path / 'test'),
+                **table_args(label=None, split='test', schema_from=str(tmp_path / 'train')))
+    test_schema = json.load(open(tmp_path / 'test' / 'manifest.json'))['schema']
+    assert [entry['dtype'] for entry in test_schema['features']] == ['date', 'string']
+    write_records(tmp_path / 'mine' / 'part-1.tfrecord', [example(when='2020-13-01', label=1)])
+    with pytest.raises(UserError, match=r"part-1.tfrecord record 1, feature 'when': "
+                                        r"'2020-13-01' is not a date"):
+        run_prepare(example_tables.prepare_examples, source=str(tmp_path / 'mine' / 'part-*'),
+                    output_dir=str(tmp_path / 'again'), **args)

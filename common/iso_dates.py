@@ -2,8 +2,8 @@
 as the parts a model can learn from, not as a vocabulary of days it has seen.
 
 A date column (dtype 'date') is kept in the records and taken by serving as its text; its parts
-are derived in the graph (models/date_parts.py, at the top of every canned model_fn), so an exported
-model takes the date string a client has. The parts: days since 1970-01-01 (with the time of day
+are derived in the graph (input_fns/date_parts.py), so an exported model takes the date string a
+client has. The parts: days since 1970-01-01 (with the time of day
 as a fraction; a number, normalized with the training split's statistics: the trend), and the
 month, day of the month, day of the week and, when the column holds times, the hour (each a
 category). The time of day is read as written: a time zone suffix is accepted and not applied.

@@ -11,7 +11,7 @@ from typing import Dict, List, Optional
 
 import tensorflow as tf
 
-from input_fns import pipeline
+from input_fns import date_parts, pipeline
 
 _FLOAT = struct.Struct('<f')
 _SMALL = [bytes((value,)) for value in range(0x80)]
@@ -104,13 +104,15 @@ def label_tensor(values: tf.Tensor, schema: Dict) -> tf.Tensor:
 
 
 def parse_batch_fn(schema: Dict):
-    """[batch] serialized Examples -> ({feature name: [batch] tensor}, [batch] labels)."""
+    """[batch] serialized Examples -> ({feature name: [batch] tensor}, [batch] labels); a date
+    feature's parts among the features."""
     spec = feature_spec(schema)
     label = schema['label']['name']
 
     def parse_batch(serialized):
         features = tf.io.parse_example(serialized, spec)
-        return features, label_tensor(features.pop(label), schema)
+        labels = label_tensor(features.pop(label), schema)
+        return date_parts.with_parts(features, schema), labels
 
     return parse_batch
 

@@ -12,7 +12,7 @@ import tensorflow as tf
 from tensorflow_estimator.python.estimator.canned import dnn, dnn_linear_combined, linear
 
 from common.errors import UserError
-from models import boosted_trees, class_weights, date_parts, registry, table_columns, table_head
+from models import boosted_trees, class_weights, registry, table_columns, table_head
 
 # The canned models' optimizers (tf.keras legacy optimizers, as the canned models make them).
 OPTIMIZERS = {'adagrad': 'Adagrad', 'adam': 'Adam', 'ftrl': 'Ftrl', 'rmsprop': 'RMSprop',
@@ -81,7 +81,6 @@ def _model_fn(build, task: str, name: str):
         if policy != 'float32':  # their feature layers concatenate float32 columns with it
             raise UserError(f'--precision={policy}: the canned models compute in float32 only; '
                             'leave --precision at float32')
-        features = date_parts.with_parts(features, schema)
         features, weighed = table_head.with_class_weights(features, labels, mode, params, schema)
         spec = build(features, labels, mode, table_columns.head(weighed), weighed, params)
         return table_head.with_pictures(spec, labels, schema)

@@ -23,7 +23,7 @@ def _normalizer(mean: float, std: float):
 
 def features(schema: Dict) -> List[Dict]:
     """The schema's features the model reads: those with a value in the training split, each
-    date as its parts (models/date_parts.py derives them)."""
+    date as its parts (input_fns/date_parts.py derives them in the input_fn and serving)."""
     found = []
     for entry in schema['features']:
         if entry.get('count'):

@@ -10,9 +10,8 @@ import tensorflow as tf
 
 from common import iso_dates
 from common.errors import UserError
-from helpers import run_prepare
-from input_fns import csv_tables, example_tables
-from models import date_parts
+from helpers import REPO, run_prepare
+from input_fns import csv_tables, date_parts, example_tables
 from serving_loader_checks import check_against_python
 from test_canned import files_flags, trainer, validation_records
 from test_tables import example, table_args, write, write_records
@@ -67,14 +66,19 @@ def test_a_date_column_is_learned_from_its_parts_and_the_export_takes_its_text(
     run_prepare(csv_tables.prepare_csv, source=source, output_dir=str(tmp_path / 'text' / 'data'),
                 **{**args, 'column_types': 'when:string'})
     accuracy = {}
-    for name, folder in (('dates', tmp_path), ('text', tmp_path / 'text')):
-        result = trainer('--model=linear_classifier', f'--model_dir={folder}/run',
+    your_model = [f'--usr_dir={REPO}/docs/your-model/table_net', '--model=table_net']
+    for name, folder, model in (('dates', tmp_path, ['--model=linear_classifier']),
+                                ('text', tmp_path / 'text', ['--model=linear_classifier']),
+                                ('your model', tmp_path, your_model)):
+        result = trainer(*model, f'--model_dir={folder}/run_{model[-1][8:]}',
                          *files_flags(folder), '--mode=train_and_evaluate', '--train_steps=300',
-                         '--batch_size=32', f'--export_dir={folder}/exports')
+                         '--batch_size=32', f'--export_dir={folder}/exports_{model[-1][8:]}')
         accuracy[name] = float(result.stdout.split('accuracy=')[1].split()[0])
-    assert accuracy['dates'] >= 0.95 and accuracy['text'] < 0.8, accuracy
+    assert accuracy['dates'] >= 0.95 and accuracy['your model'] >= 0.95, accuracy
+    assert accuracy['text'] < 0.8, accuracy
 
-    version = f'{tmp_path}/exports/{open(f"{tmp_path}/exports/best").read().strip()}'
+    exports = f'{tmp_path}/exports_linear_classifier'
+    version = f'{exports}/{open(f"{exports}/best").read().strip()}'
     check_against_python(serving_loader, version, validation_records(tmp_path)[0])
     later = random_times(100, 2026, 2, seed=2)  # after every training date
     new = write(tmp_path / 'new.csv', 'when,price\n' + ''.join(f'{t:%Y-%m-%dT%H:%M},0.5\n'

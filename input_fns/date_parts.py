@@ -1,5 +1,7 @@
-"""A date feature's parts (common/iso_dates.py) derived in the graph from its text, so training,
-evaluation and an exported model (which takes the date string) read them alike."""
+"""A date feature's parts (common/iso_dates.py) derived in the graph from its text: in the
+table input_fn and in the serving receiver (trainer/input_kinds/table.py), so every model over a
+table (the canned ones, yours) finds them among its features, and an export takes the date
+string a client has."""
 from typing import Dict
 
 import tensorflow as tf

@@ -72,9 +72,10 @@ def num_buckets(entry: Dict) -> int:
 
 def gradients_and_hessians(logits, labels, schema):
     """Of the canned head's loss per row: logistic, softmax (the hessian's diagonal) or squared
-    error."""
+    error (of the label in units of its std, as the head's logits are: table_columns.head)."""
     if schema['label']['task'] == 'regression':
-        return logits - tf.reshape(labels, [-1, 1]), tf.ones_like(logits)
+        mean, std = table_columns.label_scale(schema)
+        return logits - (tf.reshape(labels, [-1, 1]) - mean) / std, tf.ones_like(logits)
     label_ids = table_columns.label_ids(labels, schema)
     if logits.shape[-1] == 1:
         probability = tf.sigmoid(logits)

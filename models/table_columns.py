@@ -100,13 +100,32 @@ def label_ids(labels: tf.Tensor, schema: Dict) -> tf.Tensor:
                    tf.int64)
 
 
+def label_scale(schema: Dict):
+    """(mean, std) of a regression label in the training split."""
+    label = schema['label']
+    return label.get('mean', 0.0), label.get('std') or 1.0
+
+
 def head(schema: Dict):
     """The canned head the label calls for: binary, multi-class (the schema's classes as the
-    label vocabulary) or regression; rows weighted by the schema's weight column, if any."""
+    label vocabulary) or regression; rows weighted by the schema's weight column, if any.
+
+    A regression head predicts logits * std + mean (the label's training statistics): every
+    model starts at the mean and moves in units of the label's spread, so a price in the
+    hundreds of thousands trains as a z-score does; the loss stays the squared error in the
+    label's own units."""
     label = schema['label']
     weight = schema.get('weight', {}).get('name')
     if label['task'] == 'regression':
-        return tf.estimator.RegressionHead(weight_column=weight)
+        mean, std = label_scale(schema)
+
+        def in_label_units(logits):
+            return logits * std + mean
+
+        return tf.estimator.RegressionHead(
+            weight_column=weight, inverse_link_fn=in_label_units,
+            loss_fn=lambda labels, logits: tf.math.squared_difference(labels,
+                                                                      in_label_units(logits)))
     classes = class_names(schema)
     if len(classes) < 2:
         raise UserError(f'the label {label["name"]!r} has {len(classes)} class in the training '

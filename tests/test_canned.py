@@ -160,6 +160,19 @@ def test_dnn_regressor_on_a_number_label(tmp_path_factory, serving_loader):
     assert loader_lines(lines, 'regress')['regress']['outputs']['shape'] == [len(records), 1]
 
 
+def test_a_regressor_learns_a_label_in_the_hundreds_of_thousands(tmp_path_factory):
+    """The head predicts logits * std + mean: Ftrl's small steps on the raw label left a linear
+    model predicting about 10 for a price of 250,000."""
+    folder = prepared(tmp_path_factory, 'price',
+                      lambda age, color, x: round(100_000 + 50_000 * x + 2_000 * age))
+    label = json.load(open(f'{folder}/data/manifest.json'))['schema']['label']
+    common = ['--model=linear_regressor', f'--model_dir={folder}/run', *files_flags(folder)]
+    trainer(*common, '--mode=train', '--train_steps=300', '--batch_size=32')
+    evaluated = last_json(trainer(*common, '--mode=evaluate'))
+    assert evaluated['average_loss'] < 0.1 * label['std'] ** 2, (evaluated, label['std'])
+    assert abs(evaluated['prediction/mean'] - evaluated['label/mean']) < 0.1 * label['std']
+
+
 def test_a_model_that_does_not_fit_its_data_or_params_is_one_line(binary, tmp_path):
     common = [f'--model_dir={tmp_path}/run', *files_flags(binary), '--mode=train', *STEPS]
     result = trainer('--model=dnn_regressor', *common, check=False)

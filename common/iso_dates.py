@@ -8,7 +8,10 @@ as a fraction; a number, normalized with the training split's statistics: the tr
 month, day of the month, day of the week and, when the column holds times, the hour (each a
 category). The time of day is read as written: a time zone suffix is accepted and not applied.
 
-Only ISO dates are recognized; a column of '15.01.2024' or '1/15/2024' stays text.
+Besides ISO, a CSV column may hold dates as spreadsheets in most locales write them (FORMATS:
+'15.01.2024', '15/01/2024', '1/15/2024 8:30'): such a date is rewritten as ISO before its parts
+are read (`to_iso`, the same regular expressions in Python and in the graph), and an ISO date is
+taken in such a column too. Dates with month names or AM/PM stay text.
 """
 import datetime
 import re
@@ -27,11 +30,26 @@ CATEGORIES = (('month', [str(month) for month in range(1, 13)]),
               ('day_of_month', [str(day) for day in range(1, 32)]),
               ('day_of_week', list(WEEKDAYS)))
 HOURS = ('hour', [str(hour) for hour in range(24)])
+# A date format: its dates' start (day, month, year, as digits) and their rewrite as ISO.
+FORMATS = {'iso': None,
+           'day.month.year': (r'^(\d{2})\.(\d{2})\.(\d{4})', r'\3-\2-\1'),
+           'day/month/year': (r'^(\d{2})/(\d{2})/(\d{4})', r'\3-\2-\1'),
+           'month/day/year': (r'^(\d{2})/(\d{2})/(\d{4})', r'\3-\1-\2')}
+SINGLE_DIGIT = (r'\b(\d)\b', r'0\1')  # 1.5.2024 8:30 -> 01.05.2024 08:30, before the rewrite
 
 
-def days(text: str) -> float:
+def to_iso(text: str, date_format: str = 'iso') -> str:
+    """text as an ISO date, if it is one in date_format (or in ISO); else text unchanged."""
+    if date_format == 'iso':
+        return text
+    pattern, rewrite = FORMATS[date_format]
+    return re.sub(pattern, rewrite, re.sub(*SINGLE_DIGIT, text), count=1)
+
+
+def days(text: str, date_format: str = 'iso') -> float:
     """'2024-01-15 12:00' -> 19737.5: days since 1970-01-01, the time of day (to the minute) as a
-    fraction; ValueError if text is not an ISO date of the calendar."""
+    fraction; ValueError if text is not a date of the calendar in date_format (or ISO)."""
+    text = to_iso(text, date_format)
     if not _MATCH(text):
         raise ValueError(f'{text!r} is not an ISO date (YYYY-MM-DD)')
     date = datetime.date(int(text[:4]), int(text[5:7]), int(text[8:10]))
@@ -41,19 +59,27 @@ def days(text: str) -> float:
     return date.toordinal() - _EPOCH + minutes / (24 * 60)
 
 
-def check(text: str) -> str:
-    """text, if it is an ISO date; ValueError otherwise (a CSV column's converter)."""
-    days(text)
+def check(text: str, date_format: str = 'iso') -> str:
+    """text, if it is a date in date_format (or ISO); ValueError otherwise (a CSV converter)."""
+    days(text, date_format)
     return text
 
 
-def is_dates(values: List[str]) -> bool:
+def is_dates(values: List[str], date_format: str = 'iso') -> bool:
     try:
         for value in values:
-            days(value)
+            days(value, date_format)
     except ValueError:
         return False
     return bool(values)
+
+
+def formats_of(values: List[str]) -> List[str]:
+    """The formats every value is a date in: ['iso'] for ISO dates, else those of FORMATS that
+    fit (day/month/year and month/day/year both, while no day is above 12); [] for no dates."""
+    if is_dates(values):
+        return ['iso']
+    return [name for name in FORMATS if name != 'iso' and is_dates(values, name)]
 
 
 def part_entries(entry: Dict) -> List[Dict]:

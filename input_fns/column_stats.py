@@ -95,29 +95,32 @@ class StringStats:
 
 
 class DateStats:
-    """A date column's: its days' statistics (NumberStats), its first and last date, and
-    whether it holds times of day."""
+    """A date column's: its days' statistics (NumberStats), its first and last date (as
+    written), whether it holds times of day, and its format."""
 
-    def __init__(self, seed: int):
+    def __init__(self, seed: int, date_format: str = 'iso'):
+        self.format = date_format
         self.days = NumberStats(seed)
         self.first = self.last = None
         self.has_time = False
 
     def add(self, values: List, missing: int) -> None:
-        found = [iso_dates.days(value) for value in values]
+        found = [iso_dates.days(value, self.format) for value in values]
         self.days.add(found, missing)
         if not values:
             return
-        self.has_time = self.has_time or any(len(value) > 10 for value in values)
+        self.has_time = self.has_time or any(len(iso_dates.to_iso(value, self.format)) > 10
+                                             for value in values)
         ends = [values[int(np.argmin(found))], values[int(np.argmax(found))]]
         if self.first is not None:
             ends += [self.first, self.last]
-        self.first = min(ends, key=iso_dates.days)
-        self.last = max(ends, key=iso_dates.days)
+        self.first = min(ends, key=lambda value: iso_dates.days(value, self.format))
+        self.last = max(ends, key=lambda value: iso_dates.days(value, self.format))
 
     def summary(self, dtype: str = 'date') -> Dict:
         days = self.days.summary('float')
-        summary = {'count': days.pop('count'), 'missing': days.pop('missing')}
+        summary = {'count': days.pop('count'), 'missing': days.pop('missing'),
+                   'format': self.format}
         if summary['count']:
             summary.update(first=self.first, last=self.last, has_time=self.has_time, days=days)
         return summary

@@ -2,11 +2,12 @@
 
 One streaming pass: Python's csv module over a tf.io.gfile stream (input_fns/csv_files.py:
 buckets, .csv.gz, the file's delimiter and decimal mark), each row typed, added to the training
-split's statistics and written to its split's shard (input_fns/stream_shards.py). Column types
+split's statistics and written to its split's shard (input_fns/table_splits.py). Column types
 come from a sample of the first rows (--column_types overrides); a later value that does not
 read as its column's type stops the run, naming the row, before anything in --output_dir
 changes.
 """
+import functools
 import itertools
 import math
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
@@ -17,14 +18,12 @@ from common import iso_dates
 from common.errors import UserError
 from input_fns import split as data_split
 from input_fns import (column_choice, csv_files, file_patterns, held_out, stream_shards,
-                       table_records, table_schema)
+                       table_records, table_schema, table_splits)
 
 SAMPLE_ROWS = 10_000  # rows the column types and the task are inferred from
-CHUNK_ROWS = 4096  # rows summarized at a time (numpy per column)
 
 
-_WHAT = {'int': 'an int', 'float': 'a finite number',
-         'date': 'a date of the calendar (YYYY-MM-DD, then perhaps the time)'}
+_WHAT = {'int': 'an int', 'float': 'a finite number'}
 
 
 def parse_column_types(text: Optional[str], columns: List[str]) -> Dict[str, str]:
@@ -56,7 +55,9 @@ class Table:
                  known_types: Optional[Dict[str, str]] = None,
                  csv_format: csv_files.CsvFormat = csv_files.CsvFormat(),
                  ignore_columns: Optional[Sequence[str]] = None,
-                 weight_column: Optional[str] = None):
+                 weight_column: Optional[str] = None,
+                 date_formats: Tuple[Optional[str], Dict[str, str]] = (None, {})):
+        """date_formats: (--date_format, {date column: the training data's format})."""
         self.paths, self.na_values, self.format = paths, frozenset(na_values), csv_format
         rows = itertools.islice(csv_files.read_rows(paths[0], csv_format.delimiter),
                                 SAMPLE_ROWS + 1)
@@ -87,9 +88,13 @@ class Table:
         self.task = task or table_schema.infer_task(label_dtype, present[self.label_index])
         self.names = [column_choice.feature_name(column) for column in self.columns]
         number = float if csv_format.decimal == '.' else table_schema.decimal_comma_float
-        self._converters = [{'int': int, 'float': number, 'date': iso_dates.check,
-                             'string': str}[dtype]
-                            for dtype in self.dtypes]
+        self.date_formats = {name: self._date_format(name, values, *date_formats)
+                             for name, dtype, values in zip(self.columns, self.dtypes, present)
+                             if dtype == 'date'}
+        self._converters = [{'int': int, 'float': number, 'string': str}.get(dtype) or
+                            functools.partial(iso_dates.check,
+                                              date_format=self.date_formats[name])
+                            for name, dtype in zip(self.columns, self.dtypes)]
         self._floats = [index for index, dtype in enumerate(self.dtypes) if dtype == 'float']
 
     def _read_header(self, header: Optional[Tuple[int, List[str]]], label: str) -> List[str]:
@@ -111,6 +116,20 @@ class Table:
                                 'model predicts, a class or a number, not a date')
             self.dtypes[self.label_index] = 'string'
         return self.dtypes[self.label_index]
+
+    def _date_format(self, column: str, values: List[str], chosen: Optional[str],
+                     trained: Dict[str, str]) -> str:
+        """The format the column's sample dates are in; the training data's, with --schema_from;
+        --date_format where the sample fits both day/month/year and month/day/year."""
+        if column in trained:
+            return trained[column]
+        fits = iso_dates.formats_of(values) or ['iso']
+        if len(fits) > 1 and chosen not in fits:
+            raise UserError(f'{self.paths[0]}, column {column!r}: dates such as {values[0]!r} '
+                            'read as day/month/year and as month/day/year (no day above 12 in '
+                            'the first rows); pass --date_format=day/month/year or '
+                            '--date_format=month/day/year')
+        return chosen if len(fits) > 1 else fits[0]
 
     def _inferred_dtype(self, column: str, values: List[str]) -> str:
         dtype = table_schema.infer_dtype(values, self.format.decimal)
@@ -153,55 +172,21 @@ class Table:
             if field in na_values:
                 continue
             try:
-                table_schema.parse_value(field, dtype, self.format.decimal)
+                table_schema.parse_value(field, dtype, self.format.decimal,
+                                         self.date_formats.get(column, 'iso'))
             except ValueError:
                 wider = 'float' if dtype == 'int' else 'string'
                 raise UserError(f'{path} line {line}, column {column!r}: {field!r} is not '
-                                f'{_WHAT[dtype]} (the type read from the first rows); pass '
-                                f'--column_types={column}:{wider}, or --na_values if it marks '
-                                'a missing value') from None
+                                f'{self._what(column, dtype)} (the type read from the first '
+                                f'rows); pass --column_types={column}:{wider}, or --na_values '
+                                'if it marks a missing value') from None
         raise AssertionError(f'{path} line {line}: a field failed to parse, then parsed')
 
-
-def write_table(output_dir: str, rows: Iterator[Tuple[bytes, List, bytes]], stats,
-                label: str, validation_fraction: float, num_shards: int, num_eval_shards: int,
-                what: str, only_split: Optional[str] = None):
-    """Writes rows ((split key, typed values, serialized record)) to the train and validation
-    splits (every row to only_split, when given), every split's rows into stats (which keep
-    statistics of one, and the label's classes of all); rows without a label are skipped and
-    counted.
-    Returns ({split: SplitWriter}, {split: rows skipped}), the shards not yet in place."""
-    shard_counts = {'train': num_shards}
-    if only_split:
-        shard_counts = {only_split: num_shards if only_split == 'train' else num_eval_shards}
-    elif validation_fraction:
-        shard_counts['validation'] = num_eval_shards
-    skipped = {split: 0 for split in shard_counts}
-    chunks, counted = {split: [] for split in shard_counts}, only_split or 'train'
-    with stream_shards.streamed_splits(output_dir, shard_counts) as writers:
-        for count, (key, values, record) in enumerate(rows, 1):
-            split = only_split or ('validation' if data_split.is_validation(
-                key, validation_fraction) else 'train')
-            if values[stats.label_index] is None:
-                skipped[split] += 1
-                continue
-            writers[split].write(record)
-            chunks[split].append(values)
-            if len(chunks[split]) == CHUNK_ROWS:
-                stats.add_rows(chunks[split], split)
-                chunks[split] = []
-            if count % 1_000_000 == 0:
-                logging.info('%s: %d rows read', what, count)
-        for split, chunk in chunks.items():
-            stats.add_rows(chunk, split)
-        if stats.classes:
-            stats.classes.refuse_untrained(counted, what)
-            stats.classes.warn_unlearnable(counted)
-        if not writers[counted].written:
-            raise UserError(f'{what}: no {counted} rows (rows with a {label!r} value'
-                            + ('' if only_split else ', outside --validation_fraction')
-                            + '); give data with rows')
-    return writers, skipped
+    def _what(self, column: str, dtype: str) -> str:
+        if dtype != 'date':
+            return _WHAT[dtype]
+        date_format = self.date_formats[column]
+        return f'a date of the calendar ({"YYYY-MM-DD" if date_format == "iso" else date_format})'
 
 
 def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optional[str],
@@ -209,8 +194,8 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
                 weight_column: Optional[str], validation_fraction: float, num_shards: int,
                 num_eval_shards: int, seed: int, schema_from: Optional[str] = None,
                 split: Optional[str] = None, delimiter: Optional[str] = None,
-                decimal: Optional[str] = None,
-                ignore_columns: Optional[List[str]] = None) -> Dict:
+                decimal: Optional[str] = None, ignore_columns: Optional[List[str]] = None,
+                date_format: Optional[str] = None) -> Dict:
     """Writes the 'train' (and 'validation') split of a CSV source, or every row to --split,
     and the schema; with --schema_from, the columns take that prepared table's types. The
     files are read as the first one is written (csv_files.file_format), unless told."""
@@ -226,13 +211,13 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
     logging.info('--source=%s: read as %s (--delimiter and --decimal say otherwise)', source,
                  csv_format.description())
     table = Table(paths, label, column_types, task, na_values, known_types, csv_format,
-                  ignore_columns, weight_column)
+                  ignore_columns, weight_column, (date_format, held_out.date_formats(trained)))
     stats = table_schema.TableStats(table.columns, table.dtypes, label, table.task,
                                     max_vocabulary, seed, weight_column, split or 'train',
-                                    (schema_from, trained))
+                                    (schema_from, trained), table.date_formats)
     encoder = table_records.RowEncoder(table.names, table.dtypes)
     rows = ((key.encode(), values, encoder.encode(values)) for key, values in table.typed_rows())
-    writers, skipped = write_table(output_dir, rows, stats, label, validation_fraction,
+    writers, skipped = table_splits.write_table(output_dir, rows, stats, label, validation_fraction,
                                    num_shards, num_eval_shards, f'--source={source}', split)
     schema = stats.schema(na_values, table.ignored)
     schema['label']['missing'] = sum(skipped.values())

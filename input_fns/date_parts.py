@@ -23,16 +23,27 @@ def _days_from_civil(year, month, day):
     return era * 146097 + day_of_era - 719468
 
 
+def as_iso(texts: tf.Tensor, date_format: str) -> tf.Tensor:
+    """iso_dates.to_iso in the graph: dates in date_format rewritten as ISO, others unchanged."""
+    if date_format == 'iso':
+        return texts
+    pattern, rewrite = iso_dates.FORMATS[date_format]
+    padded = tf.strings.regex_replace(texts, *iso_dates.SINGLE_DIGIT)
+    return tf.strings.regex_replace(padded, pattern, rewrite, replace_global=False)
+
+
 def parts(texts: tf.Tensor, entry: Dict) -> Dict[str, tf.Tensor]:
     """[batch] date strings -> {part name: [batch] tensor}, as part_entries names them. A value
-    that is no ISO date (missing: '') takes the training mean for days, and no category."""
-    texts = tf.reshape(texts, [-1])
+    that is no date (missing: ''; a month 13) takes the training mean for days, and no category
+    (prepare refuses such values; serving may meet them)."""
+    texts = as_iso(tf.reshape(texts, [-1]), entry.get('format', 'iso'))
     valid = tf.strings.regex_full_match(texts, iso_dates.PATTERN)
     timed = valid & (tf.strings.length(texts) > 10)
     texts = tf.where(timed, texts, tf.where(valid, texts + ' 00:00', '1970-01-01 00:00'))
     year, month, day = _number(texts, 0, 4), _number(texts, 5, 2), _number(texts, 8, 2)
     whole_days = _days_from_civil(year, month, day)
     minutes = _number(texts, 11, 2) * 60 + _number(texts, 14, 2)
+    valid &= (month >= 1) & (month <= 12) & (day >= 1) & (day <= 31) & (minutes < 24 * 60)
     fraction = tf.cast(minutes, tf.float64) / (24 * 60)
     mean = entry['days'].get('mean', 0.0)
     name = entry['name']

@@ -19,8 +19,8 @@ from google.protobuf.message import DecodeError
 
 from common import files, iso_dates, paths
 from common.errors import UserError, op_error_summary
-from input_fns import (column_choice, csv_tables, file_patterns, held_out, shards, stream_shards,
-                       table_schema)
+from input_fns import (column_choice, file_patterns, held_out, shards, stream_shards, table_schema,
+                       table_splits)
 from input_fns import split as data_split
 
 SAMPLE_RECORDS = 10_000
@@ -153,9 +153,9 @@ def prepare_examples(*, source: str, label: str, output_dir: Optional[str], task
     data_split.check_fraction(validation_fraction)
     rows = ((record, _typed(example, path, number, columns, dtypes), record)
             for path, number, example, record in _records(path_list))
-    writers, skipped = csv_tables.write_table(output_dir, rows, stats, label, validation_fraction,
-                                              num_shards, num_eval_shards, f'--source={source}',
-                                              split)
+    writers, skipped = table_splits.write_table(output_dir, rows, stats, label,
+                                                validation_fraction, num_shards, num_eval_shards,
+                                                f'--source={source}', split)
     entries = {name: dict(skipped=skipped[name], features=dict(zip(columns, dtypes)),
                           sources=path_list, seed=seed,
                           extra={'skipped_because': 'the label is missing',
@@ -203,7 +203,7 @@ def _describe_in_place(path_list, stats, columns, dtypes, split, source, ignored
                             'label); pass --output_dir to reshard the records without such ones')
         counts[path] += 1
         chunk.append(values)
-        if len(chunk) == csv_tables.CHUNK_ROWS:
+        if len(chunk) == table_splits.CHUNK_ROWS:
             stats.add_rows(chunk)
             chunk = []
     if chunk:

@@ -16,6 +16,12 @@ def trained_schema(schema_from: Optional[str]) -> Tuple[Dict[str, str], Optional
     return {entry.get('column', entry['name']): entry['dtype'] for entry in entries}, schema
 
 
+def date_formats(trained: Optional[Dict]) -> Dict[str, str]:
+    """{date column: its format} of the trained schema."""
+    return {entry.get('column', entry['name']): entry.get('format', 'iso')
+            for entry in (trained or {}).get('features', []) if entry['dtype'] == 'date'}
+
+
 def trained_defaults(trained: Optional[Dict], label, task, weight_column, ignore_columns):
     """(label, task, weight_column, ignore_columns) as given, or else as the trained schema has
     them."""

@@ -9,7 +9,8 @@
       --output_dir=OUT
   python -m input_fns.prepare csv --source=FILE_OR_GLOB --label=COLUMN --output_dir=OUT \
       [--validation_fraction=0.2] [--column_types=NAME:float,...] [--task=classification] \
-      [--ignore_columns=id,name] [--delimiter=;] [--decimal=,]
+      [--ignore_columns=id,name] [--delimiter=;] [--decimal=,] \
+      [--date_format=day/month/year]
   python -m input_fns.prepare examples --source=PATTERN --label=NAME [--output_dir=OUT]
   python -m input_fns.prepare csv_example --output_dir=OUT --num_shards=20   # generated, csv_mlp's
   python -m input_fns.prepare images --source_dir=ROOT --output_dir=OUT [--image_size=64x64] \
@@ -110,6 +111,9 @@ def define_table_flags():
     flags.DEFINE_enum('decimal', None, ['.', ','], 'csv: the mark before a number\'s fraction '
                       '(default: , in a ;-separated file, as spreadsheets in such locales write '
                       'it, else .).')
+    flags.DEFINE_enum('date_format', None, ['day/month/year', 'month/day/year'], 'csv: how '
+                      'dates like 01/02/2024 read where the first rows do not tell (no day '
+                      'above 12); ISO and 15.01.2024 dates need no flag.')
     flags.DEFINE_list('na_values', list(table_schema.DEFAULT_NA_VALUES), 'csv: the field values '
                       'that mark a missing value (an empty field always does).')
     flags.DEFINE_string('schema_from', None, 'csv, examples, images: prepared shards (their '

@@ -36,9 +36,10 @@ def decimal_comma_float(text: str) -> float:
     return float(text.replace(',', '.'))
 
 
-def parse_value(text: str, dtype: str, decimal: str = '.'):
+def parse_value(text: str, dtype: str, decimal: str = '.', date_format: str = 'iso'):
     """A field as its column's type; ValueError if it does not read as one. decimal: the mark
-    before a number's fraction ('.', or ',' for '1,5')."""
+    before a number's fraction ('.', or ',' for '1,5'); date_format: a date column's
+    (common/iso_dates.py FORMATS)."""
     if dtype == 'int':
         return int(text)
     if dtype == 'float':
@@ -47,21 +48,22 @@ def parse_value(text: str, dtype: str, decimal: str = '.'):
             raise ValueError(f'{text!r} is not a finite number')
         return value
     if dtype == 'date':
-        return iso_dates.check(text)
+        return iso_dates.check(text, date_format)
     return text
 
 
 def infer_dtype(values: Sequence[str], decimal: str = '.') -> str:
-    """'int', 'float', 'date' (ISO) or 'string': the narrowest type every (non-missing) sample
-    value reads as; a column with no value in the sample is a string (--column_types overrides)."""
-    for dtype in ('int', 'float', 'date'):
+    """'int', 'float', 'date' (in one of iso_dates.FORMATS) or 'string': the narrowest type every
+    (non-missing) sample value reads as; a column with no value in the sample is a string
+    (--column_types overrides)."""
+    for dtype in ('int', 'float'):
         try:
             for value in values:
                 parse_value(value, dtype, decimal)
         except ValueError:
             continue
         return dtype if values else 'string'
-    return 'string'
+    return 'date' if iso_dates.formats_of(list(values)) else 'string'
 
 
 def infer_task(label_dtype: str, sample_labels: Sequence) -> str:
@@ -79,8 +81,9 @@ class TableStats:
     def __init__(self, columns: List[str], dtypes: List[str], label: str, task: str,
                  max_vocabulary: int, seed: int = 0, weight: Optional[str] = None,
                  statistics_of: str = 'train', trained_from: Tuple[Optional[str], Optional[Dict]]
-                 = (None, None)):
-        """trained_from: for a held-out split, (--schema_from, the training data's schema)."""
+                 = (None, None), date_formats: Optional[Dict[str, str]] = None):
+        """trained_from: for a held-out split, (--schema_from, the training data's schema);
+        date_formats: {date column: its format}, if not ISO."""
         self.columns, self.dtypes, self.label, self.task = columns, dtypes, label, task
         self.label_index, self.statistics_of = columns.index(label), statistics_of
         self.classes = (label_classes.LabelClasses(label, dtypes[self.label_index],
@@ -101,7 +104,8 @@ class TableStats:
             elif dtype == 'string':
                 self.stats.append(column_stats.StringStats(max_vocabulary))
             elif dtype == 'date':
-                self.stats.append(column_stats.DateStats(seed + index))
+                self.stats.append(column_stats.DateStats(
+                    seed + index, (date_formats or {}).get(columns[index], 'iso')))
             else:
                 self.stats.append(column_stats.NumberStats(seed + index))
 

@@ -32,7 +32,8 @@ def test_the_graphs_parts_of_a_date_are_pythons():
     times = random_times(300, 1850, 300, seed=0)
     texts = [t.strftime('%Y-%m-%d %H:%M') if i % 2 else t.date().isoformat()
              for i, t in enumerate(times)]
-    texts += ['2024-02-29T23:59:30Z', '1969-12-31 01:30+02:00', '', '15.01.2024', '2024-1-5']
+    texts += ['2024-02-29T23:59:30Z', '1969-12-31 01:30+02:00', '', '15.01.2024', '2024-1-5',
+              '2024-13-01', '2024-01-15 24:00']
     entry = {'name': 'when', 'dtype': 'date', 'count': 1, 'has_time': True, 'days': {'mean': 7.0}}
     parts = {name: value.numpy() for name, value in
              date_parts.parts(tf.constant(texts), entry).items()}
@@ -48,6 +49,49 @@ def test_the_graphs_parts_of_a_date_are_pythons():
             str(date.month), str(date.day), iso_dates.WEEKDAYS[date.weekday()],
             str(int(text[11:13]) if len(text) > 10 else 0)]
     assert iso_dates.days('1970-01-02 12:00') == 1.5
+
+
+SPREADSHEET_DATES = {  # as spreadsheets write them, unpadded
+    'day.month.year': lambda t: f'{t.day}.{t.month}.{t.year} {t.hour}:{t.minute:02d}',
+    'day/month/year': lambda t: f'{t.day:02d}/{t.month:02d}/{t.year}',
+    'month/day/year': lambda t: f'{t.month}/{t.day}/{t.year} {t.hour}:{t.minute:02d}:00'}
+
+
+@pytest.mark.parametrize('date_format', sorted(SPREADSHEET_DATES))
+def test_a_spreadsheets_dates_read_in_their_format_in_python_and_in_the_graph(date_format):
+    times = random_times(200, 1990, 40, seed=3)
+    texts = [SPREADSHEET_DATES[date_format](t) for t in times] + ['2024-03-01', '']
+    assert iso_dates.formats_of(texts[:-1]) == [date_format]
+    entry = {'name': 'd', 'dtype': 'date', 'count': 1, 'has_time': True, 'days': {'mean': 0.0},
+             'format': date_format}
+    parts = {name: value.numpy() for name, value in
+             date_parts.parts(tf.constant(texts), entry).items()}
+    assert parts['d_days'][:-1].tolist() == pytest.approx(
+        [iso_dates.days(text, date_format) for text in texts[:-1]], abs=0.01)
+    assert parts['d_days'][-1] == 0.0 and parts['d_month'][-1] == b''
+    assert parts['d_month'][:len(times)].tolist() == [str(t.month).encode() for t in times]
+
+
+def test_a_german_spreadsheets_dates_are_dates_and_ambiguous_ones_ask_which(tmp_path):
+    rows = ''.join(f'{t.day}.{t.month}.{t.year} {t.hour}:{t.minute:02d};{i},5;{busy(t)}\n'
+                   for i, t in enumerate(random_times(60, 2020, 3, seed=4)))
+    source = write(tmp_path / 'verkauf.csv', 'Datum;Preis;Klasse\n' + rows)
+    run_prepare(csv_tables.prepare_csv, source=source, output_dir=str(tmp_path / 'data'),
+                **table_args(label='Klasse'))
+    schema = json.load(open(tmp_path / 'data' / 'manifest.json'))['schema']
+    assert [(e['name'], e['dtype'], e.get('format')) for e in schema['features']] == [
+        ('Datum', 'date', 'day.month.year'), ('Preis', 'float', None)]
+    us = write(tmp_path / 'us.csv', 'when,label\n1/2/2024,a\n3/4/2024,b\n12/11/2023,a\n')
+    with pytest.raises(UserError, match=r"column 'when': dates such as '1/2/2024' read as "
+                                        r"day/month/year and as month/day/year .* pass "
+                                        r"--date_format=day/month/year"):
+        run_prepare(csv_tables.prepare_csv, source=us, output_dir=str(tmp_path / 'us'),
+                    **table_args(label='label'))
+    run_prepare(csv_tables.prepare_csv, source=us, output_dir=str(tmp_path / 'us'),
+                date_format='month/day/year', **table_args(label='label'))
+    [when] = json.load(open(tmp_path / 'us' / 'manifest.json'))['schema']['features']
+    assert (when['format'], when['first'], when['last']) == ('month/day/year', '12/11/2023',
+                                                             '3/4/2024')
 
 
 def test_a_date_column_is_learned_from_its_parts_and_the_export_takes_its_text(

@@ -15,7 +15,7 @@ taken in such a column too. Dates with month names or AM/PM stay text.
 """
 import datetime
 import re
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 from common.errors import UserError
 
@@ -72,6 +72,15 @@ def is_dates(values: List[str], date_format: str = 'iso') -> bool:
     except ValueError:
         return False
     return bool(values)
+
+
+def likeliest_format(values: List[str]) -> Tuple[str, List[str]]:
+    """(the format the most values are dates in, the values that are not dates in it)."""
+    def not_dates(date_format):
+        return [value for value in values if not is_dates([value], date_format)]
+    found = {date_format: not_dates(date_format) for date_format in FORMATS}
+    best = min(FORMATS, key=lambda date_format: len(found[date_format]))
+    return best, found[best]
 
 
 def formats_of(values: List[str]) -> List[str]:

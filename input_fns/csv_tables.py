@@ -123,7 +123,7 @@ class Table:
         --date_format where the sample fits both day/month/year and month/day/year."""
         if column in trained:
             return trained[column]
-        fits = iso_dates.formats_of(values) or ['iso']
+        fits = iso_dates.formats_of(values) or [iso_dates.likeliest_format(values)[0]]
         if len(fits) > 1 and chosen not in fits:
             raise UserError(f'{self.paths[0]}, column {column!r}: dates such as {values[0]!r} '
                             'read as day/month/year and as month/day/year (no day above 12 in '
@@ -133,6 +133,14 @@ class Table:
 
     def _inferred_dtype(self, column: str, values: List[str]) -> str:
         dtype = table_schema.infer_dtype(values, self.format.decimal)
+        if (dtype == 'string' and len(values) >= 10  # a glance at 100 first: text is common
+                and len(iso_dates.likeliest_format(values[:100])[1]) <= 10):
+            date_format, others = iso_dates.likeliest_format(values)
+            if len(others) <= len(values) // 10:
+                logging.warning('%s, column %r: text, though all but %d of its first %d values '
+                                'are dates (%s), not %r; fix those, or pass --column_types=%s:date '
+                                'to have prepare name each', self.paths[0], column, len(others),
+                                len(values), date_format, others[0], column)
         if dtype == 'string' and self.format.other_mark_numbers(values):
             other = self.format.other_mark
             raise UserError(f'{self.paths[0]}, column {column!r}: numbers with a decimal '

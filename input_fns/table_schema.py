@@ -4,10 +4,10 @@ The schema (manifest.json's 'schema', kind 'table') is what the canned models ar
 each feature's name and dtype; for numbers count, missing, mean, std, min, max and quantiles
 (numbers are normalized with the mean and std, and bucketized at the quantiles for trees); for
 strings the vocabulary (the most frequent values, with counts, the rest counted as out of
-vocabulary); for ISO dates their first and last and their days' statistics (the model derives
-their parts: common/iso_dates.py); the label's task and classes. Statistics are of the training split only, so
-nothing of the validation rows leaks into the model; the label's classes are every split's
-(input_fns/label_classes.py).
+vocabulary); for dates their format, first and last and their days' statistics (the model
+derives their parts: common/iso_dates.py); the label's task and classes. Statistics are of the
+training split only, so nothing of the validation rows leaks into the model; the label's classes
+are every split's (input_fns/label_classes.py).
 
 Rows arrive in chunks of typed values (None for a missing value); each column is summarized
 with numpy a chunk at a time (input_fns/column_stats.py), in memory bounded by the sample and

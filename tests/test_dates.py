@@ -72,15 +72,26 @@ def test_a_spreadsheets_dates_read_in_their_format_in_python_and_in_the_graph(da
     assert parts['d_month'][:len(times)].tolist() == [str(t.month).encode() for t in times]
 
 
-def test_a_german_spreadsheets_dates_are_dates_and_ambiguous_ones_ask_which(tmp_path):
-    rows = ''.join(f'{t.day}.{t.month}.{t.year} {t.hour}:{t.minute:02d};{i},5;{busy(t)}\n'
-                   for i, t in enumerate(random_times(60, 2020, 3, seed=4)))
-    source = write(tmp_path / 'verkauf.csv', 'Datum;Preis;Klasse\n' + rows)
+def test_a_german_spreadsheets_dates_are_dates_and_ambiguous_ones_ask_which(tmp_path, caplog):
+    lines = [f'{t.day}.{t.month}.{t.year} {t.hour}:{t.minute:02d};{i},5;{busy(t)}\n'
+             for i, t in enumerate(random_times(60, 2020, 3, seed=4))]
+    source = write(tmp_path / 'verkauf.csv', 'Datum;Preis;Klasse\n' + ''.join(lines))
     run_prepare(csv_tables.prepare_csv, source=source, output_dir=str(tmp_path / 'data'),
                 **table_args(label='Klasse'))
     schema = json.load(open(tmp_path / 'data' / 'manifest.json'))['schema']
     assert [(e['name'], e['dtype'], e.get('format')) for e in schema['features']] == [
         ('Datum', 'date', 'day.month.year'), ('Preis', 'float', None)]
+    lines[7] = '30.2.2021 10:00;1,5;busy\n'  # no such day: the column is text, and prepare says why
+    source = write(tmp_path / 'falsch.csv', 'Datum;Preis;Klasse\n' + ''.join(lines))
+    run_prepare(csv_tables.prepare_csv, source=source, output_dir=str(tmp_path / 'falsch'),
+                **table_args(label='Klasse'))
+    assert ("column 'Datum': text, though all but 1 of its first 60 values are dates "
+            "(day.month.year), not '30.2.2021 10:00'; fix those, or pass "
+            "--column_types=Datum:date") in caplog.text
+    with pytest.raises(UserError, match=r"falsch.csv line 9, column 'Datum': '30.2.2021 10:00' "
+                                        r"is not a date of the calendar \(day.month.year\)"):
+        run_prepare(csv_tables.prepare_csv, source=source, output_dir=str(tmp_path / 'falsch'),
+                    **table_args(label='Klasse', column_types='Datum:date'))
     us = write(tmp_path / 'us.csv', 'when,label\n1/2/2024,a\n3/4/2024,b\n12/11/2023,a\n')
     with pytest.raises(UserError, match=r"column 'when': dates such as '1/2/2024' read as "
                                         r"day/month/year and as month/day/year .* pass "

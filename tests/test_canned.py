@@ -117,6 +117,17 @@ def test_dnn_classifier_trains_then_the_eval_job_exports_the_best_and_it_serves(
     assert len(lines) == 2 + 240 + 240
     assert [line['probabilities'] for line in lines[2 + 240:]] == [
         line['probabilities'] for line in lines[2:2 + 240]]
+    tabbed = f'{binary}/tabbed.tsv'  # tabs and decimal commas: --decimal says so
+    with open(spreadsheet, encoding='utf-8-sig') as f, open(tabbed, 'w') as out:
+        out.write(f.read().replace(';', '\t'))
+    assert_one_line_error(trainer('--mode=predict', f'--saved_model={export_dir}/best', tabbed,
+                                  check=False), 2, f'{tabbed} line 2, column \'x\':',
+                          'pass --decimal=, if the file writes numbers so')
+    tab_lines = [json.loads(line) for line in trainer(
+        '--mode=predict', f'--saved_model={export_dir}/best', '--decimal=,',
+        tabbed).stdout.strip().splitlines()]
+    assert [line['probabilities'] for line in tab_lines] == [
+        line['probabilities'] for line in lines[2:2 + 240]]
     latin1 = f'{binary}/latin1.jsonl'
     with open(latin1, 'wb') as f:
         f.write('{"age": 75, "color": "r\u00e9d"}\n'.encode('latin-1'))

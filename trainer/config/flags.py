@@ -197,6 +197,8 @@ def define_predict_and_benchmark(d):
     d.string('signature', 'serving_default', 'predict: the signature to run: serving_default; '
              'classify (MNIST: class names and scores, through a tf.Example as TF Serving\'s '
              'Classify API sends); embed (face towers).')
+    d.enum('decimal', None, ('.', ','), 'predict on a CSV: the mark before a number\'s fraction '
+           '(default: , in a ;-separated file, else ., as prepare csv reads it).')
     d.integer('benchmark_batches', 300, 'benchmark_input: batches to time each '
               'input pipeline stage for.', lower_bound=3)
     d.integer('benchmark_train_steps', 30, 'benchmark_input: training steps to time '

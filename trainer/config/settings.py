@@ -68,6 +68,7 @@ class Settings:
     early_stopping_check_secs: float = FLAG_DEFAULTS['early_stopping_check_secs']
     saved_model: Optional[str] = FLAG_DEFAULTS['saved_model']
     signature: str = FLAG_DEFAULTS['signature']
+    decimal: Optional[str] = FLAG_DEFAULTS['decimal']
     benchmark_batches: int = FLAG_DEFAULTS['benchmark_batches']
     benchmark_train_steps: int = FLAG_DEFAULTS['benchmark_train_steps']
     distribution: str = FLAG_DEFAULTS['distribution']

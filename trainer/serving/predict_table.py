@@ -7,7 +7,7 @@ out, and runs through the export's `predict_examples` signature, which fills a m
 as training did (the feature's mean, or out of vocabulary).
 """
 import json
-from typing import Dict, Iterator, List, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 import tensorflow as tf
 
@@ -62,15 +62,20 @@ def _example(row: Dict, features: Dict[str, str], where: str, decimal: str) -> b
         try:
             values.append(table_schema.parse_value(str(row[name]), features[name], decimal))
         except ValueError:
+            read_as = csv_files.CsvFormat(decimal=decimal)
+            hint = (f'; pass --decimal={read_as.other_mark} if the file writes numbers so'
+                    if read_as.other_mark_numbers([str(row[name])]) else '')
             raise UserError(f'{where}, column {name!r}: {row[name]!r} is not '
                             f'{"an int" if features[name] == "int" else "a number"}, as the '
-                            'model takes it') from None
+                            f'model takes it{hint}') from None
     return table_records.encode_example(names, [features[name] for name in names], values)
 
 
-def predict_rows(signatures, saved_model_dir: str, paths: List[str]) -> Iterator[Dict]:
+def predict_rows(signatures, saved_model_dir: str, paths: List[str],
+                 decimal: Optional[str] = None) -> Iterator[Dict]:
     """One output row per input row of the files, in order: {'file', 'line', outputs...}, as
-    each batch of BATCH_ROWS is served (a big file is not held in memory)."""
+    each batch of BATCH_ROWS is served (a big file is not held in memory). decimal: --decimal,
+    a CSV's decimal mark where it is not the detected one."""
     if EXAMPLES_SIGNATURE not in signatures or 'serving_default' not in signatures:
         raise UserError(f'{saved_model_dir}: not a table model\'s export (no {EXAMPLES_SIGNATURE} '
                         'signature); predict on rows takes a canned model\'s export')
@@ -78,13 +83,13 @@ def predict_rows(signatures, saved_model_dir: str, paths: List[str]) -> Iterator
     features = {name: _DTYPES[spec.dtype] for name, spec in inputs.items()}
     for path in paths:
         if path.endswith(('.json', '.jsonl')):
-            rows, decimal = _json_rows(path), '.'
+            rows, mark = _json_rows(path), '.'
         else:
-            csv_format = csv_files.file_format(path)
-            rows, decimal = _csv_rows(path, csv_format.delimiter), csv_format.decimal
+            csv_format = csv_files.file_format(path, decimal=decimal)
+            rows, mark = _csv_rows(path, csv_format.delimiter), csv_format.decimal
         batch = []
         for line, row in rows:
-            batch.append((line, _example(row, features, f'{path} line {line}', decimal)))
+            batch.append((line, _example(row, features, f'{path} line {line}', mark)))
             if len(batch) == BATCH_ROWS:
                 yield from _run(signatures[EXAMPLES_SIGNATURE], path, batch)
                 batch = []

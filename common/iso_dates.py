@@ -17,8 +17,6 @@ import datetime
 import re
 from typing import Dict, List, Tuple
 
-from common.errors import UserError
-
 # RE2 (tf.strings.regex_full_match) and Python's re read it alike.
 PATTERN = (r'\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?'
            r'(?:Z|[+-]\d{2}:?\d{2})?)?')
@@ -101,14 +99,3 @@ def part_entries(entry: Dict) -> List[Dict]:
                       'vocabulary': values})
     return parts
 
-
-def check_part_names(features: List[Dict]) -> None:
-    """A date's parts must not take the name of another column."""
-    names = {entry['name'] for entry in features}
-    for entry in features:
-        if entry['dtype'] == 'date':
-            for part in part_entries({**entry, 'days': {}}):
-                if part['name'] in names:
-                    raise UserError(f'column {part["name"]!r}: the name of a part of the date '
-                                    f'column {entry["name"]!r}; rename it, or leave one of '
-                                    'them out with --ignore_columns')

@@ -1,7 +1,5 @@
-"""A date feature's parts (common/iso_dates.py) derived in the graph from its text: in the
-table input_fn and in the serving receiver (trainer/input_kinds/table.py), so every model over a
-table (the canned ones, yours) finds them among its features, and an export takes the date
-string a client has."""
+"""A date feature's parts (common/iso_dates.py) derived in the graph from its text, by
+input_fns/table_records.py's `with_derived`: so an export takes the date string a client has."""
 from typing import Dict
 
 import tensorflow as tf
@@ -60,11 +58,3 @@ def parts(texts: tf.Tensor, entry: Dict) -> Dict[str, tf.Tensor]:
         found[part['name']] = tf.where(valid, text, '')
     return found
 
-
-def with_parts(features: Dict[str, tf.Tensor], schema: Dict) -> Dict[str, tf.Tensor]:
-    """features with every date feature's parts added (the date's own text kept)."""
-    derived = dict(features)
-    for entry in schema['features']:
-        if entry['dtype'] == 'date' and entry.get('count') and entry['name'] in features:
-            derived.update(parts(features[entry['name']], entry))
-    return derived

@@ -3,19 +3,22 @@
 A record holds each column's value as it was read (int64, float or bytes), so the shards stay
 the user's data; what a model makes of a value (normalized, bucketized, looked up in a
 vocabulary) comes from the schema, at training time. A missing value is absent from its
-record and parsed as its column's fill: the training mean for numbers (0 once normalized), ''
-for strings (out of vocabulary). Parsed a batch at a time with tf.io.parse_example.
+record and read as its column's fill: the training mean for numbers (0 once normalized; a
+number some training rows lacked also has an indicator of missing beside it), '' for strings
+(out of vocabulary). Parsed a batch at a time with tf.io.parse_example.
 """
 import struct
 from typing import Dict, List, Optional
 
 import tensorflow as tf
 
+from common import model_features
 from input_fns import date_parts, pipeline
 
 _FLOAT = struct.Struct('<f')
 _SMALL = [bytes((value,)) for value in range(0x80)]
 _TF_DTYPES = {'int': tf.int64, 'float': tf.float32, 'date': tf.string, 'string': tf.string}
+INT_MISSING = -2 ** 63  # a missing int's value as parsed, where with_derived tells it is missing
 
 
 def _varint(value: int) -> bytes:
@@ -81,11 +84,41 @@ def fill_value(entry: Dict):
     return int(round(mean)) if entry['dtype'] == 'int' else float(mean)
 
 
+def parsed_default(entry: Dict):
+    """What a missing value parses as: its fill; for a number with a missing indicator, NaN
+    or INT_MISSING, which with_derived replaces by the fill."""
+    if not entry.get('missing_indicator'):
+        return fill_value(entry)
+    return INT_MISSING if entry['dtype'] == 'int' else float('nan')
+
+
+def with_derived(features: Dict[str, tf.Tensor], schema: Dict) -> Dict[str, tf.Tensor]:
+    """Parsed features with those the model derives from them (common/model_features.py): a
+    date's parts; a number's indicator of missing (its value then the fill). In the input_fn and
+    the serving receiver, so every model over a table (canned or yours) reads them."""
+    derived = dict(features)
+    for entry in schema['features']:
+        name = entry['name']
+        if not entry.get('count') or name not in features:
+            continue
+        if entry['dtype'] == 'date':
+            derived.update(date_parts.parts(features[name], entry))
+        elif entry.get('missing_indicator'):
+            value = features[name]
+            missing = (tf.equal(value, INT_MISSING) if value.dtype == tf.int64
+                       else tf.math.is_nan(value))
+            derived[name] = tf.where(missing, tf.cast(fill_value(entry), value.dtype), value)
+            derived[model_features.indicator_name(name)] = tf.where(
+                missing, model_features.MISSING, '')
+    return derived
+
+
 def feature_spec(schema: Dict, with_label: bool = True) -> Dict[str, tf.io.FixedLenFeature]:
-    """tf.io.parse_example's spec: every feature with its fill; with_label: the label, required,
-    and the weight column, if any (1 when missing), which serving takes neither of."""
+    """tf.io.parse_example's spec: every feature with what a missing one parses as; with_label:
+    the label, required, and the weight column, if any (1 when missing), which serving takes
+    neither of."""
     spec = {entry['name']: tf.io.FixedLenFeature([], tf_dtype(entry['dtype']),
-                                                 default_value=fill_value(entry))
+                                                 default_value=parsed_default(entry))
             for entry in schema['features']}
     if with_label:
         label = schema['label']
@@ -112,7 +145,7 @@ def parse_batch_fn(schema: Dict):
     def parse_batch(serialized):
         features = tf.io.parse_example(serialized, spec)
         labels = label_tensor(features.pop(label), schema)
-        return date_parts.with_parts(features, schema), labels
+        return with_derived(features, schema), labels
 
     return parse_batch
 

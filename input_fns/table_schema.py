@@ -17,7 +17,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from common import iso_dates
+from common import iso_dates, model_features
 from common.errors import UserError
 from input_fns import column_choice, column_stats, label_classes
 
@@ -135,6 +135,8 @@ class TableStats:
             if column == self.weight:
                 weight = entry
             elif index != self.label_index:
+                if dtype in ('int', 'float') and entry['count'] and entry['missing']:
+                    entry['missing_indicator'] = True  # common/model_features.py
                 features.append(entry)
         label = self.stats[self.label_index]
         label_entry = {'name': column_choice.feature_name(self.label), 'column': self.label,
@@ -145,7 +147,7 @@ class TableStats:
                                class_counts=self.classes.counts(self.statistics_of))
         else:
             label_entry.update(label.summary(self.dtypes[self.label_index]))
-        iso_dates.check_part_names(features)
+        model_features.check_names(features)
         schema = {'kind': 'table', 'features': features, 'label': label_entry,
                   'statistics_of': self.statistics_of, 'na_values': list(na_values),
                   'ignored_columns': list(ignored)}

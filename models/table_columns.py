@@ -10,7 +10,7 @@ from typing import Dict, List
 
 import tensorflow as tf
 
-from common import iso_dates
+from common import model_features
 from common.errors import UserError
 
 fc = tf.feature_column
@@ -22,13 +22,10 @@ def _normalizer(mean: float, std: float):
 
 
 def features(schema: Dict) -> List[Dict]:
-    """The schema's features the model reads: those with a value in the training split, each
-    date as its parts (input_fns/date_parts.py derives them in the input_fn and serving)."""
-    found = []
-    for entry in schema['features']:
-        if entry.get('count'):
-            found += iso_dates.part_entries(entry) if entry['dtype'] == 'date' else [entry]
-    return found
+    """The schema's features the model reads: those with a value in the training split, and
+    those derived from them (common/model_features.py: a date's parts, a number's missing)."""
+    return [derived for entry in schema['features'] if entry.get('count')
+            for derived in model_features.model_entries(entry)]
 
 
 def boundaries(entry: Dict) -> List[float]:

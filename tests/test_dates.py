@@ -152,7 +152,7 @@ PEOPLE = 'when,score,label\n2024-01-15,1.5,a\n2024-02-01 08:30,2.5,b\n2023-12-31
       '--column_types=when:string']),
     (PEOPLE, dict(column_types='label:date'), ['--column_types=label:date', 'not a date']),
     (PEOPLE.replace('score', 'when_month'), {},
-     ["column 'when_month': the name of a part of the date column 'when'"]),
+     ["column 'when_month': the name the model gives a feature it derives from column 'when'"]),
 ])
 def test_a_bad_date_is_one_line_naming_it(tmp_path, monkeypatch, text, overrides, fragments):
     monkeypatch.setattr(csv_tables, 'SAMPLE_ROWS', 3)  # types from PEOPLE's rows alone

@@ -10,7 +10,7 @@ from typing import Dict
 import numpy as np
 import tensorflow as tf
 
-from input_fns import date_parts, table_records
+from input_fns import table_records
 from trainer.input_kinds import base, registry
 
 FEATURES_RECEIVER = 'features'  # the receiver alternative that takes a tensor per feature
@@ -34,8 +34,8 @@ class Table(base.WithoutAugmentation, base.RecordFileKind):
 
     def serving_receiver_fn(self, spec, options):
         """Serialized tf.Examples ('inputs'), or, as the alternative, one tensor per feature:
-        feeding a feature's placeholder cuts off the parsing upstream of it. A date is taken as
-        its text; the model gets its parts too, derived from the placeholder."""
+        feeding a feature's placeholder cuts off the parsing upstream of it. The model also gets
+        what it derives from them (a date's parts, a number's missing: with_derived)."""
         feature_spec = table_records.feature_spec(spec.schema, with_label=False)
 
         def receiver_fn():
@@ -45,7 +45,7 @@ class Table(base.WithoutAugmentation, base.RecordFileKind):
                                                                     name=name)
                         for name in sorted(parsed)}
             return tf.estimator.export.ServingInputReceiver(
-                date_parts.with_parts(features, spec.schema),
+                table_records.with_derived(features, spec.schema),
                 {tf.saved_model.CLASSIFY_INPUTS: examples},
                 receiver_tensors_alternatives={FEATURES_RECEIVER: features})
 

@@ -7,10 +7,10 @@ from typing import Dict, List, Optional
 
 from common import file_trees, files, paths
 from common.errors import UserError
-from input_fns import webp_images
+from input_fns import converted_images
 
 # image_dataset_from_directory's extensions, which tf.io.decode_image reads, and WebP.
-IMAGE_EXTENSIONS = ('.bmp', '.gif', '.jpeg', '.jpg', '.png', webp_images.EXTENSION)
+IMAGE_EXTENSIONS = ('.bmp', '.gif', '.jpeg', '.jpg', '.png', *converted_images.EXTENSIONS)
 # Folder names that mean a split of a downloaded data set (ROOT/train/cat), not a class.
 SPLIT_FOLDER_NAMES = frozenset({'train', 'training', 'val', 'valid', 'validation', 'test',
                                 'testing', 'eval', 'dev'})
@@ -50,7 +50,7 @@ class ClassFolders:
             images = [path for path in found if path.lower().endswith(IMAGE_EXTENSIONS)]
             if not images:
                 raise UserError(f'{paths.join(root, name)}: no images in this class folder (PNG, '
-                                'JPEG, GIF, BMP or WebP); add some, or remove the folder')
+                                'JPEG, GIF, BMP, WebP or TIFF); add some, or remove the folder')
             self.images += images
             self.labels += [label] * len(images)
             self.not_images += sorted(set(found) - set(images))

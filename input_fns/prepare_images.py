@@ -20,8 +20,8 @@ from absl import logging
 
 from common import files, paths, progress
 from common.errors import UserError, op_error_summary
-from input_fns import (class_folders, file_patterns, image_records, parallel_python,
-                       python_workers, shards, webp_images)
+from input_fns import (class_folders, converted_images, file_patterns, image_records,
+                       parallel_python, python_workers, shards)
 from input_fns import split as data_split
 
 DECODED, UNDECODABLE = 1, 0
@@ -56,7 +56,7 @@ def decode_and_fit(item):
             lambda encoded: fit_encoded(encoded, image_shape, resize),
             input_signature=[tf.TensorSpec([], tf.string)])
     try:
-        encoded = webp_images.decodable(files.read_bytes(path))
+        encoded = converted_images.decodable(files.read_bytes(path))
         return _fitters[image_shape, resize](encoded).numpy(), DECODED
     except (tf.errors.OpError, OSError):
         return np.zeros(image_shape, np.uint8), UNDECODABLE
@@ -70,11 +70,11 @@ def fit_encoded(encoded, image_shape, resize: str):
 def why_bad(path: str, image_shape, resize: str) -> str:
     """What is wrong with a file the workers could not decode (tried again here, for its message)."""
     try:
-        fit_encoded(webp_images.decodable(files.read_bytes(path)), image_shape, resize)
+        fit_encoded(converted_images.decodable(files.read_bytes(path)), image_shape, resize)
     except tf.errors.InvalidArgumentError as e:
         # Eager errors carry the op's wrapper: '{{function_node ...}} REASON [Op:DecodeImage]'.
         reason = re.sub(r'\{\{.*?\}\}\s*|\s*\[Op:\w+\]', '', op_error_summary(e))
-        return f'not a decodable PNG, JPEG, GIF, BMP or WebP image ({reason})'
+        return f'not a decodable PNG, JPEG, GIF, BMP, WebP or TIFF image ({reason})'
     except (tf.errors.OpError, OSError) as e:
         return f'cannot be read ({getattr(e, "message", None) or e})'.splitlines()[0]
     return 'could not be decoded in a worker process'

@@ -26,6 +26,23 @@ def tiny_webp_pixels() -> np.ndarray:
     return np.stack([np.full((8, 12), 230), columns * 7, rows * 11], -1).astype(np.uint8)
 
 
+def tiff_bytes(pixels: np.ndarray) -> bytes:
+    """A baseline uncompressed RGB TIFF of uint8 pixels [H, W, 3], little-endian, one strip
+    (TensorFlow encodes no TIFF): the header, one IFD of 9 entries, the bits per sample, the
+    pixels."""
+    height, width, _ = pixels.shape
+    data = pixels.tobytes()
+    bits_offset = 8 + 2 + 12 * 9 + 4
+    entries = [(256, 3, 1, width), (257, 3, 1, height), (258, 3, 3, bits_offset),
+               (259, 3, 1, 1), (262, 3, 1, 2), (273, 4, 1, bits_offset + 6), (277, 3, 1, 3),
+               (278, 3, 1, height), (279, 4, 1, len(data))]  # tag, type (3 short, 4 long), count
+    ifd = struct.pack('<H', len(entries)) + b''.join(
+        struct.pack('<HHIHH' if kind == 3 and count == 1 else '<HHII', tag, kind, count, value,
+                    *((0,) if kind == 3 and count == 1 else ()))
+        for tag, kind, count, value in entries)
+    return b'II*\x00' + struct.pack('<I', 8) + ifd + struct.pack('<IHHH', 0, 8, 8, 8) + data
+
+
 def bmp_bytes(pixels: np.ndarray) -> bytes:
     """A 24-bit BMP of uint8 RGB pixels [H, W, 3] (TensorFlow encodes no BMP): rows bottom-up, BGR,
     each padded to 4 bytes."""

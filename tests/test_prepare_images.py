@@ -11,8 +11,8 @@ import tensorflow as tf
 
 from common.errors import UserError
 from helpers import assert_one_line_error, run_module, run_prepare
-from image_tree import (TINY_GIF, TINY_WEBP, bmp_bytes, class_image, encode, tiny_webp_pixels,
-                        with_orientation, write_image_tree)
+from image_tree import (TINY_GIF, TINY_WEBP, bmp_bytes, class_image, encode, tiff_bytes,
+                        tiny_webp_pixels, with_orientation, write_image_tree)
 from input_fns import image_records, prepare_images, split
 
 
@@ -133,15 +133,17 @@ def test_bmp_and_gif_decode_as_the_other_formats(tmp_path):
     assert image_records.decode_any_image(TINY_GIF, 1).numpy().shape == (1, 1, 1)
 
 
-def test_a_webp_photo_is_prepared_as_the_same_photo_in_png(tmp_path):
-    for name, encoded in (('webp', TINY_WEBP), ('png', encode(tiny_webp_pixels(), 'png'))):
+def test_a_webp_or_tiff_photo_is_prepared_as_the_same_photo_in_png(tmp_path):
+    for name, encoded in (('webp', TINY_WEBP), ('tiff', tiff_bytes(tiny_webp_pixels())),
+                          ('png', encode(tiny_webp_pixels(), 'png'))):
         write_image_tree(tmp_path / name, per_class=2)
         (tmp_path / name / 'cat' / f'web.{name}').write_bytes(encoded)
         # Two workers: the WebP is read in a worker process, which loads tensorflow-io itself.
         prepare(tmp_path / name, tmp_path / f'{name}_out', validation_fraction=0.0,
                 decode_workers=2)
-    assert (split_pixels(tmp_path / 'webp_out', 'train', [16, 24, 3])
-            == split_pixels(tmp_path / 'png_out', 'train', [16, 24, 3]))
+    png = split_pixels(tmp_path / 'png_out', 'train', [16, 24, 3])
+    assert split_pixels(tmp_path / 'webp_out', 'train', [16, 24, 3]) == png
+    assert split_pixels(tmp_path / 'tiff_out', 'train', [16, 24, 3]) == png
 
 
 def test_greyscale_and_skipped_bad_images_are_counted(tmp_path):
@@ -160,12 +162,12 @@ def test_greyscale_and_skipped_bad_images_are_counted(tmp_path):
     ({'cat/1.png': 'png'}, 'one class folder (cat); a classifier needs two or more'),
     ({'cat/1.png': 'png', 'dog/readme.txt': 'text'}, '/dog: no images in this class folder'),
     ({'cat/1.png': 'png', 'dog/2.bmp': 'bmp', 'dog/3.png': 'garbage'},
-     '/dog/3.png: not a decodable PNG, JPEG, GIF, BMP or WebP image'),
+     '/dog/3.png: not a decodable PNG, JPEG, GIF, BMP, WebP or TIFF image'),
     ({'train/cat/1.png': 'png', 'test/cat/2.png': 'png'},
      'photos: its folders (test, train) are splits, not classes; give the training split\'s folder '
      'of class folders (--source_dir=ROOT/train)'),
     ({'cat/1.png': 'png', 'dog/2.webp': 'cut_webp'},
-     '/dog/2.webp: not a decodable PNG, JPEG, GIF, BMP or WebP image (contents could not be '
+     '/dog/2.webp: not a decodable PNG, JPEG, GIF, BMP, WebP or TIFF image (contents could not be '
      'decoded as WebP'),
 ])
 def test_bad_trees_are_refused_before_anything_is_written(tmp_path, layout, message):

@@ -15,7 +15,7 @@ from absl import logging
 
 from common import file_trees, files, paths
 from common.errors import UserError, op_error_summary
-from input_fns import webp_images
+from input_fns import converted_images
 from trainer.input_kinds.image_classification import image_example
 from trainer.serving import export, predict_table, rest_body
 
@@ -200,14 +200,14 @@ def predict_rest_bodies(saved_model_dir: str, body_paths: List[str],
 
 def _read_image(path: str) -> bytes:
     try:
-        data = webp_images.decodable(files.read_bytes(path))  # a WebP as PNG: the graph has no WebP
+        data = converted_images.decodable(files.read_bytes(path))  # WebP, TIFF: as PNG
         tf.io.decode_image(data, expand_animations=False)
     except tf.errors.NotFoundError:
         raise UserError(f'{path}: no such file')
     except (tf.errors.PermissionDeniedError, tf.errors.FailedPreconditionError) as e:
         raise UserError(f'{path}: cannot read it ({e.message})')
     except tf.errors.InvalidArgumentError:
-        raise UserError(f'{path}: not a PNG, JPEG, GIF, BMP or WebP image')
+        raise UserError(f'{path}: not a PNG, JPEG, GIF, BMP, WebP or TIFF image')
     return data
 
 

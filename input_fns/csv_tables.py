@@ -21,24 +21,7 @@ from input_fns import (column_choice, csv_files, file_patterns, held_out, stream
                        table_records, table_schema, table_splits)
 
 SAMPLE_ROWS = 10_000  # rows the column types and the task are inferred from
-
-
 _WHAT = {'int': 'an int', 'float': 'a finite number'}
-
-
-def parse_column_types(text: Optional[str], columns: List[str]) -> Dict[str, str]:
-    """--column_types=NAME:float,...: {column: dtype}."""
-    types = {}
-    for item in filter(None, (part.strip() for part in (text or '').split(','))):
-        name, _, dtype = item.rpartition(':')
-        if dtype not in table_schema.DTYPES or not name:
-            raise UserError(f'--column_types: cannot read {item!r}; write NAME:TYPE with TYPE '
-                            f'one of {", ".join(table_schema.DTYPES)}')
-        if name not in columns:
-            raise UserError(f'--column_types: no column {name!r}; the columns: '
-                            f'{", ".join(columns)}')
-        types[name] = dtype
-    return types
 
 
 def row_key(fields: List[str]) -> str:
@@ -69,12 +52,12 @@ class Table:
         self.columns = [self.header[index] for index in self._kept]
         self.label, self.label_index = label, self.columns.index(label)
         given = {**{name: dtype for name, dtype in (known_types or {}).items()
-                    if name in self.columns}, **parse_column_types(column_types, self.header)}
+                    if name in self.columns}, **table_schema.parse_column_types(column_types, self.header)}
         sample = [fields for _, fields in rows if len(fields) == len(self.header)]
         present = [[value for value in (field.strip() for field in column)
                     if value not in self.na_values] for column in zip(*sample)] or [
             [] for _ in self.header]
-        present = [present[index] for index in self._kept]
+        present = self._ungrouped([present[index] for index in self._kept])
         self.dtypes = [given.get(name) or self._inferred_dtype(name, values)
                        for name, values in zip(self.columns, present)]
         column_choice.warn_of_identifiers(self.columns, self.dtypes, present, label, paths[0])
@@ -95,6 +78,9 @@ class Table:
                             functools.partial(iso_dates.check,
                                               date_format=self.date_formats[name])
                             for name, dtype in zip(self.columns, self.dtypes)]
+        self._converters = [(lambda text, convert=convert: convert(csv_format.ungrouped(text)))
+                            if name in self.grouped else convert
+                            for name, convert in zip(self.columns, self._converters)]
         self._floats = [index for index, dtype in enumerate(self.dtypes) if dtype == 'float']
 
     def _read_header(self, header: Optional[Tuple[int, List[str]]], label: str) -> List[str]:
@@ -107,6 +93,17 @@ class Table:
             raise UserError(f'--label={label}: {self.paths[0]} has no such column; its columns: '
                             f'{", ".join(names)}')
         return names
+
+    def _ungrouped(self, present: List[List[str]]) -> List[List[str]]:
+        """Each column's sample values; a column of numbers with their thousands grouped
+        (CsvFormat.grouped) without the marks, and named in self.grouped."""
+        self.grouped = {name for name, values in zip(self.columns, present)
+                        if self.format.grouped(values)}
+        for name in sorted(self.grouped):
+            logging.info('%s, column %r: numbers with their thousands grouped by %r, read as '
+                         'numbers', self.paths[0], name, self.format.other_mark)
+        return [[self.format.ungrouped(value) for value in values] if name in self.grouped
+                else values for name, values in zip(self.columns, present)]
 
     def _label_dtype(self, given: Dict[str, str]) -> str:
         """A label of dates is read as class names (a model predicts no date)."""
@@ -179,6 +176,8 @@ class Table:
             field = field.strip()
             if field in na_values:
                 continue
+            if column in self.grouped:
+                field = self.format.ungrouped(field)
             try:
                 table_schema.parse_value(field, dtype, self.format.decimal,
                                          self.date_formats.get(column, 'iso'))

@@ -52,6 +52,21 @@ def parse_value(text: str, dtype: str, decimal: str = '.', date_format: str = 'i
     return text
 
 
+def parse_column_types(text: Optional[str], columns: List[str]) -> Dict[str, str]:
+    """--column_types=NAME:float,...: {column: dtype}."""
+    types = {}
+    for item in filter(None, (part.strip() for part in (text or '').split(','))):
+        name, _, dtype = item.rpartition(':')
+        if dtype not in DTYPES or not name:
+            raise UserError(f'--column_types: cannot read {item!r}; write NAME:TYPE with TYPE '
+                            f'one of {", ".join(DTYPES)}')
+        if name not in columns:
+            raise UserError(f'--column_types: no column {name!r}; the columns: '
+                            f'{", ".join(columns)}')
+        types[name] = dtype
+    return types
+
+
 def infer_dtype(values: Sequence[str], decimal: str = '.') -> str:
     """'int', 'float', 'date' (in one of iso_dates.FORMATS) or 'string': the narrowest type every
     (non-missing) sample value reads as; a column with no value in the sample is a string

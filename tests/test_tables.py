@@ -16,6 +16,7 @@ import tensorflow as tf
 from common.errors import UserError
 from helpers import REPO, assert_one_line_error, run_module, run_prepare
 from input_fns import csv_files, csv_tables, example_tables, pipeline, table_records
+from trainer.serving import predict_table
 
 PEOPLE = '''age,workclass,"hours, per week",score,income
 39,State-gov,40,1.5,<=50K
@@ -155,6 +156,37 @@ def test_a_spreadsheets_csv_is_read_in_its_own_format_and_makes_the_same_table(t
     # A ';' in a comma-separated file's header name does not make it ;-separated.
     named = write(tmp_path / 'named.csv', 'a;b,label\n1,x\n2,y\n')
     assert csv_files.file_format(named) == csv_files.CsvFormat(',', '.')
+
+
+def test_numbers_with_their_thousands_grouped_are_numbers_where_no_other_reading_fits(tmp_path):
+    """Spreadsheets save a formatted number as shown: "1,234.50" (or 1.234,50 after ';')."""
+    rows = [('1,234.50', '2,000'), ('12,345,678.00', '1,000,000'), ('999.99', '300'), ('7', '4,000')]
+    for name, text in [
+            ('plain.csv', 'amount,count,label\n' + ''.join(
+                f'"{amount}","{count}",{"ab"[index % 2]}\n' for index, (amount, count) in
+                enumerate(rows))),
+            ('excel.csv', 'amount;count;label\n' + ''.join(
+                f'{amount.replace(",", "_").replace(".", ",").replace("_", ".")};'
+                f'{count.replace(",", ".")};{"ab"[index % 2]}\n'
+                for index, (amount, count) in enumerate(rows)))]:
+        out = str(tmp_path / name.replace('.', '_'))
+        run_prepare(csv_tables.prepare_csv, source=write(tmp_path / name, text), output_dir=out,
+                    **table_args(label='label'))
+        schema = json.load(open(os.path.join(out, 'manifest.json')))['schema']
+        assert [(e['name'], e['dtype']) for e in schema['features']] == [('amount', 'float'),
+                                                                         ('count', 'int')]
+        [(features, _)] = read_back(out, schema)
+        assert sorted(features['amount'].numpy().tolist()) == pytest.approx(
+            [7.0, 999.99, 1234.5, 12345678.0])
+        assert sorted(features['count'].numpy().tolist()) == [300, 2000, 4000, 1_000_000]
+    # '1,234' alone may be 1.234 with a decimal comma: refused as before, naming --decimal.
+    with pytest.raises(UserError, match=r"column 'n': numbers with a decimal comma \('1,234'\)"):
+        run_prepare(csv_tables.prepare_csv, output_dir=str(tmp_path / 'doubt'),
+                    source=write(tmp_path / 'doubt.csv', 'n,label\n"1,234",a\n"5,678",b\n'),
+                    **table_args(label='label'))
+    example = tf.train.Example.FromString(predict_table._example(
+        {'amount': '1,234.50', 'count': '300'}, {'amount': 'float', 'count': 'int'}, 'row', '.'))
+    assert example.features.feature['amount'].float_list.value == [1234.5]
 
 
 def test_ignored_columns_are_left_out_of_the_table_and_an_identifier_is_warned_of(tmp_path,

@@ -58,11 +58,14 @@ def _json_rows(path: str) -> Iterator[Tuple[int, Dict]]:
 def _example(row: Dict, features: Dict[str, str], where: str, decimal: str) -> bytes:
     names = sorted(name for name in row if name in features)
     values = []
+    read_as = csv_files.CsvFormat(decimal=decimal)
     for name in names:
+        text = str(row[name])
+        if features[name] != 'string' and read_as.beyond_doubt(text):
+            text = read_as.ungrouped(text)  # '1,234.50'
         try:
-            values.append(table_schema.parse_value(str(row[name]), features[name], decimal))
+            values.append(table_schema.parse_value(text, features[name], decimal))
         except ValueError:
-            read_as = csv_files.CsvFormat(decimal=decimal)
             hint = (f'; pass --decimal={read_as.other_mark} if the file writes numbers so'
                     if read_as.other_mark_numbers([str(row[name])]) else '')
             raise UserError(f'{where}, column {name!r}: {row[name]!r} is not '

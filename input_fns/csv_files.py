@@ -6,8 +6,8 @@ Spreadsheets write CSV their locale's way: Excel set to a language with a decima
 (which would otherwise become part of the first column's name). The delimiter is read from the
 file's first lines unless given; the decimal mark follows it (a comma after `;`, else a point)
 unless given. `prepare csv` records the format in the schema; `--mode=predict` reads new rows
-with the same detection. A number column formatted with its thousands grouped (`"1,234.50"`, or
-`1.234,50` after `;`) is read as numbers where its values leave no doubt (CsvFormat.grouped).
+with the same detection. Numbers formatted as money, percents or with their thousands grouped
+are read by input_fns/number_formats.py.
 """
 import csv
 import dataclasses
@@ -27,18 +27,15 @@ DELIMITER_NAMES = {',': 'comma', ';': 'semicolon', '\t': 'tab', '|': 'pipe'}
 DETECTION_BYTES = 1 << 16  # the start of a file its delimiter is read from
 MARK_NAMES = {'.': 'point', ',': 'comma'}
 _NUMBER_WITH_MARK = {',': re.compile(r'[+-]?\d*,\d+'), '.': re.compile(r'[+-]?\d*\.\d+')}
-# A number with its thousands grouped by the other mark, by the decimal mark in effect.
-_GROUPED = {'.': re.compile(r'[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?'),
-            ',': re.compile(r'[+-]?\d{1,3}(?:\.\d{3})+(?:,\d+)?')}
-
-
 @dataclasses.dataclass(frozen=True)
 class CsvFormat:
     delimiter: str = ','
     decimal: str = '.'
+    thousands: Optional[str] = None  # --thousands: the mark grouping digits (number_formats)
 
     def to_json(self):
-        return {'delimiter': self.delimiter, 'decimal': self.decimal}
+        return {'delimiter': self.delimiter, 'decimal': self.decimal,
+                **({'thousands': self.thousands} if self.thousands else {})}
 
     def description(self) -> str:
         return (f'{DELIMITER_NAMES[self.delimiter]}-separated, with a decimal '
@@ -47,24 +44,6 @@ class CsvFormat:
     @property
     def other_mark(self) -> str:
         return ',' if self.decimal == '.' else '.'
-
-    def ungrouped(self, text: str) -> str:
-        """'1,234.5' -> '1234.5' (where the decimal mark is a point): text without its
-        thousands marks, if it is a number with them; else text."""
-        return text.replace(self.other_mark, '') if _GROUPED[self.decimal].fullmatch(text) else text
-
-    def beyond_doubt(self, text: str) -> bool:
-        """A number grouped so that no other reading fits: two or more marks, or a fraction
-        ('1,234' alone may be 1.234 written with a decimal comma)."""
-        return bool(_GROUPED[self.decimal].fullmatch(text)) and (
-            text.count(self.other_mark) > 1 or self.decimal in text)
-
-    def grouped(self, values: List[str]) -> bool:
-        """Whether a column's values are numbers, some with their thousands grouped, one of them
-        beyond doubt: its values are read ungrouped."""
-        number = re.compile(r'[+-]?\d*' + re.escape(self.decimal) + r'?\d+')
-        return (any(self.beyond_doubt(value) for value in values)
-                and all(number.fullmatch(self.ungrouped(value)) for value in values))
 
     def other_mark_numbers(self, values: List[str]) -> bool:
         """Whether a text column's values are all numbers with the other decimal mark ('1,5'
@@ -150,8 +129,14 @@ def parse_delimiter(text: str) -> str:
     return DELIMITERS[text]
 
 
-def file_format(path: str, delimiter: Optional[str] = None,
-                decimal: Optional[str] = None) -> CsvFormat:
-    """The format of a CSV file: --delimiter and --decimal where given, else as detected."""
+def file_format(path: str, delimiter: Optional[str] = None, decimal: Optional[str] = None,
+                thousands: Optional[str] = None) -> CsvFormat:
+    """The format of a CSV file: --delimiter, --decimal and --thousands where given, else as
+    detected (no thousands mark: number_formats reads one where no other reading fits)."""
     delimiter = parse_delimiter(delimiter) if delimiter else detect_delimiter(path)
-    return CsvFormat(delimiter, decimal or (',' if delimiter == ';' else '.'))
+    mark = decimal or (',' if delimiter == ';' else '.')
+    if thousands == mark:
+        raise UserError(f'--thousands={thousands}: {path} is read with a decimal {MARK_NAMES[mark]}'
+                        f'{"" if decimal else " (as its delimiter suggests)"}; pass --decimal='
+                        f'{"." if mark == "," else ","} if its fractions follow the other mark')
+    return CsvFormat(delimiter, mark, thousands)

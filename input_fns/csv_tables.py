@@ -17,8 +17,8 @@ from absl import logging
 from common import iso_dates
 from common.errors import UserError
 from input_fns import split as data_split
-from input_fns import (column_choice, csv_files, file_patterns, held_out, stream_shards,
-                       table_records, table_schema, table_splits)
+from input_fns import (column_choice, csv_files, file_patterns, held_out, number_formats,
+                       stream_shards, table_records, table_schema, table_splits)
 
 SAMPLE_ROWS = 10_000  # rows the column types and the task are inferred from
 _WHAT = {'int': 'an int', 'float': 'a finite number'}
@@ -51,13 +51,15 @@ class Table:
                       if name not in self.ignored]
         self.columns = [self.header[index] for index in self._kept]
         self.label, self.label_index = label, self.columns.index(label)
-        given = {**{name: dtype for name, dtype in (known_types or {}).items()
-                    if name in self.columns}, **table_schema.parse_column_types(column_types, self.header)}
+        self.trained_types = {name: dtype for name, dtype in (known_types or {}).items()
+                              if name in self.columns}
+        self.given_types = table_schema.parse_column_types(column_types, self.header)
+        given = {**self.trained_types, **self.given_types}
         sample = [fields for _, fields in rows if len(fields) == len(self.header)]
         present = [[value for value in (field.strip() for field in column)
                     if value not in self.na_values] for column in zip(*sample)] or [
             [] for _ in self.header]
-        present = self._ungrouped([present[index] for index in self._kept])
+        present = self._styled([present[index] for index in self._kept], given)
         self.dtypes = [given.get(name) or self._inferred_dtype(name, values)
                        for name, values in zip(self.columns, present)]
         column_choice.warn_of_identifiers(self.columns, self.dtypes, present, label, paths[0])
@@ -93,19 +95,19 @@ class Table:
         number = float if self.format.decimal == '.' else table_schema.decimal_comma_float
         convert = ({'int': int, 'float': number, 'string': str}.get(dtype) or
                    functools.partial(iso_dates.check, date_format=self.date_formats[column]))
-        if column in self.grouped:
-            return lambda text: convert(self.format.ungrouped(text))
+        if column in self.styles:
+            return lambda text, plain=self.styles[column].plain: convert(plain(text))
         return convert
 
-    def _ungrouped(self, present: List[List[str]]) -> List[List[str]]:
-        """Each column's sample values; a column of numbers with their thousands grouped
-        (CsvFormat.grouped) without the marks, and named in self.grouped."""
-        self.grouped = {name for name, values in zip(self.columns, present)
-                        if self.format.grouped(values)}
-        for name in sorted(self.grouped):
-            logging.info('%s, column %r: numbers with their thousands grouped by %r, read as '
-                         'numbers', self.paths[0], name, self.format.other_mark)
-        return [[self.format.ungrouped(value) for value in values] if name in self.grouped
+    def _styled(self, present: List[List[str]], given: Dict[str, str]) -> List[List[str]]:
+        """Each column's sample values; those of a column of formatted numbers
+        (number_formats.column_style: `$1,234.50`, `12%`) as plain numbers, its style kept in
+        self.styles."""
+        self.styles = {name: style for name, values in zip(self.columns, present)
+                       if given.get(name) not in table_schema.TEXT_DTYPES and
+                       (style := number_formats.column_style(values, self.format,
+                                                             f'{self.paths[0]}, column {name!r}'))}
+        return [[self.styles[name].plain(value) for value in values] if name in self.styles
                 else values for name, values in zip(self.columns, present)]
 
     def _label_dtype(self, given: Dict[str, str]) -> str:
@@ -141,12 +143,9 @@ class Table:
                                 'are dates (%s), not %r; fix those, or pass --column_types=%s:date '
                                 'to have prepare name each', self.paths[0], column, len(others),
                                 len(values), date_format, others[0], column)
-        if dtype == 'string' and self.format.other_mark_numbers(values):
-            other = self.format.other_mark
-            raise UserError(f'{self.paths[0]}, column {column!r}: numbers with a decimal '
-                            f'{csv_files.MARK_NAMES[other]} ({values[0]!r}), where the file is '
-                            f'read as {self.format.description()}; pass --decimal={other} to '
-                            f'read them as numbers, or --column_types={column}:string as text')
+        if dtype == 'string':
+            number_formats.check_marks(f'{self.paths[0]}, column {column!r}', column, values,
+                                       self.format)
         return dtype
 
     def typed_rows(self) -> Iterator[Tuple[str, List]]:
@@ -179,20 +178,28 @@ class Table:
             field = field.strip()
             if field in na_values:
                 continue
-            if column in self.grouped:
-                field = self.format.ungrouped(field)
             try:
-                table_schema.parse_value(field, dtype, self.format.decimal,
-                                         self.date_formats.get(column, 'iso'))
+                table_schema.parse_value(
+                    self.styles[column].plain(field) if column in self.styles else field, dtype,
+                    self.format.decimal, self.date_formats.get(column, 'iso'))
             except ValueError:
-                wider = 'float' if dtype == 'int' else 'string'
                 raise UserError(f'{path} line {line}, column {column!r}: {field!r} is not '
-                                f'{self._what(column, dtype)} (the type read from the first '
-                                f'rows); pass --column_types={column}:{wider}, or --na_values '
-                                'if it marks a missing value') from None
+                                f'{self._what(column, dtype)} {self._fix(column, dtype)} '
+                                '--na_values if it marks a missing value') from None
         raise AssertionError(f'{path} line {line}: a field failed to parse, then parsed')
 
+    def _fix(self, column: str, dtype: str) -> str:
+        """Where the column's type came from, and what to pass if that is the wrong one."""
+        if column in self.given_types:
+            return '(as --column_types says); fix that row, or pass'
+        if column in self.trained_types:
+            return '(its type in the training data, --schema_from); fix that row, or pass'
+        return (f'(the type read from the first rows); pass --column_types={column}:'
+                f'{"float" if dtype == "int" else "string"}, or')
+
     def _what(self, column: str, dtype: str) -> str:
+        if column in self.styles:
+            return f'{_WHAT[dtype]} written as {self.styles[column].example!r} is'
         if dtype != 'date':
             return _WHAT[dtype]
         date_format = self.date_formats[column]
@@ -205,7 +212,7 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
                 num_eval_shards: int, seed: int, schema_from: Optional[str] = None,
                 split: Optional[str] = None, delimiter: Optional[str] = None,
                 decimal: Optional[str] = None, ignore_columns: Optional[List[str]] = None,
-                date_format: Optional[str] = None) -> Dict:
+                date_format: Optional[str] = None, thousands: Optional[str] = None) -> Dict:
     """Writes the 'train' (and 'validation') split of a CSV source, or every row to --split,
     and the schema; with --schema_from, the columns take that prepared table's types. The
     files are read as the first one is written (csv_files.file_format), unless told."""
@@ -217,7 +224,7 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
         raise UserError('--label is required for csv: the column to predict')
     paths = file_patterns.source_files(source, 'a CSV file (.csv or .csv.gz) or a glob of them',
                                        '*.csv')
-    csv_format = csv_files.file_format(paths[0], delimiter, decimal)
+    csv_format = csv_files.file_format(paths[0], delimiter, decimal, thousands)
     logging.info('--source=%s: read as %s (--delimiter and --decimal say otherwise)', source,
                  csv_format.description())
     table = Table(paths, label, column_types, task, na_values, known_types, csv_format,

@@ -9,7 +9,7 @@
       --output_dir=OUT
   python -m input_fns.prepare csv --source=FILE_OR_GLOB --label=COLUMN --output_dir=OUT \
       [--validation_fraction=0.2] [--column_types=NAME:float,...] [--task=classification] \
-      [--ignore_columns=id,name] [--delimiter=;] [--decimal=,] \
+      [--ignore_columns=id,name] [--delimiter=;] [--decimal=,] [--thousands=,] \
       [--date_format=day/month/year]
   python -m input_fns.prepare examples --source=PATTERN --label=NAME [--output_dir=OUT]
   python -m input_fns.prepare csv_example --output_dir=OUT --num_shards=20   # generated, csv_mlp's
@@ -95,7 +95,7 @@ def define_table_flags():
     flags.DEFINE_string('source', None, 'csv: a CSV file with a header (.csv or .csv.gz) or a '
                         'glob of them; examples: a glob of TFRecord files of tf.Example.')
     flags.DEFINE_string('label', None, 'csv, examples: the column to predict.')
-    flags.DEFINE_string('column_types', None, 'csv: NAME:TYPE,... (TYPE int, float or string) '
+    flags.DEFINE_string('column_types', None, 'csv: NAME:TYPE,... (TYPE int, float, date or string) '
                         'for columns whose type read from the first rows is not the right one.')
     flags.DEFINE_enum('task', None, table_schema.TASKS, 'csv, examples: default: classification '
                       'for a text label or an int label with few values, else regression.')
@@ -111,6 +111,10 @@ def define_table_flags():
     flags.DEFINE_enum('decimal', None, ['.', ','], 'csv: the mark before a number\'s fraction '
                       '(default: , in a ;-separated file, as spreadsheets in such locales write '
                       'it, else .).')
+    flags.DEFINE_enum('thousands', None, ['.', ','], 'csv: the mark grouping a number\'s '
+                      'thousands, where it could be a decimal mark too (1,234 in a file of '
+                      'decimal points); other groupings ("1,234.50", "$1,234", 1 234,50) are '
+                      'read without it.')
     flags.DEFINE_enum('date_format', None, ['day/month/year', 'month/day/year'], 'csv: how '
                       'dates like 01/02/2024 read where the first rows do not tell (no day '
                       'above 12); ISO and 15.01.2024 dates need no flag.')

@@ -158,35 +158,89 @@ def test_a_spreadsheets_csv_is_read_in_its_own_format_and_makes_the_same_table(t
     assert csv_files.file_format(named) == csv_files.CsvFormat(',', '.')
 
 
+def spreadsheet(columns, rows, delimiter=','):
+    """A CSV of the columns' values as written (quoted where they hold the delimiter) and a label."""
+    text = io.StringIO()
+    writer = csv.writer(text, delimiter=delimiter, lineterminator='\n')
+    writer.writerows([columns + ['label']] + [list(row) + ['ab'[index % 2]]
+                                              for index, row in enumerate(rows)])
+    return text.getvalue()
+
+
+def prepared_columns(tmp_path, name, text, **overrides):
+    """({feature: dtype}, {feature: its values sorted}, schema) of a CSV prepared, none held out."""
+    out = str(tmp_path / name.replace('.', '_'))
+    run_prepare(csv_tables.prepare_csv, source=write(tmp_path / name, text), output_dir=out,
+                **table_args(label='label', validation_fraction=0.0, **overrides))
+    schema = json.load(open(os.path.join(out, 'manifest.json')))['schema']
+    [(features, _)] = read_back(out, schema)
+    return ({entry['name']: entry['dtype'] for entry in schema['features']},
+            {name: sorted(values.numpy().tolist()) for name, values in features.items()}, schema)
+
+
 def test_numbers_with_their_thousands_grouped_are_numbers_where_no_other_reading_fits(tmp_path):
     """Spreadsheets save a formatted number as shown: "1,234.50" (or 1.234,50 after ';')."""
     rows = [('1,234.50', '2,000'), ('12,345,678.00', '1,000,000'), ('999.99', '300'), ('7', '4,000')]
-    for name, text in [
-            ('plain.csv', 'amount,count,label\n' + ''.join(
-                f'"{amount}","{count}",{"ab"[index % 2]}\n' for index, (amount, count) in
-                enumerate(rows))),
-            ('excel.csv', 'amount;count;label\n' + ''.join(
-                f'{amount.replace(",", "_").replace(".", ",").replace("_", ".")};'
-                f'{count.replace(",", ".")};{"ab"[index % 2]}\n'
-                for index, (amount, count) in enumerate(rows)))]:
-        out = str(tmp_path / name.replace('.', '_'))
-        run_prepare(csv_tables.prepare_csv, source=write(tmp_path / name, text), output_dir=out,
+    german = [[value.replace(',', '_').replace('.', ',').replace('_', '.') for value in row]
+              for row in rows]
+    for name, delimiter, written in [('plain.csv', ',', rows), ('excel.csv', ';', german)]:
+        dtypes, values, _ = prepared_columns(
+            tmp_path, name, spreadsheet(['amount', 'count'], written, delimiter))
+        assert dtypes == {'amount': 'float', 'count': 'int'}
+        assert values['amount'] == pytest.approx([7.0, 999.99, 1234.5, 12345678.0])
+        assert values['count'] == [300, 2000, 4000, 1_000_000]
+    # '1,234' alone may be 1.234 with a decimal comma: refused, naming both readings' flags,
+    # also beside plain numbers (it was silently text); --thousands settles it.
+    doubt = write(tmp_path / 'doubt.csv', 'n,label\n"1,234",a\n"5,678",b\n999,a\n')
+    with pytest.raises(UserError, match=r"column 'n': numbers such as '1,234', which read as "
+                       r"thousands grouped by a comma and as a decimal comma; pass "
+                       r"--thousands=, \(1234\) or --decimal=, \(1.234\)"):
+        run_prepare(csv_tables.prepare_csv, output_dir=str(tmp_path / 'doubt'), source=doubt,
                     **table_args(label='label'))
-        schema = json.load(open(os.path.join(out, 'manifest.json')))['schema']
-        assert [(e['name'], e['dtype']) for e in schema['features']] == [('amount', 'float'),
-                                                                         ('count', 'int')]
-        [(features, _)] = read_back(out, schema)
-        assert sorted(features['amount'].numpy().tolist()) == pytest.approx(
-            [7.0, 999.99, 1234.5, 12345678.0])
-        assert sorted(features['count'].numpy().tolist()) == [300, 2000, 4000, 1_000_000]
-    # '1,234' alone may be 1.234 with a decimal comma: refused as before, naming --decimal.
-    with pytest.raises(UserError, match=r"column 'n': numbers with a decimal comma \('1,234'\)"):
-        run_prepare(csv_tables.prepare_csv, output_dir=str(tmp_path / 'doubt'),
-                    source=write(tmp_path / 'doubt.csv', 'n,label\n"1,234",a\n"5,678",b\n'),
-                    **table_args(label='label'))
+    _, values, schema = prepared_columns(tmp_path, 'settled.csv', open(doubt).read(),
+                                         thousands=',')
+    assert schema['csv_format'] == {'delimiter': ',', 'decimal': '.', 'thousands': ','}
+    assert values['n'] == [999, 1234, 5678]
+    with pytest.raises(UserError, match=r'--thousands=\.: .* is read with a decimal point'):
+        csv_files.file_format(doubt, thousands='.')
+
+
+def test_money_and_percents_are_the_numbers_their_cells_hold(tmp_path, monkeypatch):
+    """A spreadsheet saves a cell formatted as money or a percent as shown ("$1,234.50", "12.5%";
+    in German "1.234,50 €", "12,5 %"): read as 1234.5 and 0.125."""
+    rows = [('$1,234.50', '12.5%'), ('$5.00', '100%'), ('$12', '0%'), ('-$3.25', '-2%')]
+    german = [('1.234,50 €', '12,5 %'), ('5,00 €', '100 %'), ('12 €', '0 %'), ('-3,25 €', '-2 %')]
+    for name, delimiter, written in [('dollars.csv', ',', rows), ('euros.csv', ';', german)]:
+        dtypes, values, _ = prepared_columns(
+            tmp_path, name, spreadsheet(['price', 'rate'], written, delimiter))
+        assert dtypes == {'price': 'float', 'rate': 'float'}
+        assert values['price'] == pytest.approx([-3.25, 5, 12, 1234.5])
+        assert values['rate'] == pytest.approx([-0.02, 0, 0.125, 1])
+    # Past the first rows, a value written otherwise is named, not read 100x off or in another
+    # currency; two currencies in the first rows leave a column text.
+    monkeypatch.setattr(csv_tables, 'SAMPLE_ROWS', 2)
+    for later, column in [('"$5.00",12,a', 'rate'), ('"€5.00",12%,a', 'price')]:
+        source = write(tmp_path / 'later.csv', 'price,rate,label\n"$1.00",1%,a\n"$2.00",2%,b\n'
+                       + later + '\n')
+        with pytest.raises(UserError, match=rf"later.csv line 4, column '{column}': .* is not a "
+                           r"finite number written as '(\$1.00|1%)' is \(the type read from the "
+                           r"first rows\)"):
+            run_prepare(csv_tables.prepare_csv, source=source, output_dir=str(tmp_path / 'later'),
+                        **table_args(label='label'))
+    assert prepared_columns(tmp_path, 'mixed.csv', spreadsheet(
+        ['price'], [['$1.00'], ['€2.00'], ['$3.00']]))[0] == {'price': 'string'}
+    # Predict reads a formatted number where the model takes a number and no other reading fits.
+    numbers = {'price': 'float', 'rate': 'float'}
     example = tf.train.Example.FromString(predict_table._example(
-        {'amount': '1,234.50', 'count': '300'}, {'amount': 'float', 'count': 'int'}, 'row', '.'))
-    assert example.features.feature['amount'].float_list.value == [1234.5]
+        {'price': '$1,234.50', 'rate': '12%'}, numbers, 'row', csv_files.CsvFormat()))
+    assert [example.features.feature[name].float_list.value[0] for name in numbers] == \
+        pytest.approx([1234.5, 0.12])
+    with pytest.raises(UserError, match=r"row, column 'price': '1,234' is not a number, as the "
+                       r"model takes it; pass --decimal=, .* or --thousands=, if it groups"):
+        predict_table._example({'price': '1,234'}, numbers, 'row', csv_files.CsvFormat())
+    example = tf.train.Example.FromString(predict_table._example(
+        {'price': '1,234'}, numbers, 'row', csv_files.CsvFormat(thousands=',')))
+    assert example.features.feature['price'].float_list.value == [1234]
 
 
 def test_ignored_columns_are_left_out_of_the_table_and_an_identifier_is_warned_of(tmp_path,
@@ -214,7 +268,8 @@ def test_ignored_columns_are_left_out_of_the_table_and_an_identifier_is_warned_o
     # A column given as int that holds decimals is refused in one line, not looked at as an id.
     decimals = write(tmp_path / 'decimals.csv',
                      'n,label\n' + ''.join(f'{i}.5,{i % 2}\n' for i in range(60)))
-    with pytest.raises(UserError, match="line 2, column 'n': '0.5' is not an int"):
+    with pytest.raises(UserError, match=r"line 2, column 'n': '0.5' is not an int \(as "
+                       r"--column_types says\); fix that row, or pass --na_values"):
         run_prepare(csv_tables.prepare_csv, source=decimals, output_dir=str(tmp_path / 'd'),
                     **table_args(label='label', column_types='n:int'))
     # A held-out CSV prepared --schema_from the training data leaves out what it left out.

@@ -199,6 +199,8 @@ def define_predict_and_benchmark(d):
              'Classify API sends); embed (face towers).')
     d.enum('decimal', None, ('.', ','), 'predict on a CSV: the mark before a number\'s fraction '
            '(default: , in a ;-separated file, else ., as prepare csv reads it).')
+    d.enum('thousands', None, ('.', ','), 'predict on a CSV: the mark grouping a number\'s '
+           'thousands, where it could be a decimal mark too (1,234 in a file of decimal points).')
     d.integer('benchmark_batches', 300, 'benchmark_input: batches to time each '
               'input pipeline stage for.', lower_bound=3)
     d.integer('benchmark_train_steps', 30, 'benchmark_input: training steps to time '

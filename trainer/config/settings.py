@@ -69,6 +69,7 @@ class Settings:
     saved_model: Optional[str] = FLAG_DEFAULTS['saved_model']
     signature: str = FLAG_DEFAULTS['signature']
     decimal: Optional[str] = FLAG_DEFAULTS['decimal']
+    thousands: Optional[str] = FLAG_DEFAULTS['thousands']
     benchmark_batches: int = FLAG_DEFAULTS['benchmark_batches']
     benchmark_train_steps: int = FLAG_DEFAULTS['benchmark_train_steps']
     distribution: str = FLAG_DEFAULTS['distribution']

@@ -12,7 +12,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 import tensorflow as tf
 
 from common.errors import UserError, op_error_summary
-from input_fns import column_choice, csv_files, table_records, table_schema
+from input_fns import column_choice, csv_files, number_formats, table_records, table_schema
 
 TABLE_SUFFIXES = ('.csv', '.csv.gz', '.tsv', '.tsv.gz', '.jsonl', '.json')
 EXAMPLES_SIGNATURE = 'predict_examples'
@@ -55,18 +55,23 @@ def _json_rows(path: str) -> Iterator[Tuple[int, Dict]]:
             raise UserError(f'{path}: not UTF-8 text; save the file as UTF-8') from None
 
 
-def _example(row: Dict, features: Dict[str, str], where: str, decimal: str) -> bytes:
+def _example(row: Dict, features: Dict[str, str], where: str,
+             read_as: csv_files.CsvFormat) -> bytes:
     names = sorted(name for name in row if name in features)
     values = []
-    read_as = csv_files.CsvFormat(decimal=decimal)
     for name in names:
         text = str(row[name])
-        if features[name] != 'string' and read_as.beyond_doubt(text):
-            text = read_as.ungrouped(text)  # '1,234.50'
+        written = (number_formats.read(text, read_as.decimal, read_as.thousands)
+                   if features[name] != 'string' else None)
+        if written and (written.settled or written.currency or written.percent):
+            text = written.plain  # '$1,234.50', '12%'
         try:
-            values.append(table_schema.parse_value(text, features[name], decimal))
+            values.append(table_schema.parse_value(text, features[name], read_as.decimal))
         except ValueError:
-            hint = (f'; pass --decimal={read_as.other_mark} if the file writes numbers so'
+            other = read_as.other_mark
+            hint = (f'; pass --decimal={other} if the file writes numbers so' +
+                    (f', or --thousands={other} if it groups their thousands so'
+                     if written and written.mark == other else '')
                     if read_as.other_mark_numbers([str(row[name])]) else '')
             raise UserError(f'{where}, column {name!r}: {row[name]!r} is not '
                             f'{"an int" if features[name] == "int" else "a number"}, as the '
@@ -75,10 +80,11 @@ def _example(row: Dict, features: Dict[str, str], where: str, decimal: str) -> b
 
 
 def predict_rows(signatures, saved_model_dir: str, paths: List[str],
-                 decimal: Optional[str] = None) -> Iterator[Dict]:
+                 decimal: Optional[str] = None, thousands: Optional[str] = None
+                 ) -> Iterator[Dict]:
     """One output row per input row of the files, in order: {'file', 'line', outputs...}, as
-    each batch of BATCH_ROWS is served (a big file is not held in memory). decimal: --decimal,
-    a CSV's decimal mark where it is not the detected one."""
+    each batch of BATCH_ROWS is served (a big file is not held in memory). decimal, thousands:
+    --decimal and --thousands, a CSV's marks where they are not the detected ones."""
     if EXAMPLES_SIGNATURE not in signatures or 'serving_default' not in signatures:
         raise UserError(f'{saved_model_dir}: not a table model\'s export (no {EXAMPLES_SIGNATURE} '
                         'signature); predict on rows takes a canned model\'s export')
@@ -86,13 +92,13 @@ def predict_rows(signatures, saved_model_dir: str, paths: List[str],
     features = {name: _DTYPES[spec.dtype] for name, spec in inputs.items()}
     for path in paths:
         if path.endswith(('.json', '.jsonl')):
-            rows, mark = _json_rows(path), '.'
+            rows, read_as = _json_rows(path), csv_files.CsvFormat()
         else:
-            csv_format = csv_files.file_format(path, decimal=decimal)
-            rows, mark = _csv_rows(path, csv_format.delimiter), csv_format.decimal
+            read_as = csv_files.file_format(path, decimal=decimal, thousands=thousands)
+            rows = _csv_rows(path, read_as.delimiter)
         batch = []
         for line, row in rows:
-            batch.append((line, _example(row, features, f'{path} line {line}', mark)))
+            batch.append((line, _example(row, features, f'{path} line {line}', read_as)))
             if len(batch) == BATCH_ROWS:
                 yield from _run(signatures[EXAMPLES_SIGNATURE], path, batch)
                 batch = []

@@ -214,8 +214,9 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
                 decimal: Optional[str] = None, ignore_columns: Optional[List[str]] = None,
                 date_format: Optional[str] = None, thousands: Optional[str] = None) -> Dict:
     """Writes the 'train' (and 'validation') split of a CSV source, or every row to --split,
-    and the schema; with --schema_from, the columns take that prepared table's types. The
-    files are read as the first one is written (csv_files.file_format), unless told."""
+    and the schema; with --schema_from, the columns take that prepared table's types (and its
+    --thousands). The files are read as the first one is written (csv_files.file_format),
+    unless told."""
     data_split.check_fraction(validation_fraction)
     known_types, trained = held_out.trained_schema(schema_from)
     label, task, weight_column, ignore_columns = held_out.trained_defaults(
@@ -224,6 +225,7 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
         raise UserError('--label is required for csv: the column to predict')
     paths = file_patterns.source_files(source, 'a CSV file (.csv or .csv.gz) or a glob of them',
                                        '*.csv')
+    thousands = thousands or (trained or {}).get('csv_format', {}).get('thousands')
     csv_format = csv_files.file_format(paths[0], delimiter, decimal, thousands)
     logging.info('--source=%s: read as %s (--delimiter and --decimal say otherwise)', source,
                  csv_format.description())

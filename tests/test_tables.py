@@ -201,6 +201,11 @@ def test_numbers_with_their_thousands_grouped_are_numbers_where_no_other_reading
                                          thousands=',')
     assert schema['csv_format'] == {'delimiter': ',', 'decimal': '.', 'thousands': ','}
     assert values['n'] == [999, 1234, 5678]
+    settled = str(tmp_path / 'settled_csv')  # a held-out CSV takes the training data's marks
+    run_prepare(csv_tables.prepare_csv, source=doubt, output_dir=settled, split='test',
+                **table_args(label=None, schema_from=settled))
+    [(features, _)] = read_back(settled, schema, 'test')
+    assert sorted(features['n'].numpy().tolist()) == [999, 1234, 5678]
     with pytest.raises(UserError, match=r'--thousands=\.: .* is read with a decimal point'):
         csv_files.file_format(doubt, thousands='.')
 

@@ -8,10 +8,11 @@ as a fraction; a number, normalized with the training split's statistics: the tr
 month, day of the month, day of the week and, when the column holds times, the hour (each a
 category). The time of day is read as written: a time zone suffix is accepted and not applied.
 
-Besides ISO, a CSV column may hold dates as spreadsheets in most locales write them (FORMATS:
-'15.01.2024', '15/01/2024', '1/15/2024 8:30'): such a date is rewritten as ISO before its parts
-are read (`to_iso`, the same regular expressions in Python and in the graph), and an ISO date is
-taken in such a column too. Dates with month names or AM/PM stay text.
+Besides ISO, a CSV column may hold dates as spreadsheets and reports write them (FORMATS:
+'15.01.2024', '15/01/2024', '1/15/2024 8:30', '15-Jan-2024', 'January 15, 2024'; English month
+names), and times on a 12-hour clock ('2:30 PM', '2:30:00 p.m.'): such a date is rewritten as ISO
+before its parts are read (`to_iso`: `rewrites`, the same regular expressions in Python and in
+the graph), and an ISO date is taken in such a column too.
 """
 import datetime
 import re
@@ -28,20 +29,62 @@ CATEGORIES = (('month', [str(month) for month in range(1, 13)]),
               ('day_of_month', [str(day) for day in range(1, 32)]),
               ('day_of_week', list(WEEKDAYS)))
 HOURS = ('hour', [str(hour) for hour in range(24)])
-# A date format: its dates' start (day, month, year, as digits) and their rewrite as ISO.
+# A date format: its dates' start (day, month, year, as digits; a month name as M and its
+# number) and their rewrite as ISO.
 FORMATS = {'iso': None,
            'day.month.year': (r'^(\d{2})\.(\d{2})\.(\d{4})', r'\3-\2-\1'),
            'day/month/year': (r'^(\d{2})/(\d{2})/(\d{4})', r'\3-\2-\1'),
-           'month/day/year': (r'^(\d{2})/(\d{2})/(\d{4})', r'\3-\1-\2')}
+           'month/day/year': (r'^(\d{2})/(\d{2})/(\d{4})', r'\3-\1-\2'),
+           'day month-name year': (r'^(\d{2})[ -]M(\d{2})[ -](\d{4})', r'\3-\2-\1'),
+           'month-name day, year': (r'^M(\d{2}) (\d{2}),? (\d{4})', r'\3-\1-\2')}
 SINGLE_DIGIT = (r'\b(\d)\b', r'0\1')  # 1.5.2024 8:30 -> 01.05.2024 08:30, before the rewrite
+_MONTHS = ['jan(?:uary)?', 'feb(?:ruary)?', 'mar(?:ch)?', 'apr(?:il)?', 'may', 'june?', 'july?',
+           'aug(?:ust)?', 'sep(?:t(?:ember)?)?', 'oct(?:ober)?', 'nov(?:ember)?', 'dec(?:ember)?']
+MONTH_NAMES = [(rf'(?i)\b{name}\b\.?', f'M{number:02d}') for number, name in enumerate(_MONTHS, 1)]
+_TIME, _AM, _PM = r'(:\d{2}(?::\d{2}(?:\.\d+)?)?)', r' ?[Aa]\.?[Mm]\.?$', r' ?[Pp]\.?[Mm]\.?$'
+# An ISO date's 12-hour time on the 24-hour clock: 12 AM is 00, 1-11 PM 13-23, the rest as read.
+TWELVE_HOUR = ([(rf'^(\S+)[ T]12{_TIME}{_AM}', r'\1 00\2')] +
+               [(rf'^(\S+)[ T]0?{hour}{_TIME}{_PM}', rf'\1 {hour + 12}\2') for hour in range(1, 12)] +
+               [(rf'^(\S+)[ T](\d){_TIME} ?[AaPp]\.?[Mm]\.?$', r'\1 0\2\3'),
+                (rf'^(\S+)[ T](\d{{2}}){_TIME} ?[AaPp]\.?[Mm]\.?$', r'\1 \2\3')])
+MERIDIEM = re.compile(r'\d ?[AaPp]\.?[Mm]\.?$')  # a time that is AM or PM
+# Python's faster equivalents of the graph's rewrites (tests/test_dates.py compares them).
+_PADDED = re.compile(SINGLE_DIGIT[0])
+_STARTS = {name: re.compile(rewrite[0]) for name, rewrite in FORMATS.items() if rewrite}
+_MONTH = re.compile('(?i)\\b(?:' + '|'.join(f'({name})' for name in _MONTHS) + ')\\b\\.?')
+_CLOCK = re.compile(rf'^(\S+)[ T](\d{{1,2}}){_TIME} ?([AaPp])\.?[Mm]\.?$')
+
+
+def rewrites(date_format: str, twelve_hour: bool) -> List[Tuple[str, str, bool]]:
+    """(pattern, rewrite, every match or the first) that make a date in date_format ISO, in
+    order, in the graph (input_fns/date_parts.py); twelve_hour: its time is AM or PM."""
+    steps = []
+    if date_format != 'iso':
+        steps.append((*SINGLE_DIGIT, True))
+        if 'month-name' in date_format:
+            steps += [(*month, False) for month in MONTH_NAMES]
+        steps.append((*FORMATS[date_format], False))
+    return steps + [(*step, False) for step in TWELVE_HOUR] * twelve_hour
+
+
+def _on_24_hours(match: re.Match) -> str:
+    hour, afternoon = int(match[2]), match[4] in 'Pp'
+    if hour == 12 and not afternoon:
+        hour = 0
+    elif afternoon and 1 <= hour <= 11:
+        hour += 12
+    return f'{match[1]} {hour:02d}{match[3]}'
 
 
 def to_iso(text: str, date_format: str = 'iso') -> str:
-    """text as an ISO date, if it is one in date_format (or in ISO); else text unchanged."""
-    if date_format == 'iso':
-        return text
-    pattern, rewrite = FORMATS[date_format]
-    return re.sub(pattern, rewrite, re.sub(*SINGLE_DIGIT, text), count=1)
+    """text as an ISO date, if it is one in date_format (or in ISO); else text unchanged: the
+    graph's rewrites, the same way."""
+    if date_format != 'iso':
+        text = _PADDED.sub(SINGLE_DIGIT[1], text)
+        if 'month-name' in date_format:
+            text = _MONTH.sub(lambda match: f'M{match.lastindex:02d}', text, count=1)
+        text = _STARTS[date_format].sub(FORMATS[date_format][1], text, count=1)
+    return _CLOCK.sub(_on_24_hours, text, count=1) if MERIDIEM.search(text) else text
 
 
 def days(text: str, date_format: str = 'iso') -> float:

@@ -96,13 +96,13 @@ class StringStats:
 
 class DateStats:
     """A date column's: its days' statistics (NumberStats), its first and last date (as
-    written), whether it holds times of day, and its format."""
+    written), whether it holds times of day (and on a 12-hour clock), and its format."""
 
     def __init__(self, seed: int, date_format: str = 'iso'):
         self.format = date_format
         self.days = NumberStats(seed)
         self.first = self.last = None
-        self.has_time = False
+        self.has_time = self.twelve_hour = False
 
     def add(self, values: List, missing: int) -> None:
         found = [iso_dates.days(value, self.format) for value in values]
@@ -111,6 +111,7 @@ class DateStats:
             return
         self.has_time = self.has_time or any(len(iso_dates.to_iso(value, self.format)) > 10
                                              for value in values)
+        self.twelve_hour = self.twelve_hour or any(map(iso_dates.MERIDIEM.search, values))
         ends = [values[int(np.argmin(found))], values[int(np.argmax(found))]]
         if self.first is not None:
             ends += [self.first, self.last]
@@ -122,5 +123,6 @@ class DateStats:
         summary = {'count': days.pop('count'), 'missing': days.pop('missing'),
                    'format': self.format}
         if summary['count']:
-            summary.update(first=self.first, last=self.last, has_time=self.has_time, days=days)
+            summary.update(first=self.first, last=self.last, has_time=self.has_time, days=days,
+                           **({'twelve_hour': True} if self.twelve_hour else {}))
         return summary

@@ -21,20 +21,20 @@ def _days_from_civil(year, month, day):
     return era * 146097 + day_of_era - 719468
 
 
-def as_iso(texts: tf.Tensor, date_format: str) -> tf.Tensor:
-    """iso_dates.to_iso in the graph: dates in date_format rewritten as ISO, others unchanged."""
-    if date_format == 'iso':
-        return texts
-    pattern, rewrite = iso_dates.FORMATS[date_format]
-    padded = tf.strings.regex_replace(texts, *iso_dates.SINGLE_DIGIT)
-    return tf.strings.regex_replace(padded, pattern, rewrite, replace_global=False)
+def as_iso(texts: tf.Tensor, date_format: str, twelve_hour: bool = False) -> tf.Tensor:
+    """iso_dates.to_iso in the graph: dates in date_format rewritten as ISO, others unchanged;
+    twelve_hour: the training dates' times were AM or PM (24-hour ones pass unchanged)."""
+    for pattern, rewrite, every in iso_dates.rewrites(date_format, twelve_hour):
+        texts = tf.strings.regex_replace(texts, pattern, rewrite, replace_global=every)
+    return texts
 
 
 def parts(texts: tf.Tensor, entry: Dict) -> Dict[str, tf.Tensor]:
     """[batch] date strings -> {part name: [batch] tensor}, as part_entries names them. A value
     that is no date (missing: ''; a month 13) takes the training mean for days, and no category
     (prepare refuses such values; serving may meet them)."""
-    texts = as_iso(tf.reshape(texts, [-1]), entry.get('format', 'iso'))
+    texts = as_iso(tf.reshape(texts, [-1]), entry.get('format', 'iso'),
+                   entry.get('twelve_hour', False))
     valid = tf.strings.regex_full_match(texts, iso_dates.PATTERN)
     timed = valid & (tf.strings.length(texts) > 10)
     texts = tf.where(timed, texts, tf.where(valid, texts + ' 00:00', '1970-01-01 00:00'))

@@ -51,25 +51,44 @@ def test_the_graphs_parts_of_a_date_are_pythons():
     assert iso_dates.days('1970-01-02 12:00') == 1.5
 
 
-SPREADSHEET_DATES = {  # as spreadsheets write them, unpadded
+def twelve_hour(t, seconds=''):
+    """t's time on a 12-hour clock, as US reports write it: '2:05 PM', '12:30 AM'."""
+    return f'{(t.hour - 1) % 12 + 1}:{t.minute:02d}{seconds} {"AP"[t.hour >= 12]}M'
+
+
+SPREADSHEET_DATES = {  # as spreadsheets and reports write them, unpadded
     'day.month.year': lambda t: f'{t.day}.{t.month}.{t.year} {t.hour}:{t.minute:02d}',
     'day/month/year': lambda t: f'{t.day:02d}/{t.month:02d}/{t.year}',
-    'month/day/year': lambda t: f'{t.month}/{t.day}/{t.year} {t.hour}:{t.minute:02d}:00'}
+    'month/day/year': lambda t: f'{t.month}/{t.day}/{t.year} {t.hour}:{t.minute:02d}:00',
+    'month/day/year, 12-hour': lambda t: f'{t.month}/{t.day}/{t.year} {twelve_hour(t, ":00")}',
+    'day month-name year': lambda t: t.strftime(f'{t.day}-%b-%Y'),
+    'day month-name year, 12-hour': lambda t: t.strftime(f'{t.day} %B %Y ') + twelve_hour(
+        t).lower().replace('m', '.m.'),
+    'month-name day, year': lambda t: t.strftime(f'%B {t.day}, %Y'),
+    'month-name day, year, 12-hour': lambda t: t.strftime(f'%b {t.day} %Y ') + twelve_hour(t)}
 
 
-@pytest.mark.parametrize('date_format', sorted(SPREADSHEET_DATES))
-def test_a_spreadsheets_dates_read_in_their_format_in_python_and_in_the_graph(date_format):
+@pytest.mark.parametrize('written', sorted(SPREADSHEET_DATES))
+def test_a_spreadsheets_dates_read_in_their_format_in_python_and_in_the_graph(written):
     times = random_times(200, 1990, 40, seed=3)
-    texts = [SPREADSHEET_DATES[date_format](t) for t in times] + ['2024-03-01', '']
+    texts = [SPREADSHEET_DATES[written](t) for t in times] + ['2024-03-01', '']
+    date_format, clock = (written.rsplit(', ', 1) + [''])[:2] if '12-hour' in written else (
+        written, '')
     assert iso_dates.formats_of(texts[:-1]) == [date_format]
     entry = {'name': 'd', 'dtype': 'date', 'count': 1, 'has_time': True, 'days': {'mean': 0.0},
-             'format': date_format}
+             'format': date_format, 'twelve_hour': bool(clock)}
     parts = {name: value.numpy() for name, value in
              date_parts.parts(tf.constant(texts), entry).items()}
     assert parts['d_days'][:-1].tolist() == pytest.approx(
         [iso_dates.days(text, date_format) for text in texts[:-1]], abs=0.01)
     assert parts['d_days'][-1] == 0.0 and parts['d_month'][-1] == b''
     assert parts['d_month'][:len(times)].tolist() == [str(t.month).encode() for t in times]
+    timed = ':' in texts[0]
+    if timed:
+        assert parts['d_hour'][:len(times)].tolist() == [str(t.hour).encode() for t in times]
+    since = [(t - datetime.datetime(1970, 1, 1)).total_seconds() / 86400 for t in times]
+    assert parts['d_days'][:len(times)].tolist() == pytest.approx(
+        [days if timed else int(days) for days in since], abs=0.01)  # float32: 0.002 at 20,000
 
 
 def test_a_german_spreadsheets_dates_are_dates_and_ambiguous_ones_ask_which(tmp_path, caplog):
@@ -103,6 +122,15 @@ def test_a_german_spreadsheets_dates_are_dates_and_ambiguous_ones_ask_which(tmp_
     [when] = json.load(open(tmp_path / 'us' / 'manifest.json'))['schema']['features']
     assert (when['format'], when['first'], when['last']) == ('month/day/year', '12/11/2023',
                                                              '3/4/2024')
+    report = write(tmp_path / 'report.csv', 'when,label\n"Jan 5, 2024 2:30 PM",a\n'
+                   '"Dec 31, 2023 12:15 AM",b\n"Feb 29, 2024 12:45 PM",a\n')
+    run_prepare(csv_tables.prepare_csv, source=report, output_dir=str(tmp_path / 'report'),
+                **table_args(label='label', validation_fraction=0.0))
+    [when] = json.load(open(tmp_path / 'report' / 'manifest.json'))['schema']['features']
+    assert ({key: when[key] for key in ('format', 'first', 'last', 'has_time', 'twelve_hour')} ==
+            {'format': 'month-name day, year', 'first': 'Dec 31, 2023 12:15 AM',
+             'last': 'Feb 29, 2024 12:45 PM', 'has_time': True, 'twelve_hour': True})
+    assert when['days']['min'] == pytest.approx(iso_dates.days('2023-12-31 00:15'))
 
 
 def test_a_date_column_is_learned_from_its_parts_and_the_export_takes_its_text(

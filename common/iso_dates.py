@@ -18,6 +18,8 @@ import datetime
 import re
 from typing import Dict, List, Tuple
 
+from absl import logging
+
 # RE2 (tf.strings.regex_full_match) and Python's re read it alike.
 PATTERN = (r'\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?'
            r'(?:Z|[+-]\d{2}:?\d{2})?)?')
@@ -122,6 +124,17 @@ def likeliest_format(values: List[str]) -> Tuple[str, List[str]]:
     found = {date_format: not_dates(date_format) for date_format in FORMATS}
     best = min(FORMATS, key=lambda date_format: len(found[date_format]))
     return best, found[best]
+
+
+def warn_of_near_dates(where: str, column: str, values: List[str]) -> None:
+    """Logs a text column whose values are all dates (in one format) but for a few."""
+    if len(values) < 10 or len(likeliest_format(values[:100])[1]) > 10:  # text is common
+        return
+    date_format, others = likeliest_format(values)
+    if len(others) <= len(values) // 10:
+        logging.warning('%s: text, though all but %d of its first %d values are dates (%s), not '
+                        '%r; fix those, or pass --column_types=%s:date to have prepare name each',
+                        where, len(others), len(values), date_format, others[0], column)
 
 
 def formats_of(values: List[str]) -> List[str]:

@@ -1,15 +1,16 @@
 """What a model reads of a table's schema entry: the feature itself, or features derived from it
 in the graph (input_fns/table_records.py `with_derived`, for training and serving alike): a
-date's parts (common/iso_dates.py), and, beside a number some training rows lacked, whether it
+date's parts (common/iso_dates.py), a free text's words (common/free_text.py), and, beside a number some training rows lacked, whether it
 is missing (a missing number is read as the training mean, which alone would hide that it was
 missing: an unmeasured value often says something of the label).
 """
 from typing import Dict, List
 
-from common import iso_dates
+from common import free_text, iso_dates
 from common.errors import UserError
 
 MISSING = 'missing'  # the indicator's value for a missing number; a present one's is ''
+CATEGORICAL = ('string', 'words')  # looked up in a vocabulary; 'words': several a row
 
 
 def indicator_name(name: str) -> str:
@@ -21,6 +22,9 @@ def model_entries(entry: Dict) -> List[Dict]:
     and the trees take features."""
     if entry['dtype'] == 'date':
         return iso_dates.part_entries(entry)
+    if entry['dtype'] == 'text':
+        return [{'name': free_text.words_name(entry['name']), 'dtype': 'words',
+                 'count': entry['count'], 'vocabulary': entry.get('vocabulary', [])}]
     if entry.get('missing_indicator'):
         return [entry, {'name': indicator_name(entry['name']), 'dtype': 'string',
                         'count': entry['count'], 'vocabulary': [MISSING]}]

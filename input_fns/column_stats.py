@@ -1,12 +1,13 @@
 """Each column's statistics, gathered a chunk of values at a time in bounded memory: numbers'
-moments and quantiles, text's most frequent values, dates' as days (common/iso_dates.py).
+moments and quantiles, text's most frequent values, free text's most frequent words
+(common/free_text.py), dates' as days (common/iso_dates.py).
 """
 import collections
 from typing import Dict, List
 
 import numpy as np
 
-from common import iso_dates
+from common import free_text, iso_dates
 
 QUANTILES = tuple(i / 20 for i in range(21))  # 0%, 5%, ..., 100%
 QUANTILE_SAMPLE = 10_000  # values per number column the quantiles are read from (exact below it)
@@ -92,6 +93,29 @@ class StringStats:
         if self.approximate:
             summary['approximate'] = True
         return summary
+
+
+class TextStats:
+    """A free-text column's (common/free_text.py): count and missing of its values, and its
+    words' vocabulary (StringStats of the words), with the mean and most words a value."""
+
+    def __init__(self, max_vocabulary: int):
+        self.words = StringStats(max_vocabulary)
+        self.count = self.missing = self.max_words = 0
+
+    def add(self, values: List, missing: int) -> None:
+        self.count += len(values)
+        self.missing += missing
+        each = [free_text.words(value) for value in values]
+        self.max_words = max([self.max_words] + [len(words) for words in each])
+        self.words.add([word for words in each for word in words], 0)
+
+    def summary(self, dtype: str = 'text') -> Dict:
+        words = self.words.summary()
+        oov_words, word_count = words.pop('oov_count'), words.pop('count')
+        return {**words, 'count': self.count, 'missing': self.missing, 'oov_words': oov_words,
+                'words_per_value': round(word_count / self.count, 2) if self.count else 0.0,
+                'max_words': self.max_words}
 
 
 class DateStats:

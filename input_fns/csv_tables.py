@@ -14,7 +14,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from absl import logging
 
-from common import iso_dates
+from common import free_text, iso_dates
 from common.errors import UserError
 from input_fns import split as data_split
 from input_fns import (column_choice, csv_files, file_patterns, held_out, number_formats,
@@ -93,7 +93,7 @@ class Table:
     def _converter(self, column: str, dtype: str):
         """A column's field -> its value (ValueError if it is none): the fast path of _typed."""
         number = float if self.format.decimal == '.' else table_schema.decimal_comma_float
-        convert = ({'int': int, 'float': number, 'string': str}.get(dtype) or
+        convert = ({'int': int, 'float': number, 'string': str, 'text': str}.get(dtype) or
                    functools.partial(iso_dates.check, date_format=self.date_formats[column]))
         if column in self.styles:
             return lambda text, plain=self.styles[column].plain: convert(plain(text))
@@ -111,11 +111,12 @@ class Table:
                 else values for name, values in zip(self.columns, present)]
 
     def _label_dtype(self, given: Dict[str, str]) -> str:
-        """A label of dates is read as class names (a model predicts no date)."""
-        if self.dtypes[self.label_index] == 'date':
-            if given.get(self.label) == 'date':
-                raise UserError(f'--column_types={self.label}:date: the label is what the '
-                                'model predicts, a class or a number, not a date')
+        """A label of dates is read as class names (a model predicts no date or prose)."""
+        if self.dtypes[self.label_index] in ('date', 'text'):
+            if given.get(self.label) in ('date', 'text'):
+                raise UserError(f'--column_types={self.label}:{given[self.label]}: the label is '
+                                'what the model predicts, a class or a number, not '
+                                f'{"a date" if given[self.label] == "date" else "free text"}')
             self.dtypes[self.label_index] = 'string'
         return self.dtypes[self.label_index]
 
@@ -135,17 +136,15 @@ class Table:
 
     def _inferred_dtype(self, column: str, values: List[str]) -> str:
         dtype = table_schema.infer_dtype(values, self.format.decimal)
-        if (dtype == 'string' and len(values) >= 10  # a glance at 100 first: text is common
-                and len(iso_dates.likeliest_format(values[:100])[1]) <= 10):
-            date_format, others = iso_dates.likeliest_format(values)
-            if len(others) <= len(values) // 10:
-                logging.warning('%s, column %r: text, though all but %d of its first %d values '
-                                'are dates (%s), not %r; fix those, or pass --column_types=%s:date '
-                                'to have prepare name each', self.paths[0], column, len(others),
-                                len(values), date_format, others[0], column)
-        if dtype == 'string':
-            number_formats.check_marks(f'{self.paths[0]}, column {column!r}', column, values,
-                                       self.format)
+        if dtype != 'string':
+            return dtype
+        where = f'{self.paths[0]}, column {column!r}'
+        iso_dates.warn_of_near_dates(where, column, values)
+        number_formats.check_marks(where, column, values, self.format)
+        if column != self.label and free_text.is_free_text(values):
+            logging.info('%s: free text, read as its words (--column_types=%s:string for whole '
+                         'values)', where, column)
+            return 'text'
         return dtype
 
     def typed_rows(self) -> Iterator[Tuple[str, List]]:

@@ -17,7 +17,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 import tensorflow as tf
 from google.protobuf.message import DecodeError
 
-from common import files, iso_dates, paths
+from common import files, free_text, iso_dates, paths
 from common.errors import UserError, op_error_summary
 from input_fns import (column_choice, file_patterns, held_out, shards, stream_shards, table_schema,
                        table_splits)
@@ -91,7 +91,8 @@ def _typed(example, path: str, number: int, columns: List[str], dtypes: List[str
         if not found:
             values.append(None)
             continue
-        if _KINDS.get(kind) != ('string' if dtype == 'date' else dtype) or len(found) > 1:
+        read_as = 'string' if dtype in table_schema.TEXT_DTYPES else dtype
+        if _KINDS.get(kind) != read_as or len(found) > 1:
             what = f'{len(found)} values' if len(found) > 1 else kind
             raise UserError(f'{path} record {number}, feature {name!r}: {what}, where the first '
                             f'records hold one {dtype}; the canned models take one int, float or '
@@ -166,11 +167,13 @@ def prepare_examples(*, source: str, label: str, output_dir: Optional[str], task
 
 
 def _text_type(name: str, values: List[str], known_types: Dict[str, str]) -> str:
-    """'date' for a text feature of ISO dates, else 'string'; the training data's, if it has one
-    of them (--schema_from)."""
+    """'date' for a text feature of ISO dates, 'text' for free text, else 'string'; the training
+    data's, if it has one of them (--schema_from)."""
     if known_types.get(name) in table_schema.TEXT_DTYPES:
         return known_types[name]
-    return 'date' if iso_dates.is_dates(values) else 'string'
+    if iso_dates.is_dates(values):
+        return 'date'
+    return 'text' if free_text.is_free_text(values) else 'string'
 
 
 def _check_trained_types(columns, dtypes, known_types, schema_from, where) -> None:

@@ -95,7 +95,7 @@ def define_table_flags():
     flags.DEFINE_string('source', None, 'csv: a CSV file with a header (.csv or .csv.gz) or a '
                         'glob of them; examples: a glob of TFRecord files of tf.Example.')
     flags.DEFINE_string('label', None, 'csv, examples: the column to predict.')
-    flags.DEFINE_string('column_types', None, 'csv: NAME:TYPE,... (TYPE int, float, date or string) '
+    flags.DEFINE_string('column_types', None, 'csv: NAME:TYPE,... (TYPE int, float, date, string or text) '
                         'for columns whose type read from the first rows is not the right one.')
     flags.DEFINE_enum('task', None, table_schema.TASKS, 'csv, examples: default: classification '
                       'for a text label or an int label with few values, else regression.')

@@ -12,12 +12,14 @@ from typing import Dict, List, Optional
 
 import tensorflow as tf
 
-from common import model_features
+from common import free_text, model_features
 from input_fns import date_parts, pipeline
 
 _FLOAT = struct.Struct('<f')
 _SMALL = [bytes((value,)) for value in range(0x80)]
-_TF_DTYPES = {'int': tf.int64, 'float': tf.float32, 'date': tf.string, 'string': tf.string}
+_TF_DTYPES = {'int': tf.int64, 'float': tf.float32, 'date': tf.string, 'string': tf.string,
+              'text': tf.string}
+_BYTES = frozenset(dtype for dtype, tf_type in _TF_DTYPES.items() if tf_type == tf.string)
 INT_MISSING = -2 ** 63  # a missing int's value as parsed, where with_derived tells it is missing
 
 
@@ -53,7 +55,7 @@ class RowEncoder:
 
     @staticmethod
     def _feature(dtype: str, value) -> bytes:
-        if dtype == 'string' or dtype == 'date':
+        if dtype in _BYTES:
             return _field(b'\x0a', _field(b'\x0a', value.encode()))
         if dtype == 'int':
             return _field(b'\x1a', _field(b'\x0a', _varint(value & 0xFFFFFFFFFFFFFFFF)))
@@ -78,7 +80,7 @@ def tf_dtype(dtype: str) -> tf.DType:
 def fill_value(entry: Dict):
     """What a missing value of a feature reads as: its mean (an int column's, rounded), or ''
     (text; a date's parts then read as its mean days and no category)."""
-    if entry['dtype'] in ('string', 'date'):
+    if entry['dtype'] in _BYTES:
         return ''
     mean = entry.get('mean', 0.0)
     return int(round(mean)) if entry['dtype'] == 'int' else float(mean)
@@ -94,8 +96,9 @@ def parsed_default(entry: Dict):
 
 def with_derived(features: Dict[str, tf.Tensor], schema: Dict) -> Dict[str, tf.Tensor]:
     """Parsed features with those the model derives from them (common/model_features.py): a
-    date's parts; a number's indicator of missing (its value then the fill). In the input_fn and
-    the serving receiver, so every model over a table (canned or yours) reads them."""
+    date's parts; a free text's words ([batch, words kept], '' past its last); a number's indicator of
+    missing (its value then the fill). In the input_fn and the serving receiver, so every model
+    over a table (canned or yours) reads them."""
     derived = dict(features)
     for entry in schema['features']:
         name = entry['name']
@@ -103,6 +106,12 @@ def with_derived(features: Dict[str, tf.Tensor], schema: Dict) -> Dict[str, tf.T
             continue
         if entry['dtype'] == 'date':
             derived.update(date_parts.parts(features[name], entry))
+        elif entry['dtype'] == 'text':
+            spaced = tf.strings.regex_replace(tf.strings.lower(tf.reshape(features[name], [-1]),
+                                                               encoding='utf-8'),
+                                              free_text.SEPARATORS, ' ')
+            derived[free_text.words_name(name)] = tf.strings.split(spaced).to_tensor(
+                '', shape=[None, free_text.words_kept(entry)])  # '' : no word, to feature columns
         elif entry.get('missing_indicator'):
             value = features[name]
             missing = (tf.equal(value, INT_MISSING) if value.dtype == tf.int64

@@ -4,7 +4,7 @@ The schema (manifest.json's 'schema', kind 'table') is what the canned models ar
 each feature's name and dtype; for numbers count, missing, mean, std, min, max and quantiles
 (numbers are normalized with the mean and std, and bucketized at the quantiles for trees); for
 strings the vocabulary (the most frequent values, with counts, the rest counted as out of
-vocabulary); for dates their format, first and last and their days' statistics (the model
+vocabulary), for free text its words' (common/free_text.py); for dates their format, first and last and their days' statistics (the model
 derives their parts: common/iso_dates.py); the label's task and classes. Statistics are of the
 training split only, so nothing of the validation rows leaks into the model; the label's classes
 are every split's (input_fns/label_classes.py).
@@ -21,8 +21,8 @@ from common import iso_dates, model_features
 from common.errors import UserError
 from input_fns import column_choice, column_stats, label_classes
 
-DTYPES = ('int', 'float', 'date', 'string')
-TEXT_DTYPES = ('date', 'string')  # kept in the records as text
+DTYPES = ('int', 'float', 'date', 'string', 'text')
+TEXT_DTYPES = ('date', 'string', 'text')  # kept in the records as text
 TASKS = ('classification', 'regression')
 DEFAULT_NA_VALUES = ('', 'NA', 'N/A', 'NaN', 'nan', 'null', 'NULL', 'None', '?')
 MAX_INFERRED_CLASSES = 20  # an int label with at most this many values in the sample: classes
@@ -118,6 +118,8 @@ class TableStats:
                 self.stats.append(column_stats.StringStats(label_classes.MAX_CLASSES))
             elif dtype == 'string':
                 self.stats.append(column_stats.StringStats(max_vocabulary))
+            elif dtype == 'text':
+                self.stats.append(column_stats.TextStats(max_vocabulary))
             elif dtype == 'date':
                 self.stats.append(column_stats.DateStats(
                     seed + index, (date_formats or {}).get(columns[index], 'iso')))

@@ -108,7 +108,12 @@ class StopWhenGrown(tf.estimator.SessionRunHook):
 
 def boosted_trees_fn(features, labels, mode, head, schema, params):
     check_params(params)
-    entries = table_columns.features(schema)
+    entries = [entry for entry in table_columns.features(schema) if entry['dtype'] != 'words']
+    texts = [entry['name'] for entry in table_columns.features(schema) if entry not in entries]
+    if texts:
+        logging.log_first_n(logging.WARNING, 'boosted trees split on one value a feature and '
+                            'leave out %s (free text: the linear and dnn models read its words)',
+                            1, ', '.join(texts))
     if not entries:
         raise UserError('the schema has no feature with a value in the training split; '
                         'boosted trees need at least one')

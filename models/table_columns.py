@@ -2,7 +2,7 @@
 
 Numbers are normalized with the schema's mean and std (training-split statistics); text columns
 look their values up in the schema's vocabulary (one bucket for every other value and for a
-missing one); a date is its parts (common/iso_dates.py: days as a number, month, day and hour
+missing one), free text its words (common/free_text.py); a date is its parts (common/iso_dates.py: days as a number, month, day and hour
 as text); the deep part embeds them, the linear part takes them as indicators, with
 --crosses of columns (numbers bucketized at the schema's quantiles) hashed into buckets.
 """
@@ -43,8 +43,9 @@ def categorical(entry: Dict):
 
 
 def deep_columns(schema: Dict, embedding_dimension: int) -> List:
-    """Numbers normalized; text embedded in embedding_dimension dimensions."""
-    return [numeric(entry) if entry['dtype'] != 'string'
+    """Numbers normalized; text embedded in embedding_dimension dimensions (free text: the mean
+    of its words')."""
+    return [numeric(entry) if entry['dtype'] not in model_features.CATEGORICAL
             else fc.embedding_column(categorical(entry), embedding_dimension)
             for entry in features(schema)]
 
@@ -52,8 +53,8 @@ def deep_columns(schema: Dict, embedding_dimension: int) -> List:
 def linear_columns(schema: Dict, params: Dict) -> List:
     """Numbers normalized, text as vocabulary columns, and the crosses of params['crosses']."""
     entries = features(schema)
-    columns = [numeric(entry) if entry['dtype'] != 'string' else categorical(entry)
-               for entry in entries]
+    columns = [numeric(entry) if entry['dtype'] not in model_features.CATEGORICAL
+               else categorical(entry) for entry in entries]
     by_name = {entry['name']: entry for entry in entries}
     for cross in parse_crosses(params.get('crosses', '')):
         parts = []
@@ -62,7 +63,7 @@ def linear_columns(schema: Dict, params: Dict) -> List:
                 raise UserError(f'--crosses: no feature {name!r}; the features: '
                                 f'{", ".join(by_name)}')
             entry = by_name[name]
-            parts.append(categorical(entry) if entry['dtype'] == 'string' else
+            parts.append(categorical(entry) if entry['dtype'] in model_features.CATEGORICAL else
                          fc.bucketized_column(fc.numeric_column(name), boundaries(entry)))
         columns.append(fc.crossed_column(parts, params['cross_hash_buckets']))
     return columns

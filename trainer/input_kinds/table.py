@@ -77,7 +77,8 @@ class Table(base.WithoutAugmentation, base.RecordFileKind):
                    for name, value in row.items()}}
 
 
-_NUMPY_DTYPES = {'int': np.int64, 'float': np.float32, 'date': object, 'string': object}
+_NUMPY_DTYPES = {'int': np.int64, 'float': np.float32, 'date': object, 'string': object,
+                 'text': object}
 
 
 def _dtype(schema: Dict, name: str) -> str:

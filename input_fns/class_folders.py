@@ -26,6 +26,7 @@ class ClassFolders:
             raise UserError(f'--source_dir={root}: no such folder; give the folder that holds '
                             'one sub-folder of images per class')
         self.root = root.rstrip('/')
+        self.skipped_because = 'are not images'
         folders = [name for name in files.listdir(root) if files.isdir(paths.join(root, name))]
         unknown = sorted(set(folders) - set(trained_classes or folders))
         if unknown:
@@ -54,6 +55,10 @@ class ClassFolders:
             self.images += images
             self.labels += [label] * len(images)
             self.not_images += sorted(set(found) - set(images))
+
+    def place_of(self, name: str) -> str:
+        """Where a class's images are, for messages."""
+        return paths.join(self.root, name)
 
     def not_images_by_extension(self) -> Dict[str, int]:
         return dict(sorted(collections.Counter(

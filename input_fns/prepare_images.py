@@ -5,7 +5,8 @@
 
 ROOT holds one sub-folder per class, as tf.keras.utils.image_dataset_from_directory reads it:
 the class names are the sub-folders' names, sorted (label i is the i-th name), and a class's
-images may lie in nested folders. Every file is decoded (PNG, JPEG, GIF, BMP, WebP) and fitted to
+images may lie in nested folders; or --labels_file names each image below ROOT and its class
+(input_fns/labels_file.py). Every file is decoded (PNG, JPEG, GIF, BMP, WebP) and fitted to
 --image_size in worker processes, then stored as image_records' raw pixels. The split goes by
 a hash of each file's path below ROOT (input_fns/split.py), so adding photos moves none of
 the old ones. Everything is checked before anything is written: a bad tree writes nothing.
@@ -22,6 +23,7 @@ from common import files, paths, progress
 from common.errors import UserError, op_error_summary
 from input_fns import (class_folders, converted_images, file_patterns, image_records,
                        parallel_python, python_workers, shards)
+from input_fns import labels_file as labels_file_module
 from input_fns import split as data_split
 
 DECODED, UNDECODABLE = 1, 0
@@ -96,9 +98,9 @@ def decoded_chunks(items, num_workers: int):
         pool.close()
 
 
-def decode_all(tree: class_folders.ClassFolders, image_shape, resize: str, num_workers: int):
-    """(uint8 [N, *image_shape], decoded [N] bool), logging progress."""
-    count = len(tree.images)
+def decode_all(tree, image_shape, resize: str, num_workers: int):
+    """(uint8 [N, *image_shape], decoded [N] bool), logging progress and printing the rate."""
+    count, started = len(tree.images), time.time()
     pixels = np.zeros([count, *image_shape], np.uint8)
     decoded = np.zeros([count], bool)
     items = [(paths.join(tree.root, relative), tuple(image_shape), resize)
@@ -114,42 +116,32 @@ def decode_all(tree: class_folders.ClassFolders, image_shape, resize: str, num_w
             rate.add(done, last_log)
             logging.info('decoded %s, %s', progress.fraction_text(done, count, 'images'),
                          progress.eta_text(done, count, rate.per_sec()) or '')
+    seconds = time.time() - started
+    print(f'decoded {count:,} images in {seconds:.1f}s ({count / max(seconds, 1e-9):,.0f} '
+          f'images/s, {f"{num_workers} worker processes" if num_workers > 1 else "in this process"})',
+          flush=True)
     return pixels, decoded
 
 
 def prepare_images(*, source_dir: str, output_dir: str, image_size: str, channels: int,
                    resize: str, validation_fraction: float, skip_bad_images: bool,
                    decode_workers: int, num_shards: int, num_eval_shards: int, seed: int,
-                   schema_from: Optional[str] = None, split: Optional[str] = None) -> Dict:
+                   schema_from: Optional[str] = None, split: Optional[str] = None,
+                   labels_file: Optional[str] = None, label: Optional[str] = None) -> Dict:
     if not source_dir:
         raise UserError('--source_dir is required for images: the folder that holds one '
-                        'sub-folder of images per class')
+                        'sub-folder of images per class (or the images --labels_file names)')
     image_shape = [*parse_image_size(image_size), int(channels)]
     data_split.check_fraction(validation_fraction)
     trained = file_patterns.schema_at(schema_from, 'images') if schema_from else {}
     if trained:  # fitted and labelled as the training photos were
         image_shape, resize = trained['image_shape'], trained['resize']
-    tree = class_folders.ClassFolders(source_dir, trained.get('classes'))
+    tree = (labels_file_module.LabelledFiles(source_dir, labels_file, label, trained.get('classes'))
+            if labels_file else class_folders.ClassFolders(source_dir, trained.get('classes')))
     num_workers = decode_workers or parallel_python.default_num_workers()
-    started = time.time()
     pixels, decoded = decode_all(tree, image_shape, resize, num_workers)
-    seconds = time.time() - started
-    bad = {tree.images[i]: why_bad(paths.join(tree.root, tree.images[i]), image_shape, resize)
-           for i in np.flatnonzero(~decoded)}
-    if bad and not skip_bad_images:
-        path, reason = next(iter(bad.items()))
-        more = f' (and {len(bad) - 1} more)' if len(bad) > 1 else ''
-        raise UserError(f'{paths.join(tree.root, path)}: {reason}{more}; remove or replace it, or '
-                        'pass --skip_bad_images to skip and count such files')
-    print(f'decoded {len(tree.images):,} images in {seconds:.1f}s '
-          f'({len(tree.images) / max(seconds, 1e-9):,.0f} images/s, '
-          f'{f"{num_workers} worker processes" if num_workers > 1 else "in this process"})',
-          flush=True)
+    bad = checked_bad_images(tree, decoded, image_shape, resize, skip_bad_images)
     labels = np.array(tree.labels, np.int64)
-    for label, name in enumerate(tree.classes):
-        if name in tree.folders and not np.any(decoded & (labels == label)):
-            raise UserError(f'{paths.join(tree.root, name)}: none of its images decodes (all '
-                            'skipped as bad); fix them, or remove the folder')
     members = split_members(tree, decoded, validation_fraction, split)
     counts = {name: {cls: int(np.sum(labels[indices] == label))
                      for label, cls in enumerate(tree.classes)}
@@ -170,12 +162,32 @@ def prepare_images(*, source_dir: str, output_dir: str, image_size: str, channel
             'kind': 'images', 'image_shape': image_shape, 'classes': tree.classes,
             'resize': resize, 'validation_fraction': validation_fraction, 'class_counts': counts,
             'source_dir': tree.root, 'bad_images': bad,
+            **({'labels_file': labels_file} if labels_file else {}),
             'not_images': tree.not_images_by_extension(), 'not_image_files': tree.not_images})
     print_summary(tree, counts, bad)
     return entries
 
 
-def split_members(tree: class_folders.ClassFolders, decoded: np.ndarray,
+def checked_bad_images(tree, decoded: np.ndarray, image_shape, resize: str,
+                       skip_bad_images: bool) -> Dict[str, str]:
+    """{image: why it does not decode}, refused unless --skip_bad_images; so is a class none
+    of whose images decodes."""
+    bad = {tree.images[i]: why_bad(paths.join(tree.root, tree.images[i]), image_shape, resize)
+           for i in np.flatnonzero(~decoded)}
+    if bad and not skip_bad_images:
+        path, reason = next(iter(bad.items()))
+        more = f' (and {len(bad) - 1} more)' if len(bad) > 1 else ''
+        raise UserError(f'{paths.join(tree.root, path)}: {reason}{more}; remove or replace it, or '
+                        'pass --skip_bad_images to skip and count such files')
+    labels = np.array(tree.labels, np.int64)
+    for label, name in enumerate(tree.classes):
+        if name in tree.folders and not np.any(decoded & (labels == label)):
+            raise UserError(f'{tree.place_of(name)}: none of its images decodes (all skipped as '
+                            'bad); fix them, or remove the class')
+    return bad
+
+
+def split_members(tree, decoded: np.ndarray,
                   validation_fraction: float,
                   split: Optional[str]) -> Dict[str, np.ndarray]:
     """{split: the indices of its decoded images}: held out by a hash of each path, or all in
@@ -188,7 +200,7 @@ def split_members(tree: class_folders.ClassFolders, decoded: np.ndarray,
             'validation': np.flatnonzero(decoded & in_validation)}
 
 
-def print_summary(tree: class_folders.ClassFolders, counts: Dict, bad: Dict) -> None:
+def print_summary(tree, counts: Dict, bad: Dict) -> None:
     """The per-class counts of each split, and what was skipped."""
     splits = list(counts)
     width = max(len(name) for name in tree.classes + ['class'])
@@ -200,5 +212,5 @@ def print_summary(tree: class_folders.ClassFolders, counts: Dict, bad: Dict) -> 
               'manifest.json under schema.bad_images)')
     if tree.not_images:
         by_extension = ', '.join(f'{ext} {n}' for ext, n in tree.not_images_by_extension().items())
-        print(f'skipped {len(tree.not_images)} files that are not images ({by_extension}; listed '
-              'in manifest.json under schema.not_image_files)', flush=True)
+        print(f'skipped {len(tree.not_images)} files that {tree.skipped_because} ({by_extension}; '
+              'listed in manifest.json under schema.not_image_files)', flush=True)

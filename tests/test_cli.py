@@ -7,6 +7,7 @@ import re
 import signal
 import subprocess
 import sys
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -107,11 +108,13 @@ def parsed_by_the_command(*args):
     would start TensorFlow each time (test_a_bad_flag_is_one_line_from_the_command runs one)."""
     from absl import flags
 
-    from common import cli
+    from common import bucket_probe, cli
     trainer_flags('--model_dir=m', '--train_files=t')  # the trainer's flags defined here
     flags.FLAGS.unparse_flags()
     stderr = io.StringIO()
-    with contextlib.redirect_stderr(stderr), pytest.raises(SystemExit) as exited:
+    # As if no earlier test of this process used s3:// (cli.exit_process would os._exit it).
+    with contextlib.redirect_stderr(stderr), pytest.raises(SystemExit) as exited, \
+            mock.patch.object(bucket_probe, 'used_s3', return_value=False):
         cli.parse_flags(['trainer.main', *args])
     flags.FLAGS.unparse_flags()
     return exited.value.code, stderr.getvalue()

@@ -81,6 +81,8 @@ def _on_24_hours(match: re.Match) -> str:
 def to_iso(text: str, date_format: str = 'iso') -> str:
     """text as an ISO date, if it is one in date_format (or in ISO); else text unchanged: the
     graph's rewrites, the same way."""
+    if date_format == 'iso' and text[-1:] not in 'Mm.':  # the common case, at once
+        return text
     if date_format != 'iso':
         text = _PADDED.sub(SINGLE_DIGIT[1], text)
         if 'month-name' in date_format:

@@ -22,6 +22,9 @@ from input_fns import csv_files
 CURRENCY_SIGNS = '$€£¥₹₩₽₺₪₫฿₱'
 SPACES = ' \u00a0\u202f'  # French, Nordic, Swiss thousands: a space, or a (narrow) no-break one
 _PATTERNS = {}
+# A character only a formatted number holds (besides digits, sign and decimal mark).
+_FORMATTING = {decimal: re.compile(f'[{re.escape(CURRENCY_SIGNS + SPACES + other)}%\']')
+               for decimal, other in (('.', ','), (',', '.'))}
 
 
 def _pattern(decimal: str):
@@ -101,8 +104,14 @@ def column_style(values: List[str], csv_format: csv_files.CsvFormat,
     (one currency, percents or none, one thousands mark, settled by a value or --thousands),
     logged; None for plain numbers, text, and a column another reading fits."""
     decimal = csv_format.decimal
-    written = [read(value, decimal, csv_format.thousands) for value in values]
-    if not written or None in written or not any(number.formatted for number in written):
+    if not _FORMATTING[decimal].search('\n'.join(values)):  # plain numbers or text, at once
+        return None
+    written = []
+    for value in values:
+        written.append(read(value, decimal, csv_format.thousands))
+        if written[-1] is None:
+            return None
+    if not any(number.formatted for number in written):
         return None
     currencies = {number.currency for number in written} - {None}
     marks = {number.mark for number in written} - {None}

@@ -27,6 +27,8 @@ DELIMITER_NAMES = {',': 'comma', ';': 'semicolon', '\t': 'tab', '|': 'pipe'}
 DETECTION_BYTES = 1 << 16  # the start of a file its delimiter is read from
 MARK_NAMES = {'.': 'point', ',': 'comma'}
 _NUMBER_WITH_MARK = {',': re.compile(r'[+-]?\d*,\d+'), '.': re.compile(r'[+-]?\d*\.\d+')}
+
+
 @dataclasses.dataclass(frozen=True)
 class CsvFormat:
     delimiter: str = ','

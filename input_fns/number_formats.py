@@ -128,10 +128,7 @@ def check_marks(where: str, column: str, values: List[str], csv_format: csv_file
     with one other mark before three digits and none settling it (`1,234` in a file of decimal
     points), or all with the other decimal mark (`1,5`)."""
     other, names = csv_format.other_mark, csv_files.MARK_NAMES
-    written = [read(value, csv_format.decimal) for value in values]
-    if (not csv_format.thousands and written and None not in written and
-            any(number.mark for number in written) and
-            not any(number.settled or number.currency or number.percent for number in written)):
+    if not csv_format.thousands and _ambiguous_marks(values, csv_format.decimal, other):
         example = next(value for value in values if other in value)
         raise UserError(f'{where}: numbers such as {example!r}, which read as thousands grouped '
                         f'by a {names[other]} and as a decimal {names[other]}; pass --thousands='
@@ -142,3 +139,15 @@ def check_marks(where: str, column: str, values: List[str], csv_format: csv_file
         raise UserError(f'{where}: numbers with a decimal {names[other]} ({values[0]!r}), where '
                         f'the file is read as {csv_format.description()}; pass --decimal={other} '
                         f'to read them as numbers, or --column_types={column}:string as text')
+
+
+def _ambiguous_marks(values: List[str], decimal: str, other: str) -> bool:
+    """Whether the values are all numbers, some with the other mark and none settling it."""
+    if not any(other in value for value in values):
+        return False
+    written = []
+    for value in values:
+        written.append(read(value, decimal))
+        if written[-1] is None:
+            return False
+    return not any(number.settled or number.currency or number.percent for number in written)

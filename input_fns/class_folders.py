@@ -61,8 +61,13 @@ class ClassFolders:
         return paths.join(self.root, name)
 
     def not_images_by_extension(self) -> Dict[str, int]:
-        return dict(sorted(collections.Counter(
-            os.path.splitext(path)[1].lower() or '(none)' for path in self.not_images).items()))
+        return count_by_extension(self.not_images)
+
+
+def count_by_extension(paths: List[str]) -> Dict[str, int]:
+    """{'.txt': 2, '(none)': 1}: how many of the paths end in each extension."""
+    return dict(sorted(collections.Counter(
+        os.path.splitext(path)[1].lower() or '(none)' for path in paths).items()))
 
 
 def _refuse_split_folders(root: str, folders: List[str]) -> None:

@@ -90,8 +90,7 @@ class LabelledFiles:
         return f'{self.labels_file}, class {name!r}'
 
     def not_images_by_extension(self) -> Dict[str, int]:
-        return dict(sorted(collections.Counter(
-            os.path.splitext(path)[1].lower() or '(none)' for path in self.not_images).items()))
+        return class_folders.count_by_extension(self.not_images)
 
 
 def _names_to_images(found: List[str]) -> Dict[str, str]:

@@ -53,6 +53,12 @@ class Written:
     def formatted(self) -> bool:
         return bool(self.currency or self.percent or self.mark)
 
+    @property
+    def beyond_doubt(self) -> bool:
+        """A formatted number no other reading fits: a currency or percent sign, or a thousands
+        mark that cannot be a decimal one."""
+        return bool(self.settled or self.currency or self.percent)
+
 
 def read(text: str, decimal: str, thousands: Optional[str] = None) -> Optional[Written]:
     """The number `text` writes (in a file whose fractions follow `decimal`; --thousands names
@@ -150,4 +156,4 @@ def _ambiguous_marks(values: List[str], decimal: str, other: str) -> bool:
         written.append(read(value, decimal))
         if written[-1] is None:
             return False
-    return not any(number.settled or number.currency or number.percent for number in written)
+    return not any(number.beyond_doubt for number in written)

@@ -63,7 +63,7 @@ def _example(row: Dict, features: Dict[str, str], where: str,
         text = str(row[name])
         written = (number_formats.read(text, read_as.decimal, read_as.thousands)
                    if features[name] != 'string' else None)
-        if written and (written.settled or written.currency or written.percent):
+        if written and written.beyond_doubt:
             text = written.plain  # '$1,234.50', '12%'
         try:
             values.append(table_schema.parse_value(text, features[name], read_as.decimal))

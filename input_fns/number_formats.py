@@ -1,8 +1,9 @@
 """Numbers as spreadsheets save them: a cell formatted as money, a percent or with its thousands
-grouped is written to CSV as shown (`"$1,234.50"`, `12.5%`, `1.234,50 €`, `1 234,50`), not as the
-number it holds. A column whose first rows are all numbers written one such way is read as those
-numbers (NumberStyle): the marks and the currency sign dropped, a percent divided by 100 (the
-value the cell holds, `12.5%` -> 0.125).
+grouped is written to CSV as shown (`"$1,234.50"`, `12.5%`, `1.234,50 €`, `1 234,50`, `USD 5.00`,
+an accountant's negative in parentheses: `($3.25)`), not as the number it holds. A column whose
+first rows are all numbers written one such way is read as those numbers (NumberStyle): the marks
+and the currency dropped, a percent divided by 100 (the value the cell holds, `12.5%` -> 0.125),
+parentheses a minus.
 
 One reading only: `1,234` in a file of decimal points is 1234 with a thousands comma or 1.234
 with a decimal comma, so such a column is refused unless --thousands or --decimal says which
@@ -20,11 +21,18 @@ from common.errors import UserError
 from input_fns import csv_files
 
 CURRENCY_SIGNS = '$€£¥₹₩₽₺₪₫฿₱'
+# Currencies written in letters: ISO 4217 codes of the most traded ones, and local abbreviations.
+CURRENCY_NAMES = ('USD EUR GBP JPY CNY CHF CAD AUD NZD HKD SGD SEK NOK DKK PLN CZK HUF INR BRL MXN '
+                  'ZAR KRW RUB TRY ILS THB PHP IDR MYR AED SAR US$ CA$ AU$ NZ$ HK$ R$ A$ C$ S$ kr '
+                  'zł Kč Fr.').split()
 SPACES = ' \u00a0\u202f'  # French, Nordic, Swiss thousands: a space, or a (narrow) no-break one
+_CURRENCY = '|'.join([re.escape(name) for name in sorted(CURRENCY_NAMES, key=len, reverse=True)]
+                     + [f'[{re.escape(CURRENCY_SIGNS)}]'])
 _PATTERNS = {}
-# A character only a formatted number holds (besides digits, sign and decimal mark).
-_FORMATTING = {decimal: re.compile(f'[{re.escape(CURRENCY_SIGNS + SPACES + other)}%\']')
-               for decimal, other in (('.', ','), (',', '.'))}
+_ACCOUNTING_ZERO = re.compile(rf'\s*(?P<before>{_CURRENCY})?\s*-\s*(?P<after>{_CURRENCY})?\s*')
+# What only a formatted number holds (besides digits, sign and decimal mark).
+_FORMATTING = {decimal: re.compile(f'[{re.escape(CURRENCY_SIGNS + SPACES + other)}%\'()]|'
+                                   f'{_CURRENCY}') for decimal, other in (('.', ','), (',', '.'))}
 
 
 def _pattern(decimal: str):
@@ -32,11 +40,13 @@ def _pattern(decimal: str):
     other mark, a space or an apostrophe, the same mark between every group."""
     if decimal not in _PATTERNS:
         other = ',' if decimal == '.' else '.'
-        signs, marks = re.escape(CURRENCY_SIGNS), re.escape(other + SPACES + "'")
-        _PATTERNS[decimal] = re.compile(
-            rf'(?P<minus>-)?\s*(?P<before>[{signs}])?\s*(?P<sign>[+-])?'
+        marks = re.escape(other + SPACES + "'")
+        _PATTERNS[decimal] = re.compile(  # `(` and `)` around the number or the currency too
+            rf'\s*(?P<open>\()?\s*(?P<minus>-)?\s*(?P<before>{_CURRENCY})?\s*(?P<inner_open>\()?\s*'
+            rf'(?P<sign>[+-])?'
             rf'(?P<whole>\d{{1,3}}(?P<mark>[{marks}])\d{{3}}(?:(?P=mark)\d{{3}})*|\d*)'
-            rf'(?:{re.escape(decimal)}(?P<fraction>\d+))?\s*(?P<percent>%)?\s*(?P<after>[{signs}])?')
+            rf'(?:{re.escape(decimal)}(?P<fraction>\d+))?\s*(?P<percent>%)?\s*'
+            rf'(?P<inner_close>\))?\s*(?P<after>{_CURRENCY})?\s*(?P<close>\))?\s*')
     return _PATTERNS[decimal]
 
 
@@ -48,28 +58,39 @@ class Written:
     percent: bool
     mark: Optional[str]  # the thousands mark between its digits
     settled: bool  # no other reading of its mark fits: 2+ marks, a fraction, a space, a sign
+    parenthesized: bool  # an accountant's negative: (3.25)
 
     @property
     def formatted(self) -> bool:
-        return bool(self.currency or self.percent or self.mark)
+        return bool(self.currency or self.percent or self.mark or self.parenthesized)
 
     @property
     def beyond_doubt(self) -> bool:
-        """A formatted number no other reading fits: a currency or percent sign, or a thousands
-        mark that cannot be a decimal one."""
-        return bool(self.settled or self.currency or self.percent)
+        """A formatted number no other reading fits: a currency or percent sign, a thousands
+        mark that cannot be a decimal one, or parentheses around a number without marks."""
+        return bool(self.settled or self.currency or self.percent or
+                    (self.parenthesized and not self.mark))
 
 
 def read(text: str, decimal: str, thousands: Optional[str] = None) -> Optional[Written]:
     """The number `text` writes (in a file whose fractions follow `decimal`; --thousands names
     the mark grouping its thousands), or None if it writes none."""
+    zero = _ACCOUNTING_ZERO.fullmatch(text)
+    if zero and bool(zero['before']) != bool(zero['after']):  # `$ -`, as accounting writes 0
+        return Written('0', zero['before'] or zero['after'], False, None, False, False)
     match = _pattern(decimal).fullmatch(text)
     if not match or not (match['whole'] or match['fraction']) or (
             match['before'] and match['after']) or (match['minus'] and match['sign']):
         return None
+    opened, closed = bool(match['open'] or match['inner_open']), bool(
+        match['close'] or match['inner_close'])
+    if (opened != closed or (match['open'] and match['inner_open']) or
+            (match['close'] and match['inner_close']) or
+            (opened and (match['minus'] or match['sign']))):
+        return None
     mark = match['mark']
     whole = match['whole'].replace(mark, '') if mark else match['whole']
-    negative = '-' if match['minus'] or match['sign'] == '-' else ''
+    negative = '-' if match['minus'] or match['sign'] == '-' or opened else ''
     if match['percent']:
         value = decimals.Decimal(f'{negative}{whole or 0}.{match["fraction"] or 0}').scaleb(-2)
         plain = format(value.normalize(), 'f')
@@ -80,7 +101,7 @@ def read(text: str, decimal: str, thousands: Optional[str] = None) -> Optional[W
     settled = bool(mark) and (mark != (',' if decimal == '.' else '.') or mark == thousands or
                               match['whole'].count(mark) > 1 or bool(match['fraction']) or
                               bool(currency))
-    return Written(plain, currency, bool(match['percent']), mark, settled)
+    return Written(plain, currency, bool(match['percent']), mark, settled, opened)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -248,6 +248,31 @@ def test_money_and_percents_are_the_numbers_their_cells_hold(tmp_path, monkeypat
     assert example.features.feature['price'].float_list.value == [1234]
 
 
+def test_accounts_negatives_in_parentheses_dash_zeros_and_currency_codes_are_numbers(tmp_path):
+    """Accounting formats write -3.25 as "($3.25)" or "$ (3.25)" and 0 as "$ -"; reports name
+    a currency by its code ("USD 5.00", "5,00 EUR")."""
+    rows = [(' $ (1,234.50) ', 'USD 1,234.50', '(3.25)', '1 234,50 kr'),
+            (' $ 5.00 ', 'USD 5.00', '5', '5 kr'), (' $ -   ', '(USD 3.25)', '12', '(3,25 kr)'),
+            ('$ 12.00', 'USD 12', '7', '12 kr')]
+    dtypes, values, _ = prepared_columns(tmp_path, 'accounts.csv', spreadsheet(
+        ['balance', 'amount', 'change'], [row[:3] for row in rows]))
+    assert dtypes == {'balance': 'float', 'amount': 'float', 'change': 'float'}
+    assert values['balance'] == pytest.approx([-1234.5, 0, 5, 12])
+    assert values['amount'] == pytest.approx([-3.25, 5, 12, 1234.5])
+    assert values['change'] == pytest.approx([-3.25, 5, 7, 12])
+    _, values, _ = prepared_columns(tmp_path, 'kronor.csv', spreadsheet(
+        ['kronor'], [row[3:] for row in rows], ';'))
+    assert values['kronor'] == pytest.approx([-3.25, 5, 12, 1234.5])
+    # Parentheses or letters around what is not one number leave a column text.
+    for name, written in [('words.csv', ['(a)', '(3.25', 'ROW 5']), ('half.csv', ['(3.25', '5'])]:
+        assert prepared_columns(tmp_path, name, spreadsheet(
+            ['x'], [[value] for value in written]))[0] == {'x': 'string'}
+    numbers = {'price': 'float'}
+    example = tf.train.Example.FromString(predict_table._example(
+        {'price': '($3.25)'}, numbers, 'row', csv_files.CsvFormat()))
+    assert example.features.feature['price'].float_list.value == [-3.25]
+
+
 def test_ignored_columns_are_left_out_of_the_table_and_an_identifier_is_warned_of(tmp_path,
                                                                                  caplog):
     rows = ''.join(f'{number},user{number * 7919 % 1000:03d},{number % 9},{"ab"[number % 2]}\n'

@@ -10,7 +10,7 @@ category). The time of day is read as written: a time zone suffix is accepted an
 
 Besides ISO, a CSV column may hold dates as spreadsheets and reports write them (FORMATS:
 '15.01.2024', '15/01/2024', '1/15/2024 8:30', '15-Jan-2024', 'January 15, 2024'; English month
-names), and times on a 12-hour clock ('2:30 PM', '2:30:00 p.m.'): such a date is rewritten as ISO
+names, after a weekday or not: 'Mon, Jan 15, 2024'), and times on a 12-hour clock ('2:30 PM', '2:30:00 p.m.'): such a date is rewritten as ISO
 before its parts are read (`to_iso`: `rewrites`, the same regular expressions in Python and in
 the graph), and an ISO date is taken in such a column too.
 """
@@ -22,7 +22,7 @@ from absl import logging
 
 # RE2 (tf.strings.regex_full_match) and Python's re read it alike.
 PATTERN = (r'\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?'
-           r'(?:Z|[+-]\d{2}:?\d{2})?)?')
+           r'(?: ?(?:Z|UTC|GMT|[+-]\d{2}:?\d{2}))?)?')  # '+0000' after a space: logs, email
 _MATCH = re.compile(PATTERN).fullmatch
 _EPOCH = datetime.date(1970, 1, 1).toordinal()
 WEEKDAYS = ('Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday', 'Sunday')
@@ -43,6 +43,9 @@ SINGLE_DIGIT = (r'\b(\d)\b', r'0\1')  # 1.5.2024 8:30 -> 01.05.2024 08:30, befor
 _MONTHS = ['jan(?:uary)?', 'feb(?:ruary)?', 'mar(?:ch)?', 'apr(?:il)?', 'may', 'june?', 'july?',
            'aug(?:ust)?', 'sep(?:t(?:ember)?)?', 'oct(?:ober)?', 'nov(?:ember)?', 'dec(?:ember)?']
 MONTH_NAMES = [(rf'(?i)\b{name}\b\.?', f'M{number:02d}') for number, name in enumerate(_MONTHS, 1)]
+# A weekday before a date with a month name ('Mon, Jan 15, 2024', 'Mon, 15 Jan 2024 10:00:00
+# +0000' as email writes it): dropped, since the date says which day it is.
+WEEKDAY = (r'(?i)^(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*\.?,? +', '')
 _TIME, _AM, _PM = r'(:\d{2}(?::\d{2}(?:\.\d+)?)?)', r' ?[Aa]\.?[Mm]\.?$', r' ?[Pp]\.?[Mm]\.?$'
 # An ISO date's 12-hour time on the 24-hour clock: 12 AM is 00, 1-11 PM 13-23, the rest as read.
 TWELVE_HOUR = ([(rf'^(\S+)[ T]12{_TIME}{_AM}', r'\1 00\2')] +
@@ -53,6 +56,7 @@ MERIDIEM = re.compile(r'\d ?[AaPp]\.?[Mm]\.?$')  # a time that is AM or PM
 # Python's faster equivalents of the graph's rewrites (tests/test_dates.py compares them).
 _PADDED = re.compile(SINGLE_DIGIT[0])
 _STARTS = {name: re.compile(rewrite[0]) for name, rewrite in FORMATS.items() if rewrite}
+_WEEKDAY = re.compile(WEEKDAY[0][4:], re.IGNORECASE)
 _MONTH = re.compile('(?i)\\b(?:' + '|'.join(f'({name})' for name in _MONTHS) + ')\\b\\.?')
 _CLOCK = re.compile(rf'^(\S+)[ T](\d{{1,2}}){_TIME} ?([AaPp])\.?[Mm]\.?$')
 
@@ -64,7 +68,7 @@ def rewrites(date_format: str, twelve_hour: bool) -> List[Tuple[str, str, bool]]
     if date_format != 'iso':
         steps.append((*SINGLE_DIGIT, True))
         if 'month-name' in date_format:
-            steps += [(*month, False) for month in MONTH_NAMES]
+            steps += [(*WEEKDAY, False)] + [(*month, False) for month in MONTH_NAMES]
         steps.append((*FORMATS[date_format], False))
     return steps + [(*step, False) for step in TWELVE_HOUR] * twelve_hour
 
@@ -86,6 +90,7 @@ def to_iso(text: str, date_format: str = 'iso') -> str:
     if date_format != 'iso':
         text = _PADDED.sub(SINGLE_DIGIT[1], text)
         if 'month-name' in date_format:
+            text = _WEEKDAY.sub('', text, count=1)
             text = _MONTH.sub(lambda match: f'M{match.lastindex:02d}', text, count=1)
         text = _STARTS[date_format].sub(FORMATS[date_format][1], text, count=1)
     return _CLOCK.sub(_on_24_hours, text, count=1) if MERIDIEM.search(text) else text

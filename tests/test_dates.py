@@ -32,8 +32,8 @@ def test_the_graphs_parts_of_a_date_are_pythons():
     times = random_times(300, 1850, 300, seed=0)
     texts = [t.strftime('%Y-%m-%d %H:%M') if i % 2 else t.date().isoformat()
              for i, t in enumerate(times)]
-    texts += ['2024-02-29T23:59:30Z', '1969-12-31 01:30+02:00', '', '15.01.2024', '2024-1-5',
-              '2024-13-01', '2024-01-15 24:00']
+    texts += ['2024-02-29T23:59:30Z', '1969-12-31 01:30+02:00', '2024-01-15 10:00:00 +0000', '',
+              '15.01.2024', '2024-1-5', '2024-13-01', '2024-01-15 24:00']
     entry = {'name': 'when', 'dtype': 'date', 'count': 1, 'has_time': True, 'days': {'mean': 7.0}}
     parts = {name: value.numpy() for name, value in
              date_parts.parts(tf.constant(texts), entry).items()}
@@ -65,15 +65,17 @@ SPREADSHEET_DATES = {  # as spreadsheets and reports write them, unpadded
     'day month-name year, 12-hour': lambda t: t.strftime(f'{t.day} %B %Y ') + twelve_hour(
         t).lower().replace('m', '.m.'),
     'month-name day, year': lambda t: t.strftime(f'%B {t.day}, %Y'),
-    'month-name day, year, 12-hour': lambda t: t.strftime(f'%b {t.day} %Y ') + twelve_hour(t)}
+    'month-name day, year, 12-hour': lambda t: t.strftime(f'%b {t.day} %Y ') + twelve_hour(t),
+    'month-name day, year, weekday': lambda t: t.strftime(f'%A, %B {t.day}, %Y'),
+    'day month-name year, email': lambda t: t.strftime(f'%a, {t.day} %b %Y %H:%M:%S +0000')}
 
 
 @pytest.mark.parametrize('written', sorted(SPREADSHEET_DATES))
 def test_a_spreadsheets_dates_read_in_their_format_in_python_and_in_the_graph(written):
     times = random_times(200, 1990, 40, seed=3)
     texts = [SPREADSHEET_DATES[written](t) for t in times] + ['2024-03-01', '']
-    date_format, clock = (written.rsplit(', ', 1) + [''])[:2] if '12-hour' in written else (
-        written, '')
+    date_format = next(name for name in iso_dates.FORMATS if written.startswith(name))
+    clock = '12-hour' in written
     assert iso_dates.formats_of(texts[:-1]) == [date_format]
     entry = {'name': 'd', 'dtype': 'date', 'count': 1, 'has_time': True, 'days': {'mean': 0.0},
              'format': date_format, 'twelve_hour': bool(clock)}

@@ -4,10 +4,14 @@ tf.io.decode_image ignores the tag. `prepare images` and the exports' serving gr
 the photo upright with these ops (core TensorFlow only, so TF Serving runs them), so a served
 photo gives the pixels its training record holds.
 
+WebP and TIFF photos (input_fns/converted_images.py) are turned in Python: tiff_orientation.
+
 The tag is tag 0x0112 of the first image file directory (IFD0) of the TIFF structure inside
 the 'Exif' APP1 segment (Exif 2.32, 4.5.4 and 4.6.4). Anything unreadable on the way reads
 as 1, the photo as stored.
 """
+import struct
+
 import tensorflow as tf
 
 # The APP1 segment's start: its marker, its length (any), the Exif header; then the TIFF data.
@@ -62,6 +66,21 @@ def exif_orientation(encoded) -> tf.Tensor:
     readable = (tf.equal(read(0, 2), [0xFF, 0xD8]) & tf.reduce_any(is_app1)  # a JPEG with APP1
                 & (little | big))
     return tf.where(tf.reduce_all(readable) & (value >= 1) & (value <= 8), value, 1)
+
+
+def tiff_orientation(tiff: bytes) -> int:
+    """Outside the graph: the Orientation tag (1-8) of TIFF data (a TIFF file, or the EXIF chunk
+    of a WebP after its 'Exif' header); 1 where there is none or it cannot be read."""
+    try:
+        order = {b'II': '<', b'MM': '>'}[tiff[:2]]
+        ifd = struct.unpack_from(order + 'I', tiff, 4)[0]
+        for entry in range(min(struct.unpack_from(order + 'H', tiff, ifd)[0], _MAX_IFD_ENTRIES)):
+            tag, _, _, value = struct.unpack_from(order + 'HHIH', tiff, ifd + 2 + 12 * entry)
+            if tag == _ORIENTATION_TAG:
+                return value if 1 <= value <= 8 else 1
+    except (KeyError, struct.error):
+        pass
+    return 1
 
 
 # What turns a stored image upright, for orientations 1-8 (Exif 2.32, 4.6.4 table 4): swap its

@@ -5,6 +5,7 @@ a model learns them in a few steps, in colour or greyscale (the channels differ 
 """
 import os
 import struct
+from typing import Optional
 
 import numpy as np
 import tensorflow as tf
@@ -26,16 +27,18 @@ def tiny_webp_pixels() -> np.ndarray:
     return np.stack([np.full((8, 12), 230), columns * 7, rows * 11], -1).astype(np.uint8)
 
 
-def tiff_bytes(pixels: np.ndarray) -> bytes:
+def tiff_bytes(pixels: np.ndarray, orientation: Optional[int] = None) -> bytes:
     """A baseline uncompressed RGB TIFF of uint8 pixels [H, W, 3], little-endian, one strip
-    (TensorFlow encodes no TIFF): the header, one IFD of 9 entries, the bits per sample, the
-    pixels."""
+    (TensorFlow encodes no TIFF): the header, one IFD of 9 entries (10 with an orientation), the
+    bits per sample, the pixels."""
     height, width, _ = pixels.shape
     data = pixels.tobytes()
-    bits_offset = 8 + 2 + 12 * 9 + 4
+    bits_offset = 8 + 2 + 12 * (9 + bool(orientation)) + 4
     entries = [(256, 3, 1, width), (257, 3, 1, height), (258, 3, 3, bits_offset),
                (259, 3, 1, 1), (262, 3, 1, 2), (273, 4, 1, bits_offset + 6), (277, 3, 1, 3),
                (278, 3, 1, height), (279, 4, 1, len(data))]  # tag, type (3 short, 4 long), count
+    if orientation:
+        entries.insert(6, (0x0112, 3, 1, orientation))  # the tags in order
     ifd = struct.pack('<H', len(entries)) + b''.join(
         struct.pack('<HHIHH' if kind == 3 and count == 1 else '<HHII', tag, kind, count, value,
                     *((0,) if kind == 3 and count == 1 else ()))
@@ -81,18 +84,23 @@ STORED_AS = {1: lambda up: up,  # top, left
              8: lambda up: np.rot90(up, -1)}  # left, bottom
 
 
-def with_orientation(jpeg: bytes, orientation: int, little_endian=False, after_jfif=False,
-                     ifd_offset=8) -> bytes:
-    """The JPEG with an EXIF APP1 segment whose IFD0 holds a make tag and the Orientation tag,
-    right after SOI (as cameras write it) or after a JFIF APP0 segment (as some editors do)."""
+def exif(orientation: int, little_endian=False, ifd_offset=8) -> bytes:
+    """EXIF data: its header, then TIFF data whose IFD0 holds a make tag and the Orientation
+    tag."""
     order = '<' if little_endian else '>'
     entries = [(0x010F, 2, 4, b'cam\0'),  # Make, ASCII
                (0x0112, 3, 1, struct.pack(order + 'H', orientation) + b'\0\0')]  # SHORT
     ifd = struct.pack(order + 'H', len(entries)) + b''.join(
         struct.pack(order + 'HHI', tag, kind, count) + value for tag, kind, count, value in entries)
-    tiff = ((b'II' if little_endian else b'MM') + struct.pack(order + 'HI', 42, ifd_offset)
-            + b'\0' * (ifd_offset - 8) + ifd + b'\0' * 4)
-    app1 = b'Exif\0\0' + tiff
+    return (b'Exif\0\0' + (b'II' if little_endian else b'MM') +
+            struct.pack(order + 'HI', 42, ifd_offset) + b'\0' * (ifd_offset - 8) + ifd + b'\0' * 4)
+
+
+def with_orientation(jpeg: bytes, orientation: int, little_endian=False, after_jfif=False,
+                     ifd_offset=8) -> bytes:
+    """The JPEG with an EXIF APP1 segment (exif()) right after SOI (as cameras write it) or
+    after a JFIF APP0 segment (as some editors do)."""
+    app1 = exif(orientation, little_endian, ifd_offset)
     segments = b'\xff\xe1' + struct.pack('>H', len(app1) + 2) + app1
     if after_jfif:
         segments = b'\xff\xe0\x00\x10JFIF\0\x01\x01\0\0\x01\0\x01\0\0' + segments
@@ -100,6 +108,17 @@ def with_orientation(jpeg: bytes, orientation: int, little_endian=False, after_j
     if rest[:2] == b'\xff\xe0':  # TensorFlow's own JFIF APP0: replaced by the above
         rest = rest[2 + struct.unpack('>H', rest[2:4])[0]:]
     return jpeg[:2] + segments + rest
+
+
+def webp_with_orientation(orientation: int) -> bytes:
+    """TINY_WEBP in WebP's extended format (a VP8X chunk, flag: EXIF), with an EXIF chunk."""
+    def chunk(name, data):
+        return name + struct.pack('<I', len(data)) + data + b'\0' * (len(data) & 1)
+    height, width, _ = tiny_webp_pixels().shape
+    vp8x = bytes([0x08, 0, 0, 0]) + (width - 1).to_bytes(3, 'little') + (height - 1).to_bytes(
+        3, 'little')
+    body = b'WEBP' + chunk(b'VP8X', vp8x) + TINY_WEBP[12:] + chunk(b'EXIF', exif(orientation))
+    return b'RIFF' + struct.pack('<I', len(body)) + body
 
 
 def write_image_tree(root, per_class: int = 12, classes=CLASSES, seed: int = 0, first: int = 0):

@@ -1,11 +1,13 @@
 """A JPEG's EXIF orientation: read in the graph and the photo turned upright, for `prepare images`,
-face photos and the exports alike; anything else (no tag, another format, a broken tag) left as stored."""
+face photos and the exports alike; a WebP's or TIFF's turned as it is converted; anything else (no
+tag, another format, a broken tag) left as stored."""
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from image_tree import STORED_AS, with_orientation
-from input_fns import face_images, face_photos, image_orientation, image_records
+from image_tree import (STORED_AS, tiff_bytes, tiny_webp_pixels, webp_with_orientation,
+                        with_orientation)
+from input_fns import converted_images, face_images, face_photos, image_orientation, image_records
 
 # Blocks of flat colour, none the same: any turn or mirror of it is another image. 16-pixel
 # blocks and no chroma subsampling keep JPEG's error at a level or two.
@@ -29,6 +31,16 @@ def test_each_orientation_is_turned_upright_in_either_byte_order_after_any_app0(
         decoded = image_records.decode_any_image(encoded, 3).numpy()
         assert decoded.shape == UPRIGHT.shape
         assert np.abs(decoded.astype(int) - UPRIGHT).max() <= 2, (orientation, where)
+
+
+@pytest.mark.parametrize('orientation', range(1, 9))
+def test_a_webp_or_tiff_photo_is_converted_upright(orientation):
+    """libwebp reads no orientation, and libtiff flips a photo but does not turn it (5-8)."""
+    stored = np.ascontiguousarray(STORED_AS[orientation](UPRIGHT))
+    for encoded, as_stored in ((webp_with_orientation(orientation), tiny_webp_pixels()),
+                               (tiff_bytes(stored, orientation), stored)):
+        upright = tf.io.decode_png(converted_images.decodable(encoded)).numpy()[..., :3]
+        np.testing.assert_array_equal(STORED_AS[orientation](upright), as_stored)
 
 
 def test_what_has_no_readable_orientation_is_left_as_stored():

@@ -10,7 +10,8 @@ category). The time of day is read as written: a time zone suffix is accepted an
 
 Besides ISO, a CSV column may hold dates as spreadsheets and reports write them (FORMATS:
 '15.01.2024', '15/01/2024', '1/15/2024 8:30', '15-Jan-2024', 'January 15, 2024'; English month
-names, after a weekday or not: 'Mon, Jan 15, 2024'), and times on a 12-hour clock ('2:30 PM', '2:30:00 p.m.'): such a date is rewritten as ISO
+names, after a weekday or not: 'Mon, Jan 15, 2024'), and times on a 12-hour clock ('2:30 PM',
+'2:30:00 p.m.'): such a date is rewritten as ISO
 before its parts are read (`to_iso`: `rewrites`, the same regular expressions in Python and in
 the graph), and an ISO date is taken in such a column too.
 """
@@ -56,7 +57,7 @@ MERIDIEM = re.compile(r'\d ?[AaPp]\.?[Mm]\.?$')  # a time that is AM or PM
 # Python's faster equivalents of the graph's rewrites (tests/test_dates.py compares them).
 _PADDED = re.compile(SINGLE_DIGIT[0])
 _STARTS = {name: re.compile(rewrite[0]) for name, rewrite in FORMATS.items() if rewrite}
-_WEEKDAY = re.compile(WEEKDAY[0][4:], re.IGNORECASE)
+_WEEKDAY = re.compile(WEEKDAY[0])  # '(?i)' at its start: Python's re reads it as RE2 does
 _MONTH = re.compile('(?i)\\b(?:' + '|'.join(f'({name})' for name in _MONTHS) + ')\\b\\.?')
 _CLOCK = re.compile(rf'^(\S+)[ T](\d{{1,2}}){_TIME} ?([AaPp])\.?[Mm]\.?$')
 

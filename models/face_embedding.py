@@ -25,23 +25,39 @@ IMAGE_SHAPE = (96, 96, 1)
 DEFAULT_PARAMS = {
     **face_siamese.DEFAULT_PARAMS,  # the tower's and the optimizer's
     'similarity_scale': 30.0,  # softmax temperature 0.033 on cosines
+    # True: each photo's softmax also holds the other photos on its own side of the batch
+    # (a_i against every a_j as well as every b_j: SimCLR's 2B - 2 negatives), at no cost a step.
+    'same_side_negatives': False,
     'flip_average': True,  # evaluation and serving: also embed each view's mirror image
     'zoom_views': (1.2,),  # evaluation and serving: also embed the central 1/1.2 of the photo
 }
 
 
-def batch_contrastive_loss(cosines, labels, scale, smoothing=0.0):
-    """InfoNCE over the batch, both ways: each same-person pair against the other B - 1 photos.
+def batch_contrastive_loss(embedding_a, embedding_b, labels, scale, smoothing=0.0,
+                           same_side_negatives=False):
+    """InfoNCE over the batch, both ways: each same-person pair against the other B - 1 photos
+    of the other side (and, with same_side_negatives, the B - 1 others of its own side too).
 
-    cosines: [B, B], a_i against b_j. Rows of different-person pairs (label 0) are not
-    anchors; their photos stay negatives.
+    embedding_a, embedding_b: [B, D] unit vectors. Rows of different-person pairs (label 0) are
+    not anchors; their photos stay negatives.
     """
-    logits = scale * cosines
+    logits = scale * tf.matmul(embedding_a, embedding_b, transpose_b=True)  # a_i against b_j
+    a_to_b, b_to_a = logits, tf.transpose(logits)
+    if same_side_negatives:
+        count = tf.shape(logits)[0]
+        others = tf.logical_not(tf.eye(count, dtype=tf.bool))
+
+        def own_side(embeddings):  # [B, B - 1]: each photo against the others of its side
+            cosines = tf.matmul(embeddings, embeddings, transpose_b=True)
+            return scale * tf.reshape(tf.boolean_mask(cosines, others), [count, count - 1])
+
+        a_to_b = tf.concat([a_to_b, own_side(embedding_a)], axis=1)
+        b_to_a = tf.concat([b_to_a, own_side(embedding_b)], axis=1)
     targets = tf.range(tf.shape(logits)[0])
     weights = labels / tf.maximum(tf.reduce_sum(labels), 1.0)
-    a_to_b = softmax_losses(targets, logits, smoothing)
-    b_to_a = softmax_losses(targets, tf.transpose(logits), smoothing)
-    return tf.reduce_sum(weights * (a_to_b + b_to_a) / 2)
+    losses = (softmax_losses(targets, a_to_b, smoothing)
+              + softmax_losses(targets, b_to_a, smoothing)) / 2
+    return tf.reduce_sum(weights * losses)
 
 
 def balanced_calibration_loss(cosines, labels, calibrate):
@@ -95,8 +111,8 @@ def model_fn(features, labels, mode, params):
         labels = tf.cast(tf.reshape(labels, [-1]), tf.float32)
         cosines = tf.matmul(embedding_a, embedding_b, transpose_b=True)
         train_loss = tf.identity(
-            batch_contrastive_loss(cosines, labels, params['similarity_scale'],
-                                   label_smoothing(params, mode))
+            batch_contrastive_loss(embedding_a, embedding_b, labels, params['similarity_scale'],
+                                   label_smoothing(params, mode), params['same_side_negatives'])
             + balanced_calibration_loss(cosines, labels, calibrate), name='batch_loss')
     return binary_head.embedding_pair_spec(logits, labels, mode, params, features, embedding_a,
                                            embedding_b, update_ops=tower.updates,

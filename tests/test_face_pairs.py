@@ -362,20 +362,37 @@ def test_tower_has_a_block_per_entry_of_tower_filters():
     assert flatten.output_shape == (2, 4 * 4 * 8)  # three 2x2 pools: 32 -> 4
 
 
-def test_batch_contrastive_loss_rewards_finding_the_partner():
+@pytest.mark.parametrize('same_side', [False, True])
+def test_batch_contrastive_loss_rewards_finding_the_partner(same_side):
     rng = np.random.RandomState(0)
     a = tf.math.l2_normalize(rng.randn(6, 16).astype(np.float32), axis=1)
     noise = tf.math.l2_normalize(rng.randn(6, 16).astype(np.float32), axis=1)
     same = tf.ones([6])
 
-    def cosines(x, y):
-        return tf.matmul(x, y, transpose_b=True)
+    def loss(x, y, labels):
+        return float(face_embedding.batch_contrastive_loss(x, y, labels, 10.0,
+                                                           same_side_negatives=same_side))
 
-    matched = face_embedding.batch_contrastive_loss(cosines(a, a), same, 10.0)
-    unmatched = face_embedding.batch_contrastive_loss(cosines(a, noise), same, 10.0)
-    assert float(matched) < 0.1 < float(unmatched)
+    # A photo is not its own negative: a perfect match scores near 0 either way.
+    assert loss(a, a, same) < 0.1 < loss(a, noise, same)
     # Different-person rows are no anchors: their loss does not count.
-    assert float(face_embedding.batch_contrastive_loss(cosines(a, noise), tf.zeros([6]), 10.0)) == 0.0
+    assert loss(a, noise, tf.zeros([6])) == 0.0
+
+
+def test_same_side_negatives_count_photos_of_the_own_side():
+    # a_0 and a_1 point the same way: only a softmax that also holds a_1 is hurt by it.
+    a = tf.constant([[1.0, 0.0], [1.0, 0.0]])
+    b = tf.constant([[1.0, 0.0], [0.0, 1.0]])
+    first_only = tf.constant([1.0, 0.0])
+    across = face_embedding.batch_contrastive_loss(a, b, first_only, 10.0)
+    both_sides = face_embedding.batch_contrastive_loss(a, b, first_only, 10.0,
+                                                       same_side_negatives=True)
+    assert float(both_sides) > float(across) + 0.3
+    # A photo is left out of its own softmax, not given a logit of minus infinity that label
+    # smoothing would then put weight on.
+    smoothed = face_embedding.batch_contrastive_loss(b, b, first_only, 10.0, smoothing=0.1,
+                                                     same_side_negatives=True)
+    assert float(smoothed) < 2.0
 
 
 def test_calibration_loss_weighs_same_and_different_pairs_equally():

@@ -105,8 +105,7 @@ def exact_training_flops(model_name: str, batch_size: int) -> int:
         return 2 * training_macs(sequential_macs(network, spec_shape(model_name)))
     if model_name == 'face_embedding':
         params = face_embedding.DEFAULT_PARAMS
-        tower = face_siamese.build_tower(params['embedding_size'], params['dropout_rate'],
-                                         params['tower_filters'])
+        tower = face_siamese.build_tower(params)
         per_photo = training_macs(sequential_macs(tower, spec_shape(model_name)))
         # Every a_i against every b_j: a [B, E] x [E, B] matmul, per pair B x E multiply-adds,
         # and both its input gradients.

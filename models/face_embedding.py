@@ -83,8 +83,7 @@ def zoom_on_centre(images, zoom):
 def model_fn(features, labels, mode, params):
     training = mode == tf.estimator.ModeKeys.TRAIN
     face_siamese.check_image_side(features['image_a'], len(params['tower_filters']))
-    tower = face_siamese.build_tower(params['embedding_size'], params['dropout_rate'],
-                                     params['tower_filters'])
+    tower = face_siamese.build_tower(params)
 
     def embed(images):
         if training:

@@ -7,7 +7,7 @@ tower can index faces once and compare them later.
 import tensorflow as tf
 
 from common.errors import UserError
-from models import binary_head, precision, registry
+from models import binary_head, blocks, precision, registry
 from models.training import TRAINING_PARAMS
 
 IMAGE_SHAPE = (64, 64, 1)
@@ -16,6 +16,8 @@ DEFAULT_PARAMS = {
     'dropout_rate': 0.3,
     'embedding_size': 128,
     'tower_filters': (32, 64, 128, 128),  # a 3x3 conv-BN-ReLU-2x2 pool block each
+    # Each block's number of 3x3 conv-BN-ReLUs before its pool; empty: one each.
+    'tower_convs_per_block': (),
 }
 
 
@@ -27,16 +29,20 @@ def check_image_side(images, pooling_blocks: int) -> None:
                         f'of at least {least} pixels; give --face_image_size={least} or more')
 
 
-def build_tower(embedding_size: int, dropout_rate: float, filters_per_block) -> tf.keras.Sequential:
+def build_tower(params) -> tf.keras.Sequential:
     """Per-photo standardization (lighting varies a lot), then conv-BN-ReLU-pool blocks."""
     layers = tf.keras.layers
     # No InputLayer: built on the real inputs, its batch-norm updates are all for them.
     stack = [layers.Lambda(tf.image.per_image_standardization)]
-    for filters in filters_per_block:
-        stack += [layers.Conv2D(filters, 3, padding='same', use_bias=False),
-                  layers.BatchNormalization(), layers.ReLU(), layers.MaxPooling2D(2)]
-    stack += [layers.Flatten(), layers.Dropout(dropout_rate), layers.Dense(256, use_bias=False),
-              layers.BatchNormalization(), layers.ReLU(), layers.Dense(embedding_size)]
+    for filters, convs in zip(params['tower_filters'],
+                              blocks.per_block(params, 'tower_convs_per_block', 1, 'tower_filters')):
+        for _ in range(convs):
+            stack += [layers.Conv2D(filters, 3, padding='same', use_bias=False),
+                      layers.BatchNormalization(), layers.ReLU()]
+        stack.append(layers.MaxPooling2D(2))
+    stack += [layers.Flatten(), layers.Dropout(params['dropout_rate']),
+              layers.Dense(256, use_bias=False), layers.BatchNormalization(), layers.ReLU(),
+              layers.Dense(params['embedding_size'])]
     return tf.keras.Sequential(stack, name='tower')
 
 
@@ -48,7 +54,7 @@ def build_head() -> tf.keras.Sequential:
 def model_fn(features, labels, mode, params):
     training = mode == tf.estimator.ModeKeys.TRAIN
     check_image_side(features['image_a'], len(params['tower_filters']))
-    tower = build_tower(params['embedding_size'], params['dropout_rate'], params['tower_filters'])
+    tower = build_tower(params)
     embedding_a = tf.identity(precision.float32(tower(features['image_a'], training=training)),
                               name='embedding_a')
     embedding_b = tf.identity(precision.float32(tower(features['image_b'], training=training)),

@@ -6,8 +6,7 @@ classic network.
 """
 import tensorflow as tf
 
-from common.errors import UserError
-from models import class_weights, classification_head, registry, training
+from models import blocks, class_weights, classification_head, registry, training
 
 NUM_CLASSES = 10
 IMAGE_SHAPE = (28, 28, 1)
@@ -27,17 +26,6 @@ DEFAULT_PARAMS = {
 }
 
 
-def per_block(params, name, default):
-    """The whole numbers of list param `name`, one per block of conv_filters; empty: `default`."""
-    blocks = len(params['conv_filters'])
-    values = params[name] or [default] * blocks
-    if len(values) != blocks or any(value < 1 or value != int(value) for value in values):
-        written = ','.join(f'{value:g}' for value in values)  # the list parses as floats
-        raise UserError(f'--model_params: {name}=[{written}] must give a whole number, 1 or '
-                        f'more, for each of the {blocks} blocks of conv_filters')
-    return [int(value) for value in values]
-
-
 def build_network(params) -> tf.keras.Sequential:
     layers = tf.keras.layers
     norm = params['batch_norm']
@@ -54,8 +42,8 @@ def build_network(params) -> tf.keras.Sequential:
     shape = {} if norm else {'input_shape': IMAGE_SHAPE}
     stack = []
     for filters, kernel_size, convs in zip(params['conv_filters'],
-                                           per_block(params, 'conv_kernel_sizes', 5),
-                                           per_block(params, 'convs_per_block', 1)):
+                                           blocks.per_block(params, 'conv_kernel_sizes', 5),
+                                           blocks.per_block(params, 'convs_per_block', 1)):
         for _ in range(convs):
             stack += activated(layers.Conv2D(filters, kernel_size, padding='same',
                                              use_bias=not norm,

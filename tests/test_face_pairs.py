@@ -355,11 +355,23 @@ def test_face_model_fns_take_any_image_size_their_pooling_allows(module):
 
 
 def test_tower_has_a_block_per_entry_of_tower_filters():
-    tower = face_siamese.build_tower(16, 0.0, (4, 8, 8))
+    params = {**face_siamese.DEFAULT_PARAMS, 'embedding_size': 16, 'dropout_rate': 0.0,
+              'tower_filters': (4, 8, 8)}
+    tower = face_siamese.build_tower(params)
     assert tower(tf.zeros([2, 32, 32, 1])).shape == (2, 16)
     assert [layer.filters for layer in tower.layers if isinstance(layer, tf.keras.layers.Conv2D)] == [4, 8, 8]
     flatten = next(layer for layer in tower.layers if isinstance(layer, tf.keras.layers.Flatten))
     assert flatten.output_shape == (2, 4 * 4 * 8)  # three 2x2 pools: 32 -> 4
+    # Two convolutions in the last block: one more 3x3 conv of 8 filters, and still three pools.
+    deeper = face_siamese.build_tower({**params, 'tower_convs_per_block': (1, 1, 2)})
+    assert deeper(tf.zeros([2, 32, 32, 1])).shape == (2, 16)
+    kernels = [layer.kernel.shape.as_list() for layer in deeper.layers
+               if isinstance(layer, tf.keras.layers.Conv2D)]
+    assert kernels[1:] == [[3, 3, 4, 8], [3, 3, 8, 8], [3, 3, 8, 8]]
+    assert sum(isinstance(layer, tf.keras.layers.MaxPooling2D) for layer in deeper.layers) == 3
+    with pytest.raises(UserError, match=r'tower_convs_per_block=\[1,2\] must give a whole number, '
+                                        r'1 or more, for each of the 3 blocks of tower_filters'):
+        face_siamese.build_tower({**params, 'tower_convs_per_block': (1, 2)})
 
 
 @pytest.mark.parametrize('same_side', [False, True])

@@ -164,14 +164,14 @@ def conv_kernel_shapes(network):
 
 
 def test_mnist_cnn_kernel_sizes_are_per_block_and_must_match_the_blocks():
-    from models import mnist_cnn
+    from models import blocks, mnist_cnn
     params = {**mnist_cnn.DEFAULT_PARAMS, 'conv_filters': (8, 16, 32),
               'conv_kernel_sizes': (5, 5, 3), 'dense_units': 32}
     network = mnist_cnn.build_network(params)
     network.build([None, *mnist_cnn.IMAGE_SHAPE])
     assert conv_kernel_shapes(network) == [[5, 5, 1, 8], [5, 5, 8, 16], [3, 3, 16, 32]]
-    assert mnist_cnn.per_block({**params, 'conv_kernel_sizes': ()}, 'conv_kernel_sizes',
-                               5) == [5, 5, 5]
+    assert blocks.per_block({**params, 'conv_kernel_sizes': ()}, 'conv_kernel_sizes',
+                            5) == [5, 5, 5]
     for sizes in [(5, 3), (5, 5, 2.5)]:
         with pytest.raises(UserError, match=r'conv_kernel_sizes=\[(5,3|5,5,2.5)\] must give a '
                                             r'whole number, 1 or more, for each of the 3 blocks'):

@@ -33,26 +33,26 @@ DEFAULT_PARAMS = {
 }
 
 
-def batch_contrastive_loss(embedding_a, embedding_b, labels, scale, smoothing=0.0,
-                           same_side_negatives=False):
+def batch_contrastive_loss(cosines, labels, scale, smoothing=0.0, own_side_cosines=None):
     """InfoNCE over the batch, both ways: each same-person pair against the other B - 1 photos
-    of the other side (and, with same_side_negatives, the B - 1 others of its own side too).
+    of the other side (and, given own_side_cosines, the B - 1 others of its own side too).
 
-    embedding_a, embedding_b: [B, D] unit vectors. Rows of different-person pairs (label 0) are
-    not anchors; their photos stay negatives.
+    cosines: [B, B], a_i against b_j; own_side_cosines: ([B, B] a_i against a_j, b_i against
+    b_j) or None. Rows of different-person pairs (label 0) are not anchors; their photos stay
+    negatives.
     """
-    logits = scale * tf.matmul(embedding_a, embedding_b, transpose_b=True)  # a_i against b_j
+    logits = scale * cosines
     a_to_b, b_to_a = logits, tf.transpose(logits)
-    if same_side_negatives:
+    if own_side_cosines is not None:
         count = tf.shape(logits)[0]
         others = tf.logical_not(tf.eye(count, dtype=tf.bool))
 
-        def own_side(embeddings):  # [B, B - 1]: each photo against the others of its side
-            cosines = tf.matmul(embeddings, embeddings, transpose_b=True)
-            return scale * tf.reshape(tf.boolean_mask(cosines, others), [count, count - 1])
+        def without_itself(own):  # [B, B - 1]: each photo against the others of its side
+            return scale * tf.reshape(tf.boolean_mask(own, others), [count, count - 1])
 
-        a_to_b = tf.concat([a_to_b, own_side(embedding_a)], axis=1)
-        b_to_a = tf.concat([b_to_a, own_side(embedding_b)], axis=1)
+        a_to_a, b_to_b = own_side_cosines
+        a_to_b = tf.concat([a_to_b, without_itself(a_to_a)], axis=1)
+        b_to_a = tf.concat([b_to_a, without_itself(b_to_b)], axis=1)
     targets = tf.range(tf.shape(logits)[0])
     weights = labels / tf.maximum(tf.reduce_sum(labels), 1.0)
     losses = (softmax_losses(targets, a_to_b, smoothing)
@@ -109,9 +109,13 @@ def model_fn(features, labels, mode, params):
     if training:
         labels = tf.cast(tf.reshape(labels, [-1]), tf.float32)
         cosines = tf.matmul(embedding_a, embedding_b, transpose_b=True)
+        own_sides = None
+        if params['same_side_negatives']:
+            own_sides = tuple(tf.matmul(side, side, transpose_b=True)
+                              for side in (embedding_a, embedding_b))
         train_loss = tf.identity(
-            batch_contrastive_loss(embedding_a, embedding_b, labels, params['similarity_scale'],
-                                   label_smoothing(params, mode), params['same_side_negatives'])
+            batch_contrastive_loss(cosines, labels, params['similarity_scale'],
+                                   label_smoothing(params, mode), own_sides)
             + balanced_calibration_loss(cosines, labels, calibrate), name='batch_loss')
     return binary_head.embedding_pair_spec(logits, labels, mode, params, features, embedding_a,
                                            embedding_b, update_ops=tower.updates,

@@ -374,21 +374,24 @@ def test_tower_has_a_block_per_entry_of_tower_filters():
         face_siamese.build_tower({**params, 'tower_convs_per_block': (1, 2)})
 
 
+def contrastive_loss(a, b, labels, same_side=False, smoothing=0.0):
+    own_sides = (tf.matmul(a, a, transpose_b=True), tf.matmul(b, b, transpose_b=True))
+    return float(face_embedding.batch_contrastive_loss(
+        tf.matmul(a, b, transpose_b=True), labels, 10.0, smoothing,
+        own_sides if same_side else None))
+
+
 @pytest.mark.parametrize('same_side', [False, True])
 def test_batch_contrastive_loss_rewards_finding_the_partner(same_side):
     rng = np.random.RandomState(0)
     a = tf.math.l2_normalize(rng.randn(6, 16).astype(np.float32), axis=1)
     noise = tf.math.l2_normalize(rng.randn(6, 16).astype(np.float32), axis=1)
     same = tf.ones([6])
-
-    def loss(x, y, labels):
-        return float(face_embedding.batch_contrastive_loss(x, y, labels, 10.0,
-                                                           same_side_negatives=same_side))
-
     # A photo is not its own negative: a perfect match scores near 0 either way.
-    assert loss(a, a, same) < 0.1 < loss(a, noise, same)
+    matched, unmatched = (contrastive_loss(a, b, same, same_side) for b in (a, noise))
+    assert matched < 0.1 < unmatched
     # Different-person rows are no anchors: their loss does not count.
-    assert loss(a, noise, tf.zeros([6])) == 0.0
+    assert contrastive_loss(a, noise, tf.zeros([6]), same_side) == 0.0
 
 
 def test_same_side_negatives_count_photos_of_the_own_side():
@@ -396,15 +399,10 @@ def test_same_side_negatives_count_photos_of_the_own_side():
     a = tf.constant([[1.0, 0.0], [1.0, 0.0]])
     b = tf.constant([[1.0, 0.0], [0.0, 1.0]])
     first_only = tf.constant([1.0, 0.0])
-    across = face_embedding.batch_contrastive_loss(a, b, first_only, 10.0)
-    both_sides = face_embedding.batch_contrastive_loss(a, b, first_only, 10.0,
-                                                       same_side_negatives=True)
-    assert float(both_sides) > float(across) + 0.3
+    assert contrastive_loss(a, b, first_only, True) > contrastive_loss(a, b, first_only) + 0.3
     # A photo is left out of its own softmax, not given a logit of minus infinity that label
     # smoothing would then put weight on.
-    smoothed = face_embedding.batch_contrastive_loss(b, b, first_only, 10.0, smoothing=0.1,
-                                                     same_side_negatives=True)
-    assert float(smoothed) < 2.0
+    assert contrastive_loss(b, b, first_only, True, smoothing=0.1) < 2.0
 
 
 def test_calibration_loss_weighs_same_and_different_pairs_equally():

@@ -34,8 +34,8 @@ def build_tower(params) -> tf.keras.Sequential:
     layers = tf.keras.layers
     # No InputLayer: built on the real inputs, its batch-norm updates are all for them.
     stack = [layers.Lambda(tf.image.per_image_standardization)]
-    for filters, convs in zip(params['tower_filters'],
-                              blocks.per_block(params, 'tower_convs_per_block', 1, 'tower_filters')):
+    convs_per_block = blocks.per_block(params, 'tower_convs_per_block', 1, 'tower_filters')
+    for filters, convs in zip(params['tower_filters'], convs_per_block):
         for _ in range(convs):
             stack += [layers.Conv2D(filters, 3, padding='same', use_bias=False),
                       layers.BatchNormalization(), layers.ReLU()]

@@ -26,7 +26,8 @@ DEFAULT_PARAMS = {
     **face_siamese.DEFAULT_PARAMS,  # the tower's and the optimizer's
     'similarity_scale': 30.0,  # softmax temperature 0.033 on cosines
     # True: each photo's softmax also holds the other photos on its own side of the batch
-    # (a_i against every a_j as well as every b_j: SimCLR's 2B - 2 negatives), at no cost a step.
+    # (a_i against every a_j as well as every b_j: SimCLR's 2B - 2 negatives), for two more
+    # B x B matmuls a step, nothing beside the tower's convolutions.
     'same_side_negatives': False,
     'flip_average': True,  # evaluation and serving: also embed each view's mirror image
     'zoom_views': (1.2,),  # evaluation and serving: also embed the central 1/1.2 of the photo
@@ -43,8 +44,8 @@ def batch_contrastive_loss(cosines, labels, scale, smoothing=0.0, own_side_cosin
     """
     logits = scale * cosines
     a_to_b, b_to_a = logits, tf.transpose(logits)
+    count = tf.shape(logits)[0]
     if own_side_cosines is not None:
-        count = tf.shape(logits)[0]
         others = tf.logical_not(tf.eye(count, dtype=tf.bool))
 
         def without_itself(own):  # [B, B - 1]: each photo against the others of its side
@@ -53,7 +54,7 @@ def batch_contrastive_loss(cosines, labels, scale, smoothing=0.0, own_side_cosin
         a_to_a, b_to_b = own_side_cosines
         a_to_b = tf.concat([a_to_b, without_itself(a_to_a)], axis=1)
         b_to_a = tf.concat([b_to_a, without_itself(b_to_b)], axis=1)
-    targets = tf.range(tf.shape(logits)[0])
+    targets = tf.range(count)
     weights = labels / tf.maximum(tf.reduce_sum(labels), 1.0)
     losses = (softmax_losses(targets, a_to_b, smoothing)
               + softmax_losses(targets, b_to_a, smoothing)) / 2

@@ -26,6 +26,11 @@ TRAINING_PARAMS = {
     # > 0: training keeps an exponential moving average of the weights (this decay), and
     # evaluation and exports use the averaged weights (with_weight_averaging).
     'moving_average_decay': 0.0,
+    # > 0: each step every kernel (a weight of rank 2 or more: not a bias, a batch norm's scale
+    # or offset, a learned scalar) shrinks by the learning rate times this, apart from the
+    # gradient's step: AdamW's decoupled weight decay (Loshchilov and Hutter, 2019), which Adam's
+    # L2 penalty is not; with sgd it is an L2 penalty of half this.
+    'weight_decay': 0.0,
 }
 
 
@@ -129,8 +134,8 @@ def scalar_summary(tag, value):
 
 def train_op(loss, params, batch_accuracy=None, update_ops=()):
     """Minimizes loss with params['optimizer'] at params['learning_rate'] (decayed as
-    learning_rate says), loss-scaled under --precision=mixed_float16; summarizes the learning
-    rate and, when given, the batch accuracy.
+    learning_rate says), loss-scaled under --precision=mixed_float16, with params['weight_decay']
+    decoupled from it; summarizes the learning rate and, when given, the batch accuracy.
 
     update_ops (e.g. a Keras model's batch-norm moving averages) run with each step.
     """
@@ -140,4 +145,32 @@ def train_op(loss, params, batch_accuracy=None, update_ops=()):
         scalar_summary('accuracy', batch_accuracy)  # the tag evaluation uses: one chart for both
     optimizer = precision.loss_scaled(OPTIMIZERS[params['optimizer']](rate))
     with tf.control_dependencies(list(update_ops)):
-        return optimizer.minimize(loss, global_step=tf.compat.v1.train.get_or_create_global_step())
+        gradients = optimizer.compute_gradients(loss)
+        # The decay reads each kernel after the gradient has: the step is taken at one point.
+        computed = [gradient for gradient, _ in gradients if gradient is not None]
+        with tf.control_dependencies(computed):
+            decay = decayed_kernels([variable for _, variable in gradients], rate,
+                                    params.get('weight_decay') or 0.0)
+        with tf.control_dependencies(decay):
+            return optimizer.apply_gradients(
+                gradients, global_step=tf.compat.v1.train.get_or_create_global_step())
+
+
+def decayed_kernels(variables, rate, weight_decay: float):
+    """Ops that multiply each kernel among variables by 1 - rate * weight_decay (none at 0).
+
+    Through the replica context's merge_call, as an optimizer applies its update: under a
+    distribution strategy each mirrored copy is updated once, by its own device."""
+    kernels = [variable for variable in variables if variable.shape.rank >= 2]
+    if not kernels or not weight_decay:
+        return []
+
+    def scale(kernel, factor):
+        return kernel.assign(kernel * tf.cast(factor, kernel.dtype), read_value=False)
+
+    def update_all(strategy, factor):
+        return [strategy.extended.update(kernel, scale, args=(factor,), group=True)
+                for kernel in kernels]
+
+    factor = 1.0 - rate * weight_decay
+    return tf.distribute.get_replica_context().merge_call(update_all, args=(factor,))

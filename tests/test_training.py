@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from common.errors import UserError
 from models import training
+from trainer.cluster import devices
 from trainer.config import flag_checks
 
 
@@ -189,3 +190,43 @@ def test_mnist_cnn_blocks_can_stack_convolutions_before_their_pool():
     for convs in [(1, 0), (2,)]:
         with pytest.raises(UserError, match=r'convs_per_block=\[.*\] must give a whole number'):
             mnist_cnn.build_network({**params, 'convs_per_block': convs})
+
+
+def still_model_fn(features, labels, mode, params):
+    """A kernel and a bias the loss does not move (zero gradients): only weight decay can."""
+    kernel = tf.compat.v1.get_variable('kernel', initializer=tf.ones([2, 3]))
+    bias = tf.compat.v1.get_variable('bias', initializer=tf.ones([3]))
+    loss = 0.0 * (tf.reduce_sum(kernel) + tf.reduce_sum(bias) + tf.reduce_sum(features['x']))
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=training.train_op(loss, params))
+
+
+def trained_kernel_and_bias(model_dir, params, steps, plan=None):
+    config = tf.estimator.RunConfig(model_dir=str(model_dir), log_step_count_steps=None)
+    estimator = tf.estimator.Estimator(still_model_fn, params=params,
+                                       config=plan.run_config(config) if plan else config)
+    estimator.train(lambda: tf.data.Dataset.from_tensors(
+        ({'x': tf.zeros([2])}, tf.zeros([2]))).repeat(), max_steps=steps)
+    checkpoint = tf.train.load_checkpoint(str(model_dir))
+    return checkpoint.get_tensor('kernel'), checkpoint.get_tensor('bias')
+
+
+@pytest.mark.parametrize('optimizer', sorted(training.OPTIMIZERS))
+def test_weight_decay_shrinks_kernels_by_the_rate_apart_from_the_gradient(tmp_path, optimizer):
+    # Adam's L2 penalty would move each weight by about the rate a step whatever its size; the
+    # decoupled decay takes 5% of it a step (0.1 x 0.5), biases untouched.
+    kernel, bias = trained_kernel_and_bias(tmp_path / 'decayed', {
+        'optimizer': optimizer, 'learning_rate': 0.1, 'weight_decay': 0.5}, steps=4)
+    np.testing.assert_allclose(kernel, np.full([2, 3], 0.95 ** 4), rtol=1e-5)
+    np.testing.assert_allclose(bias, np.ones(3))
+    kernel, _ = trained_kernel_and_bias(tmp_path / 'plain', {
+        'optimizer': optimizer, 'learning_rate': 0.1}, steps=4)
+    np.testing.assert_allclose(kernel, np.ones([2, 3]))
+
+
+def test_weight_decay_under_a_mirrored_strategy_shrinks_each_kernel_once_a_step(tmp_path):
+    plan = devices.plan('mirrored', cpu_replicas=2, batch_size=2,
+                        devices=devices.Devices(cpu_cores=2, gpus=()))
+    kernel, bias = trained_kernel_and_bias(tmp_path / 'mirrored', {
+        'optimizer': 'adam', 'learning_rate': 0.1, 'weight_decay': 0.5}, steps=3, plan=plan)
+    np.testing.assert_allclose(kernel, np.full([2, 3], 0.95 ** 3), rtol=1e-5)
+    np.testing.assert_allclose(bias, np.ones(3))

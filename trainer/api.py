@@ -10,8 +10,9 @@ Models:
                                  set's schema; single_process: training refuses distribution
   register_model(spec)           makes spec.name a --model choice, each param a flag
   TRAINING_PARAMS                the params train_op reads (optimizer, learning rate and its
-                                 schedule, warm-up, label smoothing, weight averaging), with
-                                 their usual values: a model's DEFAULT_PARAMS start from them
+                                 schedule, warm-up, label smoothing, weight averaging and
+                                 decay), with their usual values: a model's DEFAULT_PARAMS start
+                                 from them
   CLASS_WEIGHT_PARAMS            --class_weights, for a model whose loss is one of the heads
                                  below (classification or table): they weigh it by class
   train_op(loss, params, batch_accuracy=None, update_ops=())

@@ -50,8 +50,8 @@ class ClassFolders:
                      for relative in file_trees.list_tree(paths.join(root, name))]
             images = [path for path in found if path.lower().endswith(IMAGE_EXTENSIONS)]
             if not images:
-                raise UserError(f'{paths.join(root, name)}: no images in this class folder (PNG, '
-                                'JPEG, GIF, BMP, WebP or TIFF); add some, or remove the folder')
+                raise UserError(f'{paths.join(root, name)}: no images in this class folder '
+                                f'({converted_images.FORMATS}); add some, or remove the folder')
             self.images += images
             self.labels += [label] * len(images)
             self.not_images += sorted(set(found) - set(images))

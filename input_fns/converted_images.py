@@ -1,38 +1,61 @@
-"""Photos that tf.io.decode_image does not read: WebP (common in folders saved from the web) and
-TIFF (scanners, microscopes, cameras' lossless exports). Decoded by tensorflow-io (already
-installed, for s3://) and handed on as PNG bytes, the same pixels (a TIFF's first page; alpha
-kept) turned upright as their EXIF orientation says (as a JPEG's are), to the decode every other
-photo goes through.
+"""Photos that tf.io.decode_image does not read: WebP (common in folders saved from the web),
+TIFF (scanners, microscopes, cameras' lossless exports) and HEIC (an iPhone's own format, and
+many Android phones'). WebP and TIFF are decoded by tensorflow-io (already installed, for
+s3://), HEIC by libheif (pillow-heif); each is handed on as PNG bytes, the same pixels (a TIFF's
+first page, a HEIC's primary image; alpha kept) turned upright as the file says (as a JPEG's
+are), to the decode every other photo goes through.
 
-In Python only, never in an exported graph: TF Serving has none of tensorflow-io's ops, so an
-export takes PNG, JPEG, GIF or BMP, and `prepare images` and `--mode=predict` convert a WebP or
-TIFF before it (a client of TF Serving converts its own).
+In Python only, never in an exported graph: TF Serving has none of these decoders, so an export
+takes PNG, JPEG, GIF or BMP, and `prepare images` and `--mode=predict` convert the others before
+it (a client of TF Serving converts its own).
 """
+import io
 import struct
 from typing import Optional
 
+import numpy as np
 import tensorflow as tf
 
 from input_fns import image_orientation
 
-EXTENSIONS = ('.webp', '.tif', '.tiff')
+EXTENSIONS = ('.webp', '.tif', '.tiff', '.heic', '.heif', '.hif')
+# Every format a photo may come in, for messages.
+FORMATS = 'PNG, JPEG, GIF, BMP, WebP, TIFF or HEIC'
+# The ftyp brands of HEIF files whose images are HEVC (ISO/IEC 23008-12 Annex B), which
+# libheif's decoder here reads; AVIF's brands are not among them.
+_HEVC_BRANDS = (b'heic', b'heix', b'heim', b'heis', b'hevc', b'hevx', b'hevm', b'hevs')
+_HEIF_BRANDS = (b'mif1', b'msf1')  # HEIF whatever its codec: a HEVC brand must be compatible
 
 
 def format_of(encoded: bytes) -> Optional[str]:
-    """'webp', 'tiff', or None for what TensorFlow decodes itself (or nothing does)."""
+    """'webp', 'tiff', 'heic', or None for what TensorFlow decodes itself (or nothing does)."""
     if encoded[:4] == b'RIFF' and encoded[8:12] == b'WEBP':
         return 'webp'
     if encoded[:4] in (b'II*\x00', b'MM\x00*'):
         return 'tiff'
+    if encoded[4:8] == b'ftyp' and _is_hevc_heif(encoded):
+        return 'heic'
     return None
 
 
+def _is_hevc_heif(encoded: bytes) -> bool:
+    """Whether the ftyp box (its size, 'ftyp', the major brand, a version, compatible brands)
+    names a HEVC brand as the major one, or beside a generic HEIF major brand."""
+    size = struct.unpack_from('>I', encoded)[0]
+    major = encoded[8:12]
+    compatible = [encoded[at:at + 4] for at in range(16, min(size, len(encoded), 256) - 3, 4)]
+    return major in _HEVC_BRANDS or (major in _HEIF_BRANDS and
+                                     any(brand in _HEVC_BRANDS for brand in compatible))
+
+
 def decodable(encoded: bytes) -> bytes:
-    """The bytes as they are, or a WebP's or TIFF's as PNG; tf.errors.InvalidArgumentError for
-    one that does not decode."""
+    """The bytes as they are, or a WebP's, TIFF's or HEIC's as PNG;
+    tf.errors.InvalidArgumentError for one that does not decode."""
     kind = format_of(encoded)
     if kind is None:
         return encoded
+    if kind == 'heic':
+        return tf.io.encode_png(_heic_pixels(encoded)).numpy()
     import tensorflow_io  # its ops load on import (a second or so): only once such a photo is met
     if kind == 'webp':  # libwebp leaves the orientation to its caller
         image = tensorflow_io.image.decode_webp(encoded)
@@ -46,6 +69,19 @@ def decodable(encoded: bytes) -> bytes:
             image = image_orientation.upright(
                 image_orientation.upright(image, orientation - 4), orientation)
     return tf.io.encode_png(image).numpy()
+
+
+def _heic_pixels(encoded: bytes) -> np.ndarray:
+    """A HEIC's primary image as uint8 [height, width, channels], turned as its irot and imir
+    boxes say. libheif applies them; the EXIF orientation a phone also writes says the same turn
+    (HEIF readers must ignore it), so it is not applied again."""
+    import pillow_heif  # libheif loads on import: only once such a photo is met
+    try:
+        heif = pillow_heif.open_heif(io.BytesIO(encoded), convert_hdr_to_8bit=True)
+        pixels = np.asarray(heif)
+    except (ValueError, RuntimeError, EOFError) as e:  # libheif's word for a damaged file
+        raise tf.errors.InvalidArgumentError(None, None, f'HEIC: {e}') from None
+    return pixels[..., np.newaxis] if pixels.ndim == 2 else pixels  # greyscale: one channel
 
 
 def _webp_exif(encoded: bytes) -> bytes:

@@ -4,7 +4,8 @@ tf.io.decode_image ignores the tag. `prepare images` and the exports' serving gr
 the photo upright with these ops (core TensorFlow only, so TF Serving runs them), so a served
 photo gives the pixels its training record holds.
 
-WebP and TIFF photos (input_fns/converted_images.py) are turned in Python: tiff_orientation.
+WebP and TIFF photos (input_fns/converted_images.py) are turned in Python: tiff_orientation;
+HEIC photos by libheif, as they are decoded.
 
 The tag is tag 0x0112 of the first image file directory (IFD0) of the TIFF structure inside
 the 'Exif' APP1 segment (Exif 2.32, 4.5.4 and 4.6.4). Anything unreadable on the way reads

@@ -76,7 +76,7 @@ def why_bad(path: str, image_shape, resize: str) -> str:
     except tf.errors.InvalidArgumentError as e:
         # Eager errors carry the op's wrapper: '{{function_node ...}} REASON [Op:DecodeImage]'.
         reason = re.sub(r'\{\{.*?\}\}\s*|\s*\[Op:\w+\]', '', op_error_summary(e))
-        return f'not a decodable PNG, JPEG, GIF, BMP, WebP or TIFF image ({reason})'
+        return f'not a decodable {converted_images.FORMATS} image ({reason})'
     except (tf.errors.OpError, OSError) as e:
         return f'cannot be read ({getattr(e, "message", None) or e})'.splitlines()[0]
     return 'could not be decoded in a worker process'

@@ -12,8 +12,8 @@ import pytest
 import tensorflow as tf
 
 from helpers import assert_one_line_error, run_module, run_prepare, run_together
-from image_tree import (STORED_AS, TINY_WEBP, class_image, encode, tiff_bytes, tiny_webp_pixels,
-                        with_orientation, write_image_tree)
+from image_tree import (STORED_AS, TINY_WEBP, class_image, encode, heic_bytes, tiff_bytes,
+                        tiny_webp_pixels, with_orientation, write_image_tree)
 from input_fns import prepare_images
 from serving_loader_checks import as_array, check_against_python, replayed_warmup
 from test_serving import run_rest_body
@@ -146,13 +146,15 @@ def test_predict_prints_each_files_class_name_and_score(trained, tmp_path):
     (tmp_path / 'cat.webp').write_bytes(TINY_WEBP)
     (tmp_path / 'cat.png').write_bytes(encode(tiny_webp_pixels(), 'png'))
     (tmp_path / 'cat.tif').write_bytes(tiff_bytes(tiny_webp_pixels()))
+    (tmp_path / 'cat.heic').write_bytes(heic_bytes(tiny_webp_pixels()))
     result = run_module('trainer.main', '--mode=predict', f'--saved_model={trained.export_dir}/best',
                         *(str(tmp_path / name) for name in ('fox.bmp', 'cat.webp', 'cat.png',
-                                                            'cat.tif')))
-    [row, webp, png, tiff] = [json.loads(line) for line in result.stdout.splitlines()]
-    # A WebP, a TIFF served as the same photo's PNG (1e-6: the rows of one batch, computed apart).
-    np.testing.assert_allclose(webp['probabilities'], png['probabilities'], atol=1e-6)
-    np.testing.assert_allclose(tiff['probabilities'], png['probabilities'], atol=1e-6)
+                                                            'cat.tif', 'cat.heic')))
+    [row, webp, png, tiff, heic] = [json.loads(line) for line in result.stdout.splitlines()]
+    # A WebP, a TIFF, a HEIC served as the same photo's PNG (1e-6: the rows of one batch, computed
+    # apart).
+    for converted in (webp, tiff, heic):
+        np.testing.assert_allclose(converted['probabilities'], png['probabilities'], atol=1e-6)
     assert row['image'] == str(tmp_path / 'fox.bmp') and row['class_name'] in CLASSES
     assert row['score'] == max(row['probabilities'])
     # The same photo in a REST body, through what --mode=predict runs on a .json file (here in
@@ -165,7 +167,7 @@ def test_predict_prints_each_files_class_name_and_score(trained, tmp_path):
     assert rest_row['score'] == pytest.approx(row['score'], abs=1e-6)  # a batch of 1, not 3
     result = run_module('trainer.main', '--mode=predict', f'--saved_model={trained.export_dir}/best',
                         str(tmp_path / 'fox.bmp'), str(tmp_path / 'broken.png'), check=False)
-    assert_one_line_error(result, 2, f'{tmp_path}/broken.png: not a PNG, JPEG, GIF, BMP, WebP or TIFF image')
+    assert_one_line_error(result, 2, f'{tmp_path}/broken.png: not a PNG, JPEG, GIF, BMP, WebP, TIFF or HEIC image')
 
 
 def test_image_classifier_refuses_shards_without_an_images_schema(digit_shards, tmp_path):

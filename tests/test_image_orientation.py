@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from image_tree import (STORED_AS, tiff_bytes, tiny_webp_pixels, webp_with_orientation,
-                        with_orientation)
+from image_tree import (STORED_AS, heic_bytes, tiff_bytes, tiny_webp_pixels,
+                        webp_with_orientation, with_orientation)
 from input_fns import converted_images, face_images, face_photos, image_orientation, image_records
 
 # Blocks of flat colour, none the same: any turn or mirror of it is another image. 16-pixel
@@ -34,11 +34,13 @@ def test_each_orientation_is_turned_upright_in_either_byte_order_after_any_app0(
 
 
 @pytest.mark.parametrize('orientation', range(1, 9))
-def test_a_webp_or_tiff_photo_is_converted_upright(orientation):
-    """libwebp reads no orientation, and libtiff flips a photo but does not turn it (5-8)."""
+def test_a_webp_tiff_or_heic_photo_is_converted_upright(orientation):
+    """libwebp reads no orientation, and libtiff flips a photo but does not turn it (5-8);
+    libheif turns a HEIC by its irot and imir boxes, and its EXIF tag is not applied again."""
     stored = np.ascontiguousarray(STORED_AS[orientation](UPRIGHT))
     for encoded, as_stored in ((webp_with_orientation(orientation), tiny_webp_pixels()),
-                               (tiff_bytes(stored, orientation), stored)):
+                               (tiff_bytes(stored, orientation), stored),
+                               (heic_bytes(stored, orientation), stored)):
         upright = tf.io.decode_png(converted_images.decodable(encoded)).numpy()[..., :3]
         np.testing.assert_array_equal(STORED_AS[orientation](upright), as_stored)
 

@@ -11,9 +11,9 @@ import tensorflow as tf
 
 from common.errors import UserError
 from helpers import assert_one_line_error, run_module, run_prepare
-from image_tree import (TINY_GIF, TINY_WEBP, bmp_bytes, class_image, encode, tiff_bytes,
-                        tiny_webp_pixels, with_orientation, write_image_tree)
-from input_fns import image_records, prepare_images, split
+from image_tree import (TINY_GIF, TINY_WEBP, bmp_bytes, class_image, encode, heic_bytes,
+                        tiff_bytes, tiny_webp_pixels, with_orientation, write_image_tree)
+from input_fns import converted_images, image_records, prepare_images, split
 
 
 def prepare(source, output, **overrides):
@@ -133,8 +133,9 @@ def test_bmp_and_gif_decode_as_the_other_formats(tmp_path):
     assert image_records.decode_any_image(TINY_GIF, 1).numpy().shape == (1, 1, 1)
 
 
-def test_a_webp_or_tiff_photo_is_prepared_as_the_same_photo_in_png(tmp_path):
+def test_a_webp_tiff_or_heic_photo_is_prepared_as_the_same_photo_in_png(tmp_path):
     for name, encoded in (('webp', TINY_WEBP), ('tiff', tiff_bytes(tiny_webp_pixels())),
+                          ('heic', heic_bytes(tiny_webp_pixels())),
                           ('png', encode(tiny_webp_pixels(), 'png'))):
         write_image_tree(tmp_path / name, per_class=2)
         (tmp_path / name / 'cat' / f'web.{name}').write_bytes(encoded)
@@ -144,6 +145,25 @@ def test_a_webp_or_tiff_photo_is_prepared_as_the_same_photo_in_png(tmp_path):
     png = split_pixels(tmp_path / 'png_out', 'train', [16, 24, 3])
     assert split_pixels(tmp_path / 'webp_out', 'train', [16, 24, 3]) == png
     assert split_pixels(tmp_path / 'tiff_out', 'train', [16, 24, 3]) == png
+    assert split_pixels(tmp_path / 'heic_out', 'train', [16, 24, 3]) == png
+
+
+def test_a_phones_heic_is_read_by_its_brand_and_an_avif_is_not_taken_for_one():
+    pixels = np.kron(tiny_webp_pixels(), np.ones([4, 4, 1], np.uint8))  # smooth: lossy keeps it
+    lossy = heic_bytes(pixels, lossless=False)  # as an iPhone writes it: HEVC 4:2:0, 'heic'
+    assert lossy[8:12] == b'heic' and converted_images.format_of(lossy) == 'heic'
+    decoded = tf.io.decode_png(converted_images.decodable(lossy)).numpy()
+    assert decoded.shape == pixels.shape and np.abs(decoded - pixels.astype(int)).mean() < 3
+    grey = heic_bytes(np.repeat(pixels[..., :1], 3, -1))
+    assert tf.io.decode_png(converted_images.decodable(grey)).numpy().shape == pixels.shape
+
+    def ftyp(major, *compatible):
+        brands = major + b'\0\0\0\0' + b''.join(compatible)
+        return (8 + len(brands)).to_bytes(4, 'big') + b'ftyp' + brands + b'\0' * 16
+    assert converted_images.format_of(ftyp(b'mif1', b'mif1', b'heic')) == 'heic'
+    for other in (ftyp(b'avif', b'avif', b'mif1'), ftyp(b'mif1', b'mif1', b'avif'),
+                  ftyp(b'isom', b'mp41')):  # AVIF (libheif here has no AV1 decoder), an MP4
+        assert converted_images.format_of(other) is None
 
 
 def test_greyscale_and_skipped_bad_images_are_counted(tmp_path):
@@ -162,18 +182,21 @@ def test_greyscale_and_skipped_bad_images_are_counted(tmp_path):
     ({'cat/1.png': 'png'}, 'one class folder (cat); a classifier needs two or more'),
     ({'cat/1.png': 'png', 'dog/readme.txt': 'text'}, '/dog: no images in this class folder'),
     ({'cat/1.png': 'png', 'dog/2.bmp': 'bmp', 'dog/3.png': 'garbage'},
-     '/dog/3.png: not a decodable PNG, JPEG, GIF, BMP, WebP or TIFF image'),
+     '/dog/3.png: not a decodable PNG, JPEG, GIF, BMP, WebP, TIFF or HEIC image'),
     ({'train/cat/1.png': 'png', 'test/cat/2.png': 'png'},
      'photos: its folders (test, train) are splits, not classes; give the training split\'s folder '
      'of class folders (--source_dir=ROOT/train)'),
     ({'cat/1.png': 'png', 'dog/2.webp': 'cut_webp'},
-     '/dog/2.webp: not a decodable PNG, JPEG, GIF, BMP, WebP or TIFF image (contents could not be '
-     'decoded as WebP'),
+     '/dog/2.webp: not a decodable PNG, JPEG, GIF, BMP, WebP, TIFF or HEIC image (contents could '
+     'not be decoded as WebP'),
+    ({'cat/1.png': 'png', 'dog/2.heic': 'cut_heic'},
+     '/dog/2.heic: not a decodable PNG, JPEG, GIF, BMP, WebP, TIFF or HEIC image (HEIC: '),
 ])
 def test_bad_trees_are_refused_before_anything_is_written(tmp_path, layout, message):
     contents = {'png': tf.io.encode_png(np.zeros([4, 4, 3], np.uint8)).numpy(),
                 'bmp': bmp_bytes(np.zeros([4, 4, 3], np.uint8)), 'text': b'hello',
-                'garbage': b'\x89PNG but not', 'cut_webp': TINY_WEBP[:30]}
+                'garbage': b'\x89PNG but not', 'cut_webp': TINY_WEBP[:30],
+                'cut_heic': heic_bytes(tiny_webp_pixels())[:200]}
     (tmp_path / 'photos').mkdir()
     for relative, kind in layout.items():
         (tmp_path / 'photos' / relative).parent.mkdir(parents=True, exist_ok=True)

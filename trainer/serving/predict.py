@@ -202,14 +202,14 @@ def predict_rest_bodies(saved_model_dir: str, body_paths: List[str],
 
 def _read_image(path: str) -> bytes:
     try:
-        data = converted_images.decodable(files.read_bytes(path))  # WebP, TIFF: as PNG
+        data = converted_images.decodable(files.read_bytes(path))  # WebP, TIFF, HEIC: as PNG
         tf.io.decode_image(data, expand_animations=False)
     except tf.errors.NotFoundError:
         raise UserError(f'{path}: no such file')
     except (tf.errors.PermissionDeniedError, tf.errors.FailedPreconditionError) as e:
         raise UserError(f'{path}: cannot read it ({e.message})')
     except tf.errors.InvalidArgumentError:
-        raise UserError(f'{path}: not a PNG, JPEG, GIF, BMP, WebP or TIFF image')
+        raise UserError(f'{path}: not a {converted_images.FORMATS} image')
     return data
 
 

@@ -10,8 +10,8 @@ category). The time of day is read as written: a time zone suffix is accepted an
 
 Besides ISO, a CSV column may hold dates as spreadsheets and reports write them (FORMATS:
 '15.01.2024', '15/01/2024', '1/15/2024 8:30', '15-Jan-2024', 'January 15, 2024'; English month
-names, after a weekday or not: 'Mon, Jan 15, 2024'), and times on a 12-hour clock ('2:30 PM',
-'2:30:00 p.m.'): such a date is rewritten as ISO
+names, after a weekday or not: 'Mon, Jan 15, 2024'; most with a two-digit year too: '1/15/24'),
+and times on a 12-hour clock ('2:30 PM', '2:30:00 p.m.'): such a date is rewritten as ISO
 before its parts are read (`to_iso`: `rewrites`, the same regular expressions in Python and in
 the graph), and an ISO date is taken in such a column too.
 """
@@ -32,14 +32,31 @@ CATEGORIES = (('month', [str(month) for month in range(1, 13)]),
               ('day_of_month', [str(day) for day in range(1, 32)]),
               ('day_of_week', list(WEEKDAYS)))
 HOURS = ('hour', [str(hour) for hour in range(24)])
-# A date format: its dates' start (day, month, year, as digits; a month name as M and its
-# number) and their rewrite as ISO.
-FORMATS = {'iso': None,
-           'day.month.year': (r'^(\d{2})\.(\d{2})\.(\d{4})', r'\3-\2-\1'),
-           'day/month/year': (r'^(\d{2})/(\d{2})/(\d{4})', r'\3-\2-\1'),
-           'month/day/year': (r'^(\d{2})/(\d{2})/(\d{4})', r'\3-\1-\2'),
-           'day month-name year': (r'^(\d{2})[ -]M(\d{2})[ -](\d{4})', r'\3-\2-\1'),
-           'month-name day, year': (r'^M(\d{2}) (\d{2}),? (\d{4})', r'\3-\1-\2')}
+
+
+def short_year(date_format: str) -> str:
+    """'day/month/year' -> 'day/month/yy': the format of its dates with two-digit years."""
+    return date_format.replace('year', 'yy')
+
+
+# A date format: the rewrites of its dates' start (day, month, year, as digits; a month name as
+# M and its number) as ISO, each a (pattern, rewrite), the first that matches applied.
+_FOUR_DIGIT_YEARS = {
+    'day.month.year': (r'^(\d{2})\.(\d{2})\.(\d{4})', r'\3-\2-\1'),
+    'day/month/year': (r'^(\d{2})/(\d{2})/(\d{4})', r'\3-\2-\1'),
+    'month/day/year': (r'^(\d{2})/(\d{2})/(\d{4})', r'\3-\1-\2'),
+    'day month-name year': (r'^(\d{2})[ -]M(\d{2})[ -](\d{4})', r'\3-\2-\1'),
+    'month-name day, year': (r'^M(\d{2}) (\d{2}),? (\d{4})', r'\3-\1-\2')}
+# Their two-digit years ('1/15/24', '15.01.24', Excel's '15-Jan-24') as spreadsheets read them:
+# 00-29 are 2000-2029, 30-99 1930-1999 (Excel's and Google Sheets' rule). The year ends there.
+_SHORT_YEARS = ('day.month.year', 'day/month/year', 'month/day/year', 'day month-name year')
+_CENTURIES = ((r'([0-2]\d)\b', '20'), (r'([3-9]\d)\b', '19'))
+FORMATS = {'iso': (),
+           **{name: (rule,) for name, rule in _FOUR_DIGIT_YEARS.items()},
+           **{short_year(name): tuple((_FOUR_DIGIT_YEARS[name][0].replace(r'(\d{4})', year),
+                                      century + _FOUR_DIGIT_YEARS[name][1])
+                                     for year, century in _CENTURIES)
+              for name in _SHORT_YEARS}}
 SINGLE_DIGIT = (r'\b(\d)\b', r'0\1')  # 1.5.2024 8:30 -> 01.05.2024 08:30, before the rewrite
 _MONTHS = ['jan(?:uary)?', 'feb(?:ruary)?', 'mar(?:ch)?', 'apr(?:il)?', 'may', 'june?', 'july?',
            'aug(?:ust)?', 'sep(?:t(?:ember)?)?', 'oct(?:ober)?', 'nov(?:ember)?', 'dec(?:ember)?']
@@ -56,7 +73,8 @@ TWELVE_HOUR = ([(rf'^(\S+)[ T]12{_TIME}{_AM}', r'\1 00\2')] +
 MERIDIEM = re.compile(r'\d ?[AaPp]\.?[Mm]\.?$')  # a time that is AM or PM
 # Python's faster equivalents of the graph's rewrites (tests/test_dates.py compares them).
 _PADDED = re.compile(SINGLE_DIGIT[0])
-_STARTS = {name: re.compile(rewrite[0]) for name, rewrite in FORMATS.items() if rewrite}
+_STARTS = {name: [(re.compile(pattern), rewrite) for pattern, rewrite in rules]
+           for name, rules in FORMATS.items()}
 _WEEKDAY = re.compile(WEEKDAY[0])  # '(?i)' at its start: Python's re reads it as RE2 does
 _MONTH = re.compile('(?i)\\b(?:' + '|'.join(f'({name})' for name in _MONTHS) + ')\\b\\.?')
 _CLOCK = re.compile(rf'^(\S+)[ T](\d{{1,2}}){_TIME} ?([AaPp])\.?[Mm]\.?$')
@@ -70,7 +88,7 @@ def rewrites(date_format: str, twelve_hour: bool) -> List[Tuple[str, str, bool]]
         steps.append((*SINGLE_DIGIT, True))
         if 'month-name' in date_format:
             steps += [(*WEEKDAY, False)] + [(*month, False) for month in MONTH_NAMES]
-        steps.append((*FORMATS[date_format], False))
+        steps += [(*rule, False) for rule in FORMATS[date_format]]
     return steps + [(*step, False) for step in TWELVE_HOUR] * twelve_hour
 
 
@@ -93,7 +111,10 @@ def to_iso(text: str, date_format: str = 'iso') -> str:
         if 'month-name' in date_format:
             text = _WEEKDAY.sub('', text, count=1)
             text = _MONTH.sub(lambda match: f'M{match.lastindex:02d}', text, count=1)
-        text = _STARTS[date_format].sub(FORMATS[date_format][1], text, count=1)
+        for pattern, rewrite in _STARTS[date_format]:
+            text, rewritten = pattern.subn(rewrite, text, count=1)
+            if rewritten:
+                break
     return _CLOCK.sub(_on_24_hours, text, count=1) if MERIDIEM.search(text) else text
 
 

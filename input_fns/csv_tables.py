@@ -123,10 +123,11 @@ class Table:
     def _date_format(self, column: str, values: List[str], chosen: Optional[str],
                      trained: Dict[str, str]) -> str:
         """The format the column's sample dates are in; the training data's, with --schema_from;
-        --date_format where the sample fits both day/month/year and month/day/year."""
+        --date_format where the sample fits both day/month/year and month/day/year (or yy)."""
         if column in trained:
             return trained[column]
         fits = iso_dates.formats_of(values) or [iso_dates.likeliest_format(values)[0]]
+        chosen = chosen if chosen in fits else chosen and iso_dates.short_year(chosen)
         if len(fits) > 1 and chosen not in fits:
             raise UserError(f'{self.paths[0]}, column {column!r}: dates such as {values[0]!r} '
                             'read as day/month/year and as month/day/year (no day above 12 in '

@@ -93,8 +93,8 @@ def define_table_flags():
                       'decimal points); other groupings ("1,234.50", "$1,234", 1 234,50) are '
                       'read without it.')
     flags.DEFINE_enum('date_format', None, ['day/month/year', 'month/day/year'], 'csv: how '
-                      'dates like 01/02/2024 read where the first rows do not tell (no day '
-                      'above 12); ISO and 15.01.2024 dates need no flag.')
+                      'dates like 01/02/2024 or 01/02/24 read where the first rows do not tell '
+                      '(no day above 12); ISO and 15.01.2024 dates need no flag.')
     flags.DEFINE_list('na_values', list(table_schema.DEFAULT_NA_VALUES), 'csv: the field values '
                       'that mark a missing value (an empty field always does).')
     flags.DEFINE_string('schema_from', None, 'csv, examples, images: prepared shards (their '

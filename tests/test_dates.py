@@ -67,7 +67,13 @@ SPREADSHEET_DATES = {  # as spreadsheets and reports write them, unpadded
     'month-name day, year': lambda t: t.strftime(f'%B {t.day}, %Y'),
     'month-name day, year, 12-hour': lambda t: t.strftime(f'%b {t.day} %Y ') + twelve_hour(t),
     'month-name day, year, weekday': lambda t: t.strftime(f'%A, %B {t.day}, %Y'),
-    'day month-name year, email': lambda t: t.strftime(f'%a, {t.day} %b %Y %H:%M:%S +0000')}
+    'day month-name year, email': lambda t: t.strftime(f'%a, {t.day} %b %Y %H:%M:%S +0000'),
+    # Two-digit years (1990-2029 here: both centuries of the 1930-2029 rule).
+    'day.month.yy': lambda t: f'{t.day}.{t.month}.{t.year % 100:02d}',
+    'day/month/yy': lambda t: f'{t.day:02d}/{t.month:02d}/{t.year % 100:02d} {t.hour}:{t.minute:02d}',
+    'month/day/yy': lambda t: f'{t.month}/{t.day}/{t.year % 100:02d}',
+    'month/day/yy, 12-hour': lambda t: f'{t.month}/{t.day}/{t.year % 100:02d} {twelve_hour(t)}',
+    'day month-name yy': lambda t: t.strftime(f'{t.day}-%b-%y')}  # Excel's d-mmm-yy
 
 
 @pytest.mark.parametrize('written', sorted(SPREADSHEET_DATES))
@@ -133,6 +139,24 @@ def test_a_german_spreadsheets_dates_are_dates_and_ambiguous_ones_ask_which(tmp_
             {'format': 'month-name day, year', 'first': 'Dec 31, 2023 12:15 AM',
              'last': 'Feb 29, 2024 12:45 PM', 'has_time': True, 'twelve_hour': True})
     assert when['days']['min'] == pytest.approx(iso_dates.days('2023-12-31 00:15'))
+
+
+def test_two_digit_years_read_as_spreadsheets_read_them_and_ambiguous_ones_ask_which(tmp_path):
+    short = write(tmp_path / 'short.csv', 'when,label\n1/2/24,a\n3/4/85,b\n12/11/29,a\n6/7/30,b\n')
+    with pytest.raises(UserError, match=r"column 'when': dates such as '1/2/24' read as "
+                                        r"day/month/year and as month/day/year"):
+        run_prepare(csv_tables.prepare_csv, source=short, output_dir=str(tmp_path / 'short'),
+                    **table_args(label='label'))
+    run_prepare(csv_tables.prepare_csv, source=short, output_dir=str(tmp_path / 'short'),
+                date_format='day/month/year', **table_args(label='label', validation_fraction=0.0))
+    [when] = json.load(open(tmp_path / 'short' / 'manifest.json'))['schema']['features']
+    assert when['format'] == 'day/month/yy'
+    # 00-29 in this century, 30-99 in the last: 6 July 1930 to 12 November 2029.
+    assert (when['days']['min'], when['days']['max']) == (iso_dates.days('1930-07-06'),
+                                                          iso_dates.days('2029-11-12'))
+    assert iso_dates.to_iso('15-Jan-24', 'day month-name yy') == '2024-01-15'
+    assert iso_dates.to_iso('15/01/2024', 'day/month/yy') == '15/01/2024'  # not a two-digit year
+    assert iso_dates.formats_of(['15/01/2024', '15/01/24']) == []
 
 
 def test_a_date_column_is_learned_from_its_parts_and_the_export_takes_its_text(

@@ -1,14 +1,18 @@
 """Reading a CSV file as it was written: local or in a bucket, gzipped or not, with a byte-order
-mark or not, and in the file's own format (CsvFormat).
+mark or not, in its own text encoding and in its own format (CsvFormat).
 
 Spreadsheets write CSV their locale's way: Excel set to a language with a decimal comma writes
 `1,5` and separates fields with `;`, and its "CSV UTF-8" starts the file with a byte-order mark
-(which would otherwise become part of the first column's name). The delimiter is read from the
+(which would otherwise become part of the first column's name). Its "CSV (Comma delimited)" on
+Windows is not UTF-8 but the Windows code page (cp1252 in Western Europe and the Americas), which
+--encoding names; its "Unicode Text" is UTF-16 with a byte-order mark, read as such without a
+flag. The delimiter is read from the
 file's first lines unless given; the decimal mark follows it (a comma after `;`, else a point)
 unless given. `prepare csv` records the format in the schema; `--mode=predict` reads new rows
 with the same detection. Numbers formatted as money, percents or with their thousands grouped
 are read by input_fns/number_formats.py.
 """
+import codecs
 import csv
 import dataclasses
 import gzip
@@ -26,6 +30,8 @@ DELIMITERS = {',': ',', 'comma': ',', ';': ';', 'semicolon': ';', 'tab': '\t', '
 DELIMITER_NAMES = {',': 'comma', ';': 'semicolon', '\t': 'tab', '|': 'pipe'}
 DETECTION_BYTES = 1 << 16  # the start of a file its delimiter is read from
 MARK_NAMES = {'.': 'point', ',': 'comma'}
+DEFAULT_ENCODING = 'utf-8'  # a byte-order mark dropped; a UTF-16 one makes the file UTF-16
+_UTF16_MARKS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 _NUMBER_WITH_MARK = {',': re.compile(r'[+-]?\d*,\d+'), '.': re.compile(r'[+-]?\d*\.\d+')}
 
 
@@ -34,14 +40,21 @@ class CsvFormat:
     delimiter: str = ','
     decimal: str = '.'
     thousands: Optional[str] = None  # --thousands: the mark grouping digits (number_formats)
+    encoding: str = DEFAULT_ENCODING  # --encoding: the text's, where it is not UTF-8 or UTF-16
 
     def to_json(self):
         return {'delimiter': self.delimiter, 'decimal': self.decimal,
-                **({'thousands': self.thousands} if self.thousands else {})}
+                **({'thousands': self.thousands} if self.thousands else {}),
+                **({'encoding': self.encoding} if self.encoding != DEFAULT_ENCODING else {})}
+
+    def rows(self, path: str) -> Iterator[Tuple[int, List[str]]]:
+        """read_rows of a file in this format."""
+        return read_rows(path, self.delimiter, self.encoding)
 
     def description(self) -> str:
         return (f'{DELIMITER_NAMES[self.delimiter]}-separated, with a decimal '
-                f'{MARK_NAMES[self.decimal]}')
+                f'{MARK_NAMES[self.decimal]}' +
+                (f', in {self.encoding}' if self.encoding != DEFAULT_ENCODING else ''))
 
     @property
     def other_mark(self) -> str:
@@ -73,39 +86,84 @@ class _GFileStream(io.RawIOBase):
         super().close()
 
 
-def open_text(path: str) -> io.TextIOBase:
-    """The file's text; 'utf-8-sig' drops a leading byte-order mark and reads the rest as UTF-8."""
+def parse_encoding(name: Optional[str]) -> str:
+    """--encoding's codec, by Python's name for it ('windows-1252' is 'cp1252'); UTF-8 if none."""
+    if not name:
+        return DEFAULT_ENCODING
+    try:
+        return codecs.lookup(name).name
+    except LookupError:
+        raise UserError(f'--encoding={name}: not a text encoding Python reads; give the one the '
+                        'file was saved in, e.g. cp1252 (Excel on Windows), latin-1 or shift_jis')
+
+
+def open_text(path: str, encoding: str = DEFAULT_ENCODING) -> io.TextIOBase:
+    """The file's text: in encoding, or as UTF-8 ('utf-8-sig' drops a leading byte-order mark),
+    or as UTF-16 where it starts with UTF-16's byte-order mark."""
+    stream = _open_bytes(path)
+    return io.TextIOWrapper(stream, encoding=_codec(stream, encoding), newline='')
+
+
+def _open_bytes(path: str):
     raw = io.BufferedReader(_GFileStream(path), buffer_size=1 << 20)
-    stream = gzip.GzipFile(fileobj=raw, mode='rb') if path.endswith('.gz') else raw
-    return io.TextIOWrapper(stream, encoding='utf-8-sig', newline='')
+    return gzip.GzipFile(fileobj=raw, mode='rb') if path.endswith('.gz') else raw
 
 
-def _unreadable(path: str, line: int, error: Exception) -> UserError:
+def _codec(stream, encoding: str) -> str:
+    if encoding != DEFAULT_ENCODING:
+        return encoding
+    return 'utf-16' if stream.peek(2)[:2] in _UTF16_MARKS else 'utf-8-sig'
+
+
+def _line_not_decoded(path: str, encoding: str) -> int:
+    """The line of the first byte of the file's start that its encoding does not decode."""
+    with _open_bytes(path) as stream:
+        start = stream.read(DETECTION_BYTES)
+    try:
+        start.decode(_codec(io.BufferedReader(io.BytesIO(start)), encoding))
+    except UnicodeDecodeError as e:
+        return start[:e.start].count(b'\n') + 1
+    return 1
+
+
+def _unreadable(path: str, line: int, error: Exception, encoding: str) -> UserError:
+    if isinstance(error, UnicodeDecodeError) and encoding == DEFAULT_ENCODING:
+        return UserError(f'{path}: not UTF-8 text (near line {line}); pass --encoding=cp1252 if '
+                         'Excel on Windows saved it (else the encoding it was saved in), or save '
+                         'it as CSV UTF-8')
     if isinstance(error, UnicodeDecodeError):
-        return UserError(f'{path}: not UTF-8 text (near line {line}); save the file as UTF-8 CSV')
+        return UserError(f'{path}: not {encoding} text (near line {line}); pass the --encoding '
+                         'it was saved in')
     return UserError(f'{path}: unreadable as CSV near line {line} ({error}); fix the file')
 
 
-def read_rows(path: str, delimiter: str = ',') -> Iterator[Tuple[int, List[str]]]:
+_UNREADABLE = (UnicodeDecodeError, csv.Error, EOFError, OSError, gzip.BadGzipFile)
+
+
+def read_rows(path: str, delimiter: str = ',', encoding: str = DEFAULT_ENCODING
+              ) -> Iterator[Tuple[int, List[str]]]:
     """(line number, fields) of each row of a CSV file, the header first; blank lines skipped."""
-    with open_text(path) as text:
-        reader = csv.reader(text, delimiter=delimiter)
-        try:
+    line = 0
+    try:
+        with open_text(path, encoding) as text:
+            reader = csv.reader(text, delimiter=delimiter)
             for fields in reader:
+                line = reader.line_num
                 if fields:
-                    yield reader.line_num, fields
-        except (UnicodeDecodeError, csv.Error, EOFError, OSError, gzip.BadGzipFile) as e:
-            raise _unreadable(path, reader.line_num + 1, e) from None
+                    yield line, fields
+    except _UNREADABLE as e:
+        raise _unreadable(path, line + 1, e, encoding) from None
 
 
-def detect_delimiter(path: str) -> str:
+def detect_delimiter(path: str, encoding: str = DEFAULT_ENCODING) -> str:
     """The delimiter that splits the file's first lines into the most columns, the same number
     on every line (a file whose header alone has a ';' in a name stays comma-separated)."""
     try:
-        with open_text(path) as text:
+        with open_text(path, encoding) as text:
             sample = text.read(DETECTION_BYTES)
-    except (UnicodeDecodeError, EOFError, OSError, gzip.BadGzipFile) as e:
-        raise _unreadable(path, 1, e) from None
+    except _UNREADABLE as e:
+        line = _line_not_decoded(path, encoding) if isinstance(e, UnicodeDecodeError) else 1
+        raise _unreadable(path, line, e, encoding) from None
     lines = sample.splitlines(keepends=True)
     sample = ''.join(lines[:-1] if len(sample) == DETECTION_BYTES and len(lines) > 1 else lines)
 
@@ -132,13 +190,14 @@ def parse_delimiter(text: str) -> str:
 
 
 def file_format(path: str, delimiter: Optional[str] = None, decimal: Optional[str] = None,
-                thousands: Optional[str] = None) -> CsvFormat:
-    """The format of a CSV file: --delimiter, --decimal and --thousands where given, else as
-    detected (no thousands mark: number_formats reads one where no other reading fits)."""
-    delimiter = parse_delimiter(delimiter) if delimiter else detect_delimiter(path)
+                thousands: Optional[str] = None, encoding: Optional[str] = None) -> CsvFormat:
+    """The format of a CSV file: --delimiter, --decimal, --thousands and --encoding where given,
+    else as detected (no thousands mark: number_formats reads one where no other reading fits)."""
+    encoding = parse_encoding(encoding)
+    delimiter = parse_delimiter(delimiter) if delimiter else detect_delimiter(path, encoding)
     mark = decimal or (',' if delimiter == ';' else '.')
     if thousands == mark:
         raise UserError(f'--thousands={thousands}: {path} is read with a decimal {MARK_NAMES[mark]}'
                         f'{"" if decimal else " (as its delimiter suggests)"}; pass --decimal='
                         f'{"." if mark == "," else ","} if its fractions follow the other mark')
-    return CsvFormat(delimiter, mark, thousands)
+    return CsvFormat(delimiter, mark, thousands, encoding)

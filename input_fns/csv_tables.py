@@ -42,7 +42,7 @@ class Table:
                  date_formats: Tuple[Optional[str], Dict[str, str]] = (None, {})):
         """date_formats: (--date_format, {date column: the training data's format})."""
         self.paths, self.na_values, self.format = paths, frozenset(na_values), csv_format
-        rows = itertools.islice(csv_files.read_rows(paths[0], csv_format.delimiter),
+        rows = itertools.islice(csv_format.rows(paths[0]),
                                 SAMPLE_ROWS + 1)
         self.header = self._read_header(next(rows, None), label)
         self.ignored = column_choice.ignored_columns(ignore_columns, self.header, label,
@@ -151,7 +151,7 @@ class Table:
     def typed_rows(self) -> Iterator[Tuple[str, List]]:
         """(the row's key for the split, its values typed, None for missing) of every file's rows."""
         for path in self.paths:
-            rows = csv_files.read_rows(path, self.format.delimiter)
+            rows = self.format.rows(path)
             header = next(rows, (0, []))[1]
             if [name.strip() for name in header] != self.header:
                 raise UserError(f'{path}: its header differs from {self.paths[0]}\'s; give '
@@ -212,11 +212,11 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
                 num_eval_shards: int, seed: int, schema_from: Optional[str] = None,
                 split: Optional[str] = None, delimiter: Optional[str] = None,
                 decimal: Optional[str] = None, ignore_columns: Optional[List[str]] = None,
-                date_format: Optional[str] = None, thousands: Optional[str] = None) -> Dict:
+                date_format: Optional[str] = None, thousands: Optional[str] = None,
+                encoding: Optional[str] = None) -> Dict:
     """Writes the 'train' (and 'validation') split of a CSV source, or every row to --split,
-    and the schema; with --schema_from, the columns take that prepared table's types (and its
-    --thousands). The files are read as the first one is written (csv_files.file_format),
-    unless told."""
+    and the schema; with --schema_from, the columns take that table's types, --thousands and
+    --encoding. The files are read as the first one is written, unless told (file_format)."""
     data_split.check_fraction(validation_fraction)
     known_types, trained = held_out.trained_schema(schema_from)
     label, task, weight_column, ignore_columns = held_out.trained_defaults(
@@ -225,8 +225,8 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
         raise UserError('--label is required for csv: the column to predict')
     paths = file_patterns.source_files(source, 'a CSV file (.csv or .csv.gz) or a glob of them',
                                        '*.csv')
-    thousands = thousands or (trained or {}).get('csv_format', {}).get('thousands')
-    csv_format = csv_files.file_format(paths[0], delimiter, decimal, thousands)
+    csv_format = csv_files.file_format(paths[0], delimiter, decimal,
+                                       *held_out.csv_reading(trained, thousands, encoding))
     logging.info('--source=%s: read as %s (--delimiter and --decimal say otherwise)', source,
                  csv_format.description())
     table = Table(paths, label, column_types, task, na_values, known_types, csv_format,

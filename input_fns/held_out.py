@@ -22,6 +22,12 @@ def date_formats(trained: Optional[Dict]) -> Dict[str, str]:
             for entry in (trained or {}).get('features', []) if entry['dtype'] == 'date'}
 
 
+def csv_reading(trained: Optional[Dict], thousands: Optional[str], encoding: Optional[str]):
+    """(--thousands, --encoding) as given, else as the trained table's CSV was read."""
+    trained_format = (trained or {}).get('csv_format', {})
+    return thousands or trained_format.get('thousands'), encoding or trained_format.get('encoding')
+
+
 def trained_defaults(trained: Optional[Dict], label, task, weight_column, ignore_columns):
     """(label, task, weight_column, ignore_columns) as given, or else as the trained schema has
     them."""

@@ -20,7 +20,7 @@ class LabelledFiles:
     (root, classes, folders: the classes found, images and labels, not_images)."""
 
     def __init__(self, root: str, labels_file: str, label: Optional[str],
-                 trained_classes: Optional[List[str]] = None):
+                 trained_classes: Optional[List[str]] = None, encoding: Optional[str] = None):
         if not files.isdir(root):
             raise UserError(f'--source_dir={root}: no such folder; give the folder whose images '
                             f'--labels_file={labels_file} names')
@@ -31,7 +31,7 @@ class LabelledFiles:
         self.skipped_because = f'{os.path.basename(labels_file)} does not name'
         found = file_trees.list_tree(self.root)
         by_name = _names_to_images(found)
-        rows = csv_files.read_rows(labels_file, csv_files.file_format(labels_file).delimiter)
+        rows = csv_files.file_format(labels_file, encoding=encoding).rows(labels_file)
         header = [name.strip() for name in next(rows, (0, []))[1]]
         column = self._label_column(header, label)
         named: Dict[str, int] = {}  # image -> the line naming it

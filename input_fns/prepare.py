@@ -10,7 +10,7 @@
   python -m input_fns.prepare csv --source=FILE_OR_GLOB --label=COLUMN --output_dir=OUT \
       [--validation_fraction=0.2] [--column_types=NAME:float,...] [--task=classification] \
       [--ignore_columns=id,name] [--delimiter=;] [--decimal=,] [--thousands=,] \
-      [--date_format=day/month/year]
+      [--encoding=cp1252] [--date_format=day/month/year]
   python -m input_fns.prepare examples --source=PATTERN --label=NAME [--output_dir=OUT]
   python -m input_fns.prepare csv_example --output_dir=OUT --num_shards=20   # generated, csv_mlp's
   python -m input_fns.prepare images --source_dir=ROOT --output_dir=OUT [--image_size=64x64] \

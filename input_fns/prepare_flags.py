@@ -88,6 +88,10 @@ def define_table_flags():
     flags.DEFINE_enum('decimal', None, ['.', ','], 'csv: the mark before a number\'s fraction '
                       '(default: , in a ;-separated file, as spreadsheets in such locales write '
                       'it, else .).')
+    flags.DEFINE_string('encoding', None, 'csv and --labels_file: the text encoding the file was '
+                        'saved in where it is not UTF-8 (default; a byte-order mark is dropped) '
+                        'or UTF-16 with its byte-order mark (read as such): e.g. cp1252, which '
+                        'Excel on Windows writes as "CSV (Comma delimited)".')
     flags.DEFINE_enum('thousands', None, ['.', ','], 'csv: the mark grouping a number\'s '
                       'thousands, where it could be a decimal mark too (1,234 in a file of '
                       'decimal points); other groupings ("1,234.50", "$1,234", 1 234,50) are '

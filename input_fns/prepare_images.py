@@ -6,10 +6,10 @@
 ROOT holds one sub-folder per class, as tf.keras.utils.image_dataset_from_directory reads it:
 the class names are the sub-folders' names, sorted (label i is the i-th name), and a class's
 images may lie in nested folders; or --labels_file names each image below ROOT and its class
-(input_fns/labels_file.py). Every file is decoded (PNG, JPEG, GIF, BMP, WebP) and fitted to
---image_size in worker processes, then stored as image_records' raw pixels. The split goes by
-a hash of each file's path below ROOT (input_fns/split.py), so adding photos moves none of
-the old ones. Everything is checked before anything is written: a bad tree writes nothing.
+(input_fns/labels_file.py). Every file is decoded (PNG, JPEG, GIF, BMP, WebP, TIFF, HEIC) and
+fitted to --image_size in worker processes, then stored as image_records' raw pixels. The split
+goes by a hash of each file's path below ROOT (input_fns/split.py), so adding photos moves none
+of the old ones. Everything is checked before anything is written: a bad tree writes nothing.
 """
 import re
 import time
@@ -127,7 +127,8 @@ def prepare_images(*, source_dir: str, output_dir: str, image_size: str, channel
                    resize: str, validation_fraction: float, skip_bad_images: bool,
                    decode_workers: int, num_shards: int, num_eval_shards: int, seed: int,
                    schema_from: Optional[str] = None, split: Optional[str] = None,
-                   labels_file: Optional[str] = None, label: Optional[str] = None) -> Dict:
+                   labels_file: Optional[str] = None, label: Optional[str] = None,
+                   encoding: Optional[str] = None) -> Dict:
     if not source_dir:
         raise UserError('--source_dir is required for images: the folder that holds one '
                         'sub-folder of images per class (or the images --labels_file names)')
@@ -136,7 +137,8 @@ def prepare_images(*, source_dir: str, output_dir: str, image_size: str, channel
     trained = file_patterns.schema_at(schema_from, 'images') if schema_from else {}
     if trained:  # fitted and labelled as the training photos were
         image_shape, resize = trained['image_shape'], trained['resize']
-    tree = (labels_file_module.LabelledFiles(source_dir, labels_file, label, trained.get('classes'))
+    tree = (labels_file_module.LabelledFiles(source_dir, labels_file, label, trained.get('classes'),
+                                             encoding)
             if labels_file else class_folders.ClassFolders(source_dir, trained.get('classes')))
     num_workers = decode_workers or parallel_python.default_num_workers()
     pixels, decoded = decode_all(tree, image_shape, resize, num_workers)

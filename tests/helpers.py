@@ -64,7 +64,7 @@ def run_prepare(prepare_fn, **overrides):
                   num_pairs=300, pairs_file=None, split=None, schema_from=None, strict=False,
                   pair_folds=1, image_size='64x64', channels='3', resize='pad',
                   rows_per_shard=100, num_features=1024, delimiter=None, decimal=None,
-                  ignore_columns=None, date_format=None, thousands=None,
+                  ignore_columns=None, date_format=None, thousands=None, encoding=None,
                   labels_file=None, label=None)
     values.update(overrides)
     return prepare_module.call_with_flags(prepare_fn, types.SimpleNamespace(**values))

@@ -128,6 +128,17 @@ def test_dnn_classifier_trains_then_the_eval_job_exports_the_best_and_it_serves(
         tabbed).stdout.strip().splitlines()]
     assert [line['probabilities'] for line in tab_lines] == [
         line['probabilities'] for line in lines[2:2 + 240]]
+    windows = f'{binary}/windows.csv'  # Excel on Windows: its code page, not UTF-8
+    with open(f'{binary}/table.csv') as f, open(windows, 'w', encoding='cp1252') as out:
+        out.write(f.read() + '70,ros\u00e9,0.5,1.0,rich\n')
+    assert_one_line_error(trainer('--mode=predict', f'--saved_model={export_dir}/best', windows,
+                                  check=False), 2, f'{windows}: not UTF-8 text (near line 242); '
+                          'pass --encoding=cp1252 if Excel on Windows saved it')
+    windows_lines = [json.loads(line) for line in trainer(
+        '--mode=predict', f'--saved_model={export_dir}/best', '--encoding=cp1252',
+        windows).stdout.strip().splitlines()]
+    assert [line['probabilities'] for line in windows_lines[:240]] == [
+        line['probabilities'] for line in lines[2:2 + 240]] and len(windows_lines) == 241
     latin1 = f'{binary}/latin1.jsonl'
     with open(latin1, 'wb') as f:
         f.write('{"age": 75, "color": "r\u00e9d"}\n'.encode('latin-1'))

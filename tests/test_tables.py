@@ -316,6 +316,49 @@ def test_prepare_csv_cli_without_the_label_column_exits_2_with_one_line(tmp_path
                           'week, score, income')
 
 
+def test_excel_on_windows_and_unicode_text_files_are_read_in_their_encodings(tmp_path):
+    """Excel's "CSV (Comma delimited)" on Windows is its code page (cp1252): --encoding names it,
+    the schema keeps it, --schema_from takes it; its "Unicode Text" is UTF-16 with a byte-order
+    mark, tab-separated: read as such without a flag."""
+    cities = {'M\u00fcnchen': '1.234,50 \u20ac', 'Caf\u00e9': '12,00 \u20ac',
+              'Z\u00fcrich': '7,25 \u20ac', 'Gen\u00e8ve': '3,00 \u20ac'}
+    text = spreadsheet(['city', 'price'], list(cities.items()) * 3, delimiter=';')
+    (tmp_path / 'windows.csv').write_bytes(text.encode('cp1252'))
+    (tmp_path / 'unicode.txt').write_bytes(text.replace(';', '\t').encode('utf-16'))
+    (tmp_path / 'held_out.csv').write_bytes(text.encode('cp1252'))
+
+    def prepare(name, **overrides):
+        out = str(tmp_path / name.replace('.', '_'))
+        return run_prepare(csv_tables.prepare_csv, source=str(tmp_path / name), output_dir=out,
+                           **table_args(**{'label': 'label', **overrides}))
+    with pytest.raises(UserError, match=re.escape(
+            f'{tmp_path}/windows.csv: not UTF-8 text (near line 2); pass --encoding=cp1252 if '
+            'Excel on Windows saved it')):
+        prepare('windows.csv')
+    tables = {}
+    for name, flags in (('windows.csv', {'encoding': 'windows-1252'}),
+                        ('unicode.txt', {'decimal': ','})):  # tabs leave the mark to --decimal
+        prepare(name, **flags)
+        out = tmp_path / name.replace('.', '_')
+        schema = json.load(open(out / 'manifest.json'))['schema']
+        [(features, _)] = read_back(str(out), schema)
+        tables[name] = (schema.pop('csv_format'), {key: sorted(set(value.numpy().tolist()))
+                                                   for key, value in features.items()})
+    assert tables['windows.csv'][0] == {'delimiter': ';', 'decimal': ',', 'encoding': 'cp1252'}
+    assert tables['unicode.txt'][0] == {'delimiter': '\t', 'decimal': ','}
+    assert tables['windows.csv'][1] == tables['unicode.txt'][1] == {
+        'city': sorted(name.encode() for name in cities),
+        'price': pytest.approx([3.0, 7.25, 12.0, 1234.5])}
+    # A held-out file in the training data's encoding, without the flag.
+    entries = run_prepare(csv_tables.prepare_csv, source=str(tmp_path / 'held_out.csv'),
+                          output_dir=str(tmp_path / 'windows_csv'), split='test',
+                          schema_from=str(tmp_path / 'windows_csv'), **table_args(label=None))
+    assert entries['test']['num_records'] == 12
+    with pytest.raises(UserError, match=r'--encoding=klingon: not a text encoding Python reads; '
+                                        r'give the one the file was saved in, e.g. cp1252'):
+        prepare('windows.csv', encoding='klingon')
+
+
 def test_a_held_out_csv_takes_the_training_tables_types_with_schema_from(tmp_path):
     """Whole numbers alone read as an int column; --schema_from keeps training's float, and
     --split=test writes every row there, beside the training splits, keeping their schema."""

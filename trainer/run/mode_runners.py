@@ -101,7 +101,7 @@ def run_predict(settings, arguments: List[str]):
     try:
         predict.print_json_lines(predict.predict_rows(settings.saved_model, arguments,
                                                       settings.signature, settings.decimal,
-                                                      settings.thousands))
+                                                      settings.thousands, settings.encoding))
     except tf.errors.OpError as e:
         raise store_failures.as_store_error(e, settings) or e
 

@@ -25,8 +25,8 @@ def is_table_file(path: str) -> bool:
     return path.endswith(TABLE_SUFFIXES)
 
 
-def _csv_rows(path: str, delimiter: str) -> Iterator[Tuple[int, Dict[str, str]]]:
-    rows = csv_files.read_rows(path, delimiter)
+def _csv_rows(path: str, read_as: csv_files.CsvFormat) -> Iterator[Tuple[int, Dict[str, str]]]:
+    rows = read_as.rows(path)
     header = [column_choice.feature_name(name) for name in next(rows, (0, []))[1]]
     for line, fields in rows:
         if len(fields) != len(header):
@@ -80,11 +80,11 @@ def _example(row: Dict, features: Dict[str, str], where: str,
 
 
 def predict_rows(signatures, saved_model_dir: str, paths: List[str],
-                 decimal: Optional[str] = None, thousands: Optional[str] = None
-                 ) -> Iterator[Dict]:
+                 decimal: Optional[str] = None, thousands: Optional[str] = None,
+                 encoding: Optional[str] = None) -> Iterator[Dict]:
     """One output row per input row of the files, in order: {'file', 'line', outputs...}, as
-    each batch of BATCH_ROWS is served (a big file is not held in memory). decimal, thousands:
-    --decimal and --thousands, a CSV's marks where they are not the detected ones."""
+    each batch of BATCH_ROWS is served (a big file is not held in memory). decimal, thousands,
+    encoding: --decimal, --thousands and --encoding, a CSV's where they are not as detected."""
     if EXAMPLES_SIGNATURE not in signatures or 'serving_default' not in signatures:
         raise UserError(f'{saved_model_dir}: not a table model\'s export (no {EXAMPLES_SIGNATURE} '
                         'signature); predict on rows takes a canned model\'s export')
@@ -94,8 +94,9 @@ def predict_rows(signatures, saved_model_dir: str, paths: List[str],
         if path.endswith(('.json', '.jsonl')):
             rows, read_as = _json_rows(path), csv_files.CsvFormat()
         else:
-            read_as = csv_files.file_format(path, decimal=decimal, thousands=thousands)
-            rows = _csv_rows(path, read_as.delimiter)
+            read_as = csv_files.file_format(path, decimal=decimal, thousands=thousands,
+                                            encoding=encoding)
+            rows = _csv_rows(path, read_as)
         batch = []
         for line, row in rows:
             batch.append((line, _example(row, features, f'{path} line {line}', read_as)))

@@ -227,8 +227,8 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
                                        '*.csv')
     csv_format = csv_files.file_format(paths[0], delimiter, decimal,
                                        *held_out.csv_reading(trained, thousands, encoding))
-    logging.info('--source=%s: read as %s (--delimiter and --decimal say otherwise)', source,
-                 csv_format.description())
+    logging.info('--source=%s: read as %s (--delimiter, --decimal, --encoding say otherwise)',
+                 source, csv_format.description())
     table = Table(paths, label, column_types, task, na_values, known_types, csv_format,
                   ignore_columns, weight_column, (date_format, held_out.date_formats(trained)))
     stats = table_schema.TableStats(table.columns, table.dtypes, label, table.task,

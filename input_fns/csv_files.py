@@ -6,9 +6,8 @@ Spreadsheets write CSV their locale's way: Excel set to a language with a decima
 (which would otherwise become part of the first column's name). Its "CSV (Comma delimited)" on
 Windows is not UTF-8 but the Windows code page (cp1252 in Western Europe and the Americas), which
 --encoding names; its "Unicode Text" is UTF-16 with a byte-order mark, read as such without a
-flag. The delimiter is read from the
-file's first lines unless given; the decimal mark follows it (a comma after `;`, else a point)
-unless given. `prepare csv` records the format in the schema; `--mode=predict` reads new rows
+flag. The delimiter is read from the file's first lines unless given; the decimal mark follows
+it (a comma after `;`, else a point) unless given. `prepare csv` records the format in the schema; `--mode=predict` reads new rows
 with the same detection. Numbers formatted as money, percents or with their thousands grouped
 are read by input_fns/number_formats.py.
 """
@@ -101,7 +100,7 @@ def open_text(path: str, encoding: str = DEFAULT_ENCODING) -> io.TextIOBase:
     """The file's text: in encoding, or as UTF-8 ('utf-8-sig' drops a leading byte-order mark),
     or as UTF-16 where it starts with UTF-16's byte-order mark."""
     stream = _open_bytes(path)
-    return io.TextIOWrapper(stream, encoding=_codec(stream, encoding), newline='')
+    return io.TextIOWrapper(stream, encoding=_codec(stream.peek(2)[:2], encoding), newline='')
 
 
 def _open_bytes(path: str):
@@ -109,10 +108,11 @@ def _open_bytes(path: str):
     return gzip.GzipFile(fileobj=raw, mode='rb') if path.endswith('.gz') else raw
 
 
-def _codec(stream, encoding: str) -> str:
+def _codec(head: bytes, encoding: str) -> str:
+    """The codec that reads a file starting with head: encoding's, unless it is the default."""
     if encoding != DEFAULT_ENCODING:
         return encoding
-    return 'utf-16' if stream.peek(2)[:2] in _UTF16_MARKS else 'utf-8-sig'
+    return 'utf-16' if head[:2] in _UTF16_MARKS else 'utf-8-sig'
 
 
 def _line_not_decoded(path: str, encoding: str) -> int:
@@ -120,7 +120,7 @@ def _line_not_decoded(path: str, encoding: str) -> int:
     with _open_bytes(path) as stream:
         start = stream.read(DETECTION_BYTES)
     try:
-        start.decode(_codec(io.BufferedReader(io.BytesIO(start)), encoding))
+        start.decode(_codec(start, encoding))
     except UnicodeDecodeError as e:
         return start[:e.start].count(b'\n') + 1
     return 1

@@ -147,9 +147,9 @@ def train_op(loss, params, batch_accuracy=None, update_ops=()):
     with tf.control_dependencies(list(update_ops)):
         gradients = optimizer.compute_gradients(loss)
         # The decay reads each kernel after the gradient has: the step is taken at one point.
-        computed = [gradient for gradient, _ in gradients if gradient is not None]
-        with tf.control_dependencies(computed):
-            decay = decayed_kernels([variable for _, variable in gradients], rate,
+        trained = [(gradient, variable) for gradient, variable in gradients if gradient is not None]
+        with tf.control_dependencies([gradient for gradient, _ in trained]):
+            decay = decayed_kernels([variable for _, variable in trained], rate,
                                     params.get('weight_decay') or 0.0)
         with tf.control_dependencies(decay):
             return optimizer.apply_gradients(

@@ -193,7 +193,9 @@ def test_mnist_cnn_blocks_can_stack_convolutions_before_their_pool():
 
 
 def still_model_fn(features, labels, mode, params):
-    """A kernel and a bias the loss does not move (zero gradients): only weight decay can."""
+    """A kernel and a bias the loss does not move (zero gradients): only weight decay can; and
+    a kernel the loss does not read (no gradient), which nothing trains."""
+    tf.compat.v1.get_variable('idle', initializer=tf.ones([2, 2]))
     kernel = tf.compat.v1.get_variable('kernel', initializer=tf.ones([2, 3]))
     bias = tf.compat.v1.get_variable('bias', initializer=tf.ones([3]))
     loss = 0.0 * (tf.reduce_sum(kernel) + tf.reduce_sum(bias) + tf.reduce_sum(features['x']))
@@ -207,6 +209,7 @@ def trained_kernel_and_bias(model_dir, params, steps, plan=None):
     estimator.train(lambda: tf.data.Dataset.from_tensors(
         ({'x': tf.zeros([2])}, tf.zeros([2]))).repeat(), max_steps=steps)
     checkpoint = tf.train.load_checkpoint(str(model_dir))
+    np.testing.assert_allclose(checkpoint.get_tensor('idle'), np.ones([2, 2]))
     return checkpoint.get_tensor('kernel'), checkpoint.get_tensor('bias')
 
 

@@ -7,9 +7,10 @@ Spreadsheets write CSV their locale's way: Excel set to a language with a decima
 Windows is not UTF-8 but the Windows code page (cp1252 in Western Europe and the Americas), which
 --encoding names; its "Unicode Text" is UTF-16 with a byte-order mark, read as such without a
 flag. The delimiter is read from the file's first lines unless given; the decimal mark follows
-it (a comma after `;`, else a point) unless given. `prepare csv` records the format in the schema; `--mode=predict` reads new rows
-with the same detection. Numbers formatted as money, percents or with their thousands grouped
-are read by input_fns/number_formats.py.
+it (a comma after `;`, else a point) unless given. `prepare csv` records the format in the
+schema; `--mode=predict` reads new rows with the same detection. Numbers formatted as money,
+percents or with their thousands grouped are read by input_fns/number_formats.py; an Excel
+workbook's cells by input_fns/workbooks.py.
 """
 import codecs
 import csv
@@ -22,6 +23,7 @@ from typing import Iterator, List, Optional, Tuple
 
 from common import files
 from common.errors import UserError
+from input_fns import workbooks
 
 # The delimiters a file may be read with, by what --delimiter may call them; ',' wins a tie.
 DELIMITERS = {',': ',', 'comma': ',', ';': ';', 'semicolon': ';', 'tab': '\t', '\\t': '\t',
@@ -40,17 +42,23 @@ class CsvFormat:
     decimal: str = '.'
     thousands: Optional[str] = None  # --thousands: the mark grouping digits (number_formats)
     encoding: str = DEFAULT_ENCODING  # --encoding: the text's, where it is not UTF-8 or UTF-16
+    workbook: bool = False  # an Excel workbook (input_fns/workbooks.py): typed cells, no text
 
     def to_json(self):
         return {'delimiter': self.delimiter, 'decimal': self.decimal,
                 **({'thousands': self.thousands} if self.thousands else {}),
-                **({'encoding': self.encoding} if self.encoding != DEFAULT_ENCODING else {})}
+                **({'encoding': self.encoding} if self.encoding != DEFAULT_ENCODING else {}),
+                **({'workbook': True} if self.workbook else {})}
 
     def rows(self, path: str) -> Iterator[Tuple[int, List[str]]]:
         """read_rows of a file in this format."""
+        if self.workbook:
+            return workbooks.read_rows(path)
         return read_rows(path, self.delimiter, self.encoding)
 
     def description(self) -> str:
+        if self.workbook:
+            return 'an Excel workbook\'s first sheet'
         return (f'{DELIMITER_NAMES[self.delimiter]}-separated, with a decimal '
                 f'{MARK_NAMES[self.decimal]}' +
                 (f', in {self.encoding}' if self.encoding != DEFAULT_ENCODING else ''))
@@ -193,6 +201,8 @@ def file_format(path: str, delimiter: Optional[str] = None, decimal: Optional[st
                 thousands: Optional[str] = None, encoding: Optional[str] = None) -> CsvFormat:
     """The format of a CSV file: --delimiter, --decimal, --thousands and --encoding where given,
     else as detected (no thousands mark: number_formats reads one where no other reading fits)."""
+    if workbooks.is_workbook(path):  # numbers in cells, not text: no marks to read
+        return CsvFormat(workbook=True)
     encoding = parse_encoding(encoding)
     delimiter = parse_delimiter(delimiter) if delimiter else detect_delimiter(path, encoding)
     mark = decimal or (',' if delimiter == ';' else '.')

@@ -223,12 +223,12 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
         trained, label, task, weight_column, ignore_columns)
     if not label:
         raise UserError('--label is required for csv: the column to predict')
-    paths = file_patterns.source_files(source, 'a CSV file (.csv or .csv.gz) or a glob of them',
-                                       '*.csv')
+    paths = file_patterns.source_files(source, 'a CSV file (.csv, .csv.gz), an Excel workbook '
+                                       '(.xlsx) or a glob of them', '*.csv')
     csv_format = csv_files.file_format(paths[0], delimiter, decimal,
                                        *held_out.csv_reading(trained, thousands, encoding))
-    logging.info('--source=%s: read as %s (--delimiter, --decimal, --encoding say otherwise)',
-                 source, csv_format.description())
+    logging.info('--source=%s: read as %s%s', source, csv_format.description(), '' if
+                 csv_format.workbook else ' (--delimiter, --decimal, --encoding say otherwise)')
     table = Table(paths, label, column_types, task, na_values, known_types, csv_format,
                   ignore_columns, weight_column, (date_format, held_out.date_formats(trained)))
     stats = table_schema.TableStats(table.columns, table.dtypes, label, table.task,

@@ -226,3 +226,25 @@ def write_fake_checkpoints(model_dir, steps, newest_saved):
     for step in steps:
         (model_dir / f'model.ckpt-{step}.index').write_text('')
     (model_dir / 'checkpoint').write_text(f'model_checkpoint_path: "model.ckpt-{newest_saved}"\n')
+
+
+def csv_as_workbook(text: str, path, sheet: str = 'Sheet1') -> str:
+    """The CSV text as an Excel workbook of typed cells, as Excel would hold it: whole numbers as
+    ints, other numbers as floats, empty fields as empty cells, the rest as text."""
+    import csv
+    import io
+    import openpyxl
+
+    def typed(field):
+        for kind in (int, float):
+            try:
+                return kind(field)
+            except ValueError:
+                pass
+        return field or None
+    book = openpyxl.Workbook()
+    book.active.title = sheet
+    for fields in csv.reader(io.StringIO(text)):
+        book.active.append([typed(field) for field in fields])
+    book.save(str(path))
+    return str(path)

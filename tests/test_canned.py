@@ -10,7 +10,7 @@ import random
 import pytest
 import tensorflow as tf
 
-from helpers import assert_one_line_error, run_module, run_prepare
+from helpers import assert_one_line_error, csv_as_workbook, run_module, run_prepare
 from input_fns import csv_tables, prepare
 from serving_loader_checks import assert_same_answers, check_against_python
 
@@ -139,6 +139,13 @@ def test_dnn_classifier_trains_then_the_eval_job_exports_the_best_and_it_serves(
         windows).stdout.strip().splitlines()]
     assert [line['probabilities'] for line in windows_lines[:240]] == [
         line['probabilities'] for line in lines[2:2 + 240]] and len(windows_lines) == 241
+    with open(f'{binary}/table.csv') as f:  # the rows kept in Excel: typed cells
+        book = csv_as_workbook(f.read(), f'{binary}/table.xlsx')
+    book_lines = [json.loads(line) for line in trainer(
+        '--mode=predict', f'--saved_model={export_dir}/best', book).stdout.strip().splitlines()]
+    assert [line['probabilities'] for line in book_lines] == [
+        line['probabilities'] for line in lines[2:2 + 240]]
+    assert book_lines[0]['file'] == book and book_lines[0]['line'] == 2
     latin1 = f'{binary}/latin1.jsonl'
     with open(latin1, 'wb') as f:
         f.write('{"age": 75, "color": "r\u00e9d"}\n'.encode('latin-1'))

@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 from common.errors import UserError
-from helpers import REPO, assert_one_line_error, run_module, run_prepare
+from helpers import REPO, assert_one_line_error, csv_as_workbook, run_module, run_prepare
 from input_fns import csv_files, csv_tables, example_tables, pipeline, table_records
 from trainer.serving import predict_table
 
@@ -168,9 +168,11 @@ def spreadsheet(columns, rows, delimiter=','):
 
 
 def prepared_columns(tmp_path, name, text, **overrides):
-    """({feature: dtype}, {feature: its values sorted}, schema) of a CSV prepared, none held out."""
+    """({feature: dtype}, {feature: its values sorted}, schema) of a CSV prepared, none held out
+    (text None: the file tmp_path/name as it is)."""
     out = str(tmp_path / name.replace('.', '_'))
-    run_prepare(csv_tables.prepare_csv, source=write(tmp_path / name, text), output_dir=out,
+    source = str(tmp_path / name) if text is None else write(tmp_path / name, text)
+    run_prepare(csv_tables.prepare_csv, source=source, output_dir=out,
                 **table_args(label='label', validation_fraction=0.0, **overrides))
     schema = json.load(open(os.path.join(out, 'manifest.json')))['schema']
     [(features, _)] = read_back(out, schema)
@@ -357,6 +359,48 @@ def test_excel_on_windows_and_unicode_text_files_are_read_in_their_encodings(tmp
     with pytest.raises(UserError, match=r'--encoding=klingon: not a text encoding Python reads; '
                                         r'give the one the file was saved in, e.g. cp1252'):
         prepare('windows.csv', encoding='klingon')
+
+
+def test_an_excel_workbook_is_read_as_its_cells_and_makes_its_csvs_table(tmp_path):
+    """The first sheet's typed cells: the same table as the CSV of them; dates and a percent
+    cell as the values they hold; an empty formatted cell past the header is no column."""
+    import datetime
+    import openpyxl
+    tables = {}
+    for name, source in (('plain', write(tmp_path / 'plain.csv', PEOPLE)),
+                         ('book', csv_as_workbook(PEOPLE, tmp_path / 'book.xlsx'))):
+        out = str(tmp_path / name)
+        run_prepare(csv_tables.prepare_csv, source=source, output_dir=out, **table_args())
+        schema = json.load(open(os.path.join(out, 'manifest.json')))['schema']
+        csv_format, _ = schema.pop('csv_format'), schema.pop('source')
+        [(features, labels)] = read_back(out, schema)
+        tables[name] = schema, {k: v.numpy().tolist() for k, v in features.items()}, labels.numpy().tolist()
+    assert csv_format == {'delimiter': ',', 'decimal': '.', 'workbook': True}
+    assert tables['book'] == tables['plain']
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.append(['when', 'share', 'label'])
+    for day in range(1, 13):
+        sheet.append([datetime.datetime(2024, 1, day, 9 * (day % 2)), day / 8, 'ab'[day % 2]])
+        sheet.cell(sheet.max_row, 2).number_format = '0.0%'  # shown as 12.5%: holds 0.125
+    sheet['E1'].number_format = '0.0%'  # formatted, empty: not a column
+    book.create_sheet('Notes')
+    book.save(tmp_path / 'dates.xlsx')
+    dtypes, values, schema = prepared_columns(tmp_path, 'dates.xlsx', None)
+    assert dtypes == {'when': 'date', 'share': 'float'}
+    assert values['share'] == pytest.approx([day / 8 for day in range(1, 13)])
+    assert schema['features'][0]['first'] == '2024-01-01 09:00:00'
+
+    (tmp_path / 'csv.xlsx').write_text(PEOPLE)
+    with pytest.raises(UserError, match=r'csv.xlsx: not an Excel workbook \(.xlsx\) .*; save it '
+                                        r'again from Excel, or as CSV'):
+        prepared_columns(tmp_path, 'csv.xlsx', None)
+    sheet['D5'] = 'stray'
+    book.save(tmp_path / 'stray.xlsx')
+    with pytest.raises(UserError, match=r"stray.xlsx row 5: 'stray' is past the header's last "
+                                        r'column; name its column in the header row, or clear it'):
+        prepared_columns(tmp_path, 'stray.xlsx', None)
 
 
 def test_a_held_out_csv_takes_the_training_tables_types_with_schema_from(tmp_path):

@@ -12,9 +12,10 @@ from typing import Dict, Iterator, List, Optional, Tuple
 import tensorflow as tf
 
 from common.errors import UserError, op_error_summary
-from input_fns import column_choice, csv_files, number_formats, table_records, table_schema
+from input_fns import (column_choice, csv_files, number_formats, table_records, table_schema,
+                       workbooks)
 
-TABLE_SUFFIXES = ('.csv', '.csv.gz', '.tsv', '.tsv.gz', '.jsonl', '.json')
+TABLE_SUFFIXES = ('.csv', '.csv.gz', '.tsv', '.tsv.gz', '.jsonl', '.json', *workbooks.SUFFIXES)
 EXAMPLES_SIGNATURE = 'predict_examples'
 BATCH_ROWS = 1000
 _DTYPES = {tf.int64: 'int', tf.float32: 'float', tf.string: 'string'}

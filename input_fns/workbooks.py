@@ -22,6 +22,10 @@ _TOLD = set()  # the workbooks whose other sheets the log has named
 
 
 def is_workbook(path: str) -> bool:
+    """A workbook by its name; UserError for Excel 97-2003's, which openpyxl does not read."""
+    if path.lower().endswith('.xls'):
+        raise UserError(f'{path}: an Excel 97-2003 workbook (.xls), which is not read; save it as '
+                        'an Excel Workbook (.xlsx) or as CSV')
     return path.lower().endswith(SUFFIXES)
 
 

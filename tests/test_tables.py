@@ -392,6 +392,10 @@ def test_an_excel_workbook_is_read_as_its_cells_and_makes_its_csvs_table(tmp_pat
     assert values['share'] == pytest.approx([day / 8 for day in range(1, 13)])
     assert schema['features'][0]['first'] == '2024-01-01 09:00:00'
 
+    (tmp_path / 'old.xls').write_bytes(b'\xd0\xcf\x11\xe0')  # the OLE2 files of Excel 97-2003
+    with pytest.raises(UserError, match=r'old.xls: an Excel 97-2003 workbook \(.xls\), which is '
+                                        r'not read; save it as an Excel Workbook \(.xlsx\) or as CSV'):
+        prepared_columns(tmp_path, 'old.xls', None)
     (tmp_path / 'csv.xlsx').write_text(PEOPLE)
     with pytest.raises(UserError, match=r'csv.xlsx: not an Excel workbook \(.xlsx\) .*; save it '
                                         r'again from Excel, or as CSV'):

@@ -38,12 +38,10 @@ def cell_text(value) -> str:
     if isinstance(value, datetime.datetime):
         if value.time() == datetime.time():
             return value.date().isoformat()
-        return value.isoformat(sep=' ', timespec='seconds' if not value.microsecond else 'auto')
+        return value.isoformat(sep=' ')  # seconds, and their fraction only where there is one
     if isinstance(value, (datetime.date, datetime.time)):
         return value.isoformat()
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
+    return str(value)  # a float's shortest digits that read back as it (its repr)
 
 
 def read_rows(path: str) -> Iterator[Tuple[int, List[str]]]:

@@ -233,7 +233,7 @@ def test_predict_unreadable_image(exported, tmp_path):
     result = run_module('trainer.main', '--mode=predict', f'--saved_model={saved_model}', str(bad),
                         check=False)
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines()[-1] == f'error: {bad}: not a PNG, JPEG, GIF, BMP, WebP, TIFF or HEIC image'
+    assert result.stderr.strip().splitlines()[-1] == f'error: {bad}: not a PNG, JPEG, GIF, BMP, WebP, TIFF, HEIC or AVIF image'
 
 
 # test_tuner_metrics' trial (--mode=train_and_evaluate, its eval_default summaries read back)

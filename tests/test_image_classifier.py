@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from helpers import assert_one_line_error, run_module, run_prepare, run_together
-from image_tree import (STORED_AS, TINY_WEBP, class_image, encode, heic_bytes, tiff_bytes,
+from image_tree import (STORED_AS, TINY_WEBP, avif_bytes, class_image, encode, heic_bytes, tiff_bytes,
                         tiny_webp_pixels, with_orientation, write_image_tree)
 from input_fns import prepare_images
 from serving_loader_checks import as_array, check_against_python, replayed_warmup
@@ -147,14 +147,16 @@ def test_predict_prints_each_files_class_name_and_score(trained, tmp_path):
     (tmp_path / 'cat.png').write_bytes(encode(tiny_webp_pixels(), 'png'))
     (tmp_path / 'cat.tif').write_bytes(tiff_bytes(tiny_webp_pixels()))
     (tmp_path / 'cat.heic').write_bytes(heic_bytes(tiny_webp_pixels()))
+    (tmp_path / 'cat.avif').write_bytes(avif_bytes(tiny_webp_pixels()))
     result = run_module('trainer.main', '--mode=predict', f'--saved_model={trained.export_dir}/best',
                         *(str(tmp_path / name) for name in ('fox.bmp', 'cat.webp', 'cat.png',
-                                                            'cat.tif', 'cat.heic')))
-    [row, webp, png, tiff, heic] = [json.loads(line) for line in result.stdout.splitlines()]
+                                                            'cat.tif', 'cat.heic', 'cat.avif')))
+    [row, webp, png, tiff, heic, avif] = [json.loads(line) for line in result.stdout.splitlines()]
     # A WebP, a TIFF, a HEIC served as the same photo's PNG (1e-6: the rows of one batch, computed
-    # apart).
+    # apart); an AVIF as nearly the same (its pixels a level off at most).
     for converted in (webp, tiff, heic):
         np.testing.assert_allclose(converted['probabilities'], png['probabilities'], atol=1e-6)
+    np.testing.assert_allclose(avif['probabilities'], png['probabilities'], atol=0.02)
     assert row['image'] == str(tmp_path / 'fox.bmp') and row['class_name'] in CLASSES
     assert row['score'] == max(row['probabilities'])
     # The same photo in a REST body, through what --mode=predict runs on a .json file (here in
@@ -167,7 +169,7 @@ def test_predict_prints_each_files_class_name_and_score(trained, tmp_path):
     assert rest_row['score'] == pytest.approx(row['score'], abs=1e-6)  # a batch of 1, not 3
     result = run_module('trainer.main', '--mode=predict', f'--saved_model={trained.export_dir}/best',
                         str(tmp_path / 'fox.bmp'), str(tmp_path / 'broken.png'), check=False)
-    assert_one_line_error(result, 2, f'{tmp_path}/broken.png: not a PNG, JPEG, GIF, BMP, WebP, TIFF or HEIC image')
+    assert_one_line_error(result, 2, f'{tmp_path}/broken.png: not a PNG, JPEG, GIF, BMP, WebP, TIFF, HEIC or AVIF image')
 
 
 def test_image_classifier_refuses_shards_without_an_images_schema(digit_shards, tmp_path):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from image_tree import (STORED_AS, heic_bytes, tiff_bytes, tiny_webp_pixels,
+from image_tree import (STORED_AS, avif_bytes, heic_bytes, tiff_bytes, tiny_webp_pixels,
                         webp_with_orientation, with_orientation)
 from input_fns import converted_images, face_images, face_photos, image_orientation, image_records
 
@@ -34,7 +34,7 @@ def test_each_orientation_is_turned_upright_in_either_byte_order_after_any_app0(
 
 
 @pytest.mark.parametrize('orientation', range(1, 9))
-def test_a_webp_tiff_or_heic_photo_is_converted_upright(orientation):
+def test_a_webp_tiff_heic_or_avif_photo_is_converted_upright(orientation):
     """libwebp reads no orientation, and libtiff flips a photo but does not turn it (5-8);
     libheif turns a HEIC by its irot and imir boxes, and its EXIF tag is not applied again."""
     stored = np.ascontiguousarray(STORED_AS[orientation](UPRIGHT))
@@ -43,6 +43,10 @@ def test_a_webp_tiff_or_heic_photo_is_converted_upright(orientation):
                                (heic_bytes(stored, orientation), stored)):
         upright = tf.io.decode_png(converted_images.decodable(encoded)).numpy()[..., :3]
         np.testing.assert_array_equal(STORED_AS[orientation](upright), as_stored)
+    # Pillow reads an AVIF's irot and imir boxes as an orientation (its YUV: a few levels off).
+    upright = tf.io.decode_png(converted_images.decodable(avif_bytes(stored, orientation))).numpy()
+    assert upright.shape == UPRIGHT.shape
+    assert np.abs(upright.astype(int) - UPRIGHT).max() <= 4
 
 
 def test_what_has_no_readable_orientation_is_left_as_stored():

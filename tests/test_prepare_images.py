@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from common.errors import UserError
 from helpers import assert_one_line_error, run_module, run_prepare
-from image_tree import (TINY_GIF, TINY_WEBP, bmp_bytes, class_image, encode, heic_bytes,
+from image_tree import (TINY_GIF, TINY_WEBP, avif_bytes, bmp_bytes, class_image, encode, heic_bytes,
                         tiff_bytes, tiny_webp_pixels, with_orientation, write_image_tree)
 from input_fns import converted_images, image_records, prepare_images, split
 
@@ -148,7 +148,7 @@ def test_a_webp_tiff_or_heic_photo_is_prepared_as_the_same_photo_in_png(tmp_path
     assert split_pixels(tmp_path / 'heic_out', 'train', [16, 24, 3]) == png
 
 
-def test_a_phones_heic_is_read_by_its_brand_and_an_avif_is_not_taken_for_one():
+def test_a_phones_heic_and_an_avif_are_read_by_their_brands():
     pixels = np.kron(tiny_webp_pixels(), np.ones([4, 4, 1], np.uint8))  # smooth: lossy keeps it
     lossy = heic_bytes(pixels, lossless=False)  # as an iPhone writes it: HEVC 4:2:0, 'heic'
     assert lossy[8:12] == b'heic' and converted_images.format_of(lossy) == 'heic'
@@ -161,9 +161,15 @@ def test_a_phones_heic_is_read_by_its_brand_and_an_avif_is_not_taken_for_one():
         brands = major + b'\0\0\0\0' + b''.join(compatible)
         return (8 + len(brands)).to_bytes(4, 'big') + b'ftyp' + brands + b'\0' * 16
     assert converted_images.format_of(ftyp(b'mif1', b'mif1', b'heic')) == 'heic'
-    for other in (ftyp(b'avif', b'avif', b'mif1'), ftyp(b'mif1', b'mif1', b'avif'),
-                  ftyp(b'isom', b'mp41')):  # AVIF (libheif here has no AV1 decoder), an MP4
-        assert converted_images.format_of(other) is None
+    # AVIF is HEIF too, but AV1 inside: Pillow's libavif reads it, as libheif here cannot.
+    for avif in (ftyp(b'avif', b'avif', b'mif1'), ftyp(b'mif1', b'mif1', b'avif')):
+        assert converted_images.format_of(avif) == 'avif'
+    assert converted_images.format_of(ftyp(b'isom', b'mp41')) is None  # an MP4
+    avif = avif_bytes(pixels)
+    decoded = tf.io.decode_png(converted_images.decodable(avif)).numpy()
+    assert decoded.shape == pixels.shape and np.abs(decoded - pixels.astype(int)).max() <= 4
+    grey = avif_bytes(np.repeat(pixels[..., :1], 3, -1))
+    assert tf.io.decode_png(converted_images.decodable(grey)).numpy().shape[:2] == pixels.shape[:2]
 
 
 def test_greyscale_and_skipped_bad_images_are_counted(tmp_path):
@@ -182,21 +188,24 @@ def test_greyscale_and_skipped_bad_images_are_counted(tmp_path):
     ({'cat/1.png': 'png'}, 'one class folder (cat); a classifier needs two or more'),
     ({'cat/1.png': 'png', 'dog/readme.txt': 'text'}, '/dog: no images in this class folder'),
     ({'cat/1.png': 'png', 'dog/2.bmp': 'bmp', 'dog/3.png': 'garbage'},
-     '/dog/3.png: not a decodable PNG, JPEG, GIF, BMP, WebP, TIFF or HEIC image'),
+     '/dog/3.png: not a decodable PNG, JPEG, GIF, BMP, WebP, TIFF, HEIC or AVIF image'),
     ({'train/cat/1.png': 'png', 'test/cat/2.png': 'png'},
      'photos: its folders (test, train) are splits, not classes; give the training split\'s folder '
      'of class folders (--source_dir=ROOT/train)'),
     ({'cat/1.png': 'png', 'dog/2.webp': 'cut_webp'},
-     '/dog/2.webp: not a decodable PNG, JPEG, GIF, BMP, WebP, TIFF or HEIC image (contents could '
-     'not be decoded as WebP'),
+     '/dog/2.webp: not a decodable PNG, JPEG, GIF, BMP, WebP, TIFF, HEIC or AVIF image (contents '
+     'could not be decoded as WebP'),
     ({'cat/1.png': 'png', 'dog/2.heic': 'cut_heic'},
-     '/dog/2.heic: not a decodable PNG, JPEG, GIF, BMP, WebP, TIFF or HEIC image (HEIC: '),
+     '/dog/2.heic: not a decodable PNG, JPEG, GIF, BMP, WebP, TIFF, HEIC or AVIF image (HEIC: '),
+    ({'cat/1.png': 'png', 'dog/2.avif': 'cut_avif'},
+     '/dog/2.avif: not a decodable PNG, JPEG, GIF, BMP, WebP, TIFF, HEIC or AVIF image (AVIF: '),
 ])
 def test_bad_trees_are_refused_before_anything_is_written(tmp_path, layout, message):
     contents = {'png': tf.io.encode_png(np.zeros([4, 4, 3], np.uint8)).numpy(),
                 'bmp': bmp_bytes(np.zeros([4, 4, 3], np.uint8)), 'text': b'hello',
                 'garbage': b'\x89PNG but not', 'cut_webp': TINY_WEBP[:30],
-                'cut_heic': heic_bytes(tiny_webp_pixels())[:200]}
+                'cut_heic': heic_bytes(tiny_webp_pixels())[:200],
+                'cut_avif': avif_bytes(tiny_webp_pixels())[:200]}
     (tmp_path / 'photos').mkdir()
     for relative, kind in layout.items():
         (tmp_path / 'photos' / relative).parent.mkdir(parents=True, exist_ok=True)

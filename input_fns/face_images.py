@@ -34,7 +34,7 @@ def _crop_box(shape, crop_fraction, jitter=None):
 
 def decode_face(jpeg, geometry: FaceGeometry, jitter=None):
     """JPEG bytes -> float32 [size, size, channels] in [0, 1]; decodes only the central crop.
-    Reads no EXIF orientation: prepare stores photos upright (face_photos.turned_upright)."""
+    Reads no EXIF orientation: prepare stores photos upright (face_photos.as_upright_jpeg)."""
     top, left, side = _crop_box(tf.io.extract_jpeg_shape(jpeg), geometry.crop_fraction, jitter)
     image = tf.io.decode_and_crop_jpeg(jpeg, tf.stack([top, left, side, side]),
                                        channels=geometry.channels)

@@ -1,5 +1,8 @@
-"""A face photo as `prepare faces` and `prepare face_pairs` read it: checked to decode as training
-decodes it, and stored upright."""
+"""A face photo as `prepare faces` and `prepare face_pairs` read it: stored as a JPEG upright, and
+checked to decode as training decodes it. Training decodes only the central crop of a JPEG
+(tf.io.decode_and_crop_jpeg: the fastest decode there is), so a photo in any other format (PNG,
+WebP, HEIC, AVIF...: input_fns/converted_images.py) and a CMYK JPEG, which libjpeg makes no grey
+from, are stored re-encoded as an RGB JPEG (quality 95, no chroma subsampling)."""
 from typing import Dict
 
 import tensorflow as tf
@@ -7,7 +10,7 @@ from absl import logging
 
 from common import files, paths
 from common.errors import UserError, op_error_summary
-from input_fns import face_images, image_orientation
+from input_fns import converted_images, face_images, image_orientation
 
 
 @tf.function(input_signature=[tf.TensorSpec([], tf.string)])
@@ -20,24 +23,33 @@ def decode_as_training_does(jpeg):
 
 
 @tf.function(input_signature=[tf.TensorSpec([], tf.string)])
-def turned_upright(jpeg):
-    """A JPEG with an EXIF orientation (a phone's portrait photo is stored sideways) as a viewer
-    shows it: decoded, turned and encoded again, the tag dropped with the rest of EXIF; any
-    other as it is. Training reads no EXIF (reading the tag in its pipeline more than halved
-    LFW's pairs/s), so prepare stores every photo upright."""
-    orientation = image_orientation.exif_orientation(jpeg)
+def as_upright_jpeg(encoded):
+    """PNG, GIF (its first frame), BMP or JPEG bytes as an RGB JPEG, turned as a JPEG's EXIF
+    orientation says (a phone's portrait photo is stored sideways; the other formats come
+    upright), the tag dropped with the rest of EXIF. Training reads no EXIF (reading the tag in
+    its pipeline more than halved LFW's pairs/s), so prepare stores every photo upright."""
+    image = tf.io.decode_image(encoded, channels=3, dtype=tf.uint8, expand_animations=False)
+    image = image_orientation.upright(image, image_orientation.exif_orientation(encoded))
+    return tf.io.encode_jpeg(image, quality=95, chroma_downsampling=False)
 
-    def turned():
-        image = image_orientation.upright(tf.io.decode_jpeg(jpeg, channels=3), orientation)
-        return tf.io.encode_jpeg(image, quality=95, chroma_downsampling=False)
 
-    return tf.cond(tf.equal(orientation, 1), lambda: jpeg, turned)
+def _training_reads_as_is(data: bytes) -> bool:
+    """A JPEG, not CMYK (one that does not decode is left to decode_as_training_does)."""
+    if not data.startswith(b'\xff\xd8\xff'):
+        return False
+    try:
+        return int(tf.io.extract_jpeg_shape(data)[2]) != 4
+    except tf.errors.InvalidArgumentError:
+        return True
 
 
 def stored_photo(data: bytes) -> bytes:
     """What prepare stores of a photo's bytes, once it has checked that training decodes them."""
-    if image_orientation.may_have_orientation(data):  # ~1 ms a photo: most have no EXIF
-        data = turned_upright(tf.constant(data)).numpy()
+    if not _training_reads_as_is(data):
+        data = as_upright_jpeg(tf.constant(converted_images.decodable(data))).numpy()
+    elif (image_orientation.may_have_orientation(data) and  # ~1 ms a photo: most have no EXIF
+          int(image_orientation.exif_orientation(tf.constant(data))) != 1):
+        data = as_upright_jpeg(tf.constant(data)).numpy()
     decode_as_training_does(tf.constant(data))
     return data
 
@@ -59,7 +71,8 @@ class PhotoReader:
         try:
             data = stored_photo(files.read_bytes(path))
         except tf.errors.OpError as e:
-            reason = ('not a decodable JPEG' if isinstance(e, tf.errors.InvalidArgumentError)
+            reason = (f'not a decodable {converted_images.FORMATS} photo'
+                      if isinstance(e, tf.errors.InvalidArgumentError)
                       else e.message.strip().splitlines()[0])
             detail = (f' ({op_error_summary(e)})'
                       if isinstance(e, tf.errors.InvalidArgumentError) else '')

@@ -1,7 +1,8 @@
 """Face person and face pair records: their features, encoding, layout, and reading pair labels.
 
 A person record holds all of one person's photos, the JPEG bytes as on disk (one with an
-EXIF orientation turned upright: face_photos.stored_photo), with their file names, an
+EXIF orientation turned upright, another format or a CMYK JPEG as an RGB JPEG:
+face_photos.stored_photo), with their file names, an
 integer identity and the person's name (layout 2; layout 1, before it, was one record per
 photo). Pair records hold two JPEGs, a same-person label
 and the fold of LFW's pairs.txt they come from.
@@ -32,7 +33,8 @@ PAIR_SPEC = {
     'fold': tf.io.FixedLenFeature([], tf.int64),
 }
 PERSON_MANIFEST_FEATURES = {
-    'images': 'bytes list: the person\'s JPEG files as on disk, or turned upright',
+    'images': 'bytes list: the person\'s JPEG files as on disk, or turned upright, or '
+              're-encoded from another format',
     'filenames': 'bytes list: their paths relative to source_root, e.g. Name/Name_0001.jpg',
     'identity': 'int64: person index, unique across splits',
     'name': 'bytes: the person\'s name',

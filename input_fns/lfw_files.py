@@ -1,6 +1,10 @@
-"""LFW's folder layout and its text files: people lists and pair lists.
+"""Face photo folders, in LFW's layout or any other, and LFW's text files: people lists and pair
+lists.
 
-Folder: ROOT/<Name>/<Name>_0001.jpg (ROOT may also be the folder that holds lfw/).
+Folder: ROOT/<person>/<photo>, a folder a person (ROOT may also be the folder that holds lfw/):
+LFW's <Name>/<Name>_0001.jpg, CASIA-WebFace's 0000045/001.jpg, VGGFace2's n000002/0001_01.jpg,
+or a phone's IMG_0042.HEIC, in nested folders too. A photo's number in a pair list is LFW's own
+where all of a person's photos have LFW's names, else its place in name order, 1 first.
 People files (peopleDevTrain.txt): a count line, then `Name  number_of_images` lines.
 Pair files: pairsDevTrain.txt / pairsDevTest.txt have a count line N, then N
 same-person lines `name i j` and N different-person lines `name1 i name2 j`;
@@ -13,9 +17,11 @@ import re
 from typing import Dict, List
 
 import tensorflow as tf
+from absl import logging
 
-from common import files, paths
+from common import file_trees, files, paths
 from common.errors import UserError
+from input_fns import class_folders, converted_images
 
 PHOTO_NAME = re.compile(r'^(?P<name>.+)_(?P<number>\d{4})\.jpe?g$', re.IGNORECASE)
 
@@ -46,21 +52,43 @@ def photo_relpath(name: str, number: int) -> str:
 
 
 def scan_people(root: str) -> Dict[str, List[str]]:
-    """{name: sorted photo file names} for every ROOT/<Name>/<Name>_NNNN.jpg."""
-    people = {}
+    """{person: the paths of their photos below their folder, in name order} for every folder of
+    ROOT that holds photos (by extension, as `prepare images` takes them); other files are
+    counted in the log."""
+    people, not_photos = {}, []
     for name in files.listdir(root):
         folder = paths.join(root, name)
-        photos = [f for f in files.listdir(folder) if PHOTO_NAME.match(f)]
+        if not files.isdir(folder):
+            continue  # LFW's README.txt and pair lists beside its folders
+        found = file_trees.list_tree(folder)
+        photos = [path for path in found if path.lower().endswith(class_folders.IMAGE_EXTENSIONS)]
+        not_photos += [path for path in found if path not in set(photos)]
         if photos:
             people[name] = photos
+    if not_photos:
+        logging.warning('%s: skipped %d files that are not photos (%s)', root, len(not_photos),
+                        class_folders.count_by_extension(not_photos))
     if not people:
-        raise UserError(f'{root}: no photos in the LFW layout <Name>/<Name>_0001.jpg')
+        raise UserError(f'{root}: no folders of photos ({converted_images.FORMATS}); put each '
+                        'person\'s photos in a folder named after them: ROOT/<person>/<photo>')
     return people
 
 
+def photo_numbers(name: str, photos: List[str]) -> List[int]:
+    """Each of a person's photos' number in a pair list: LFW's own (Name/Name_0007.jpg is 7)
+    where all their photos are so named, else its place in name order, 1 first."""
+    matches = [PHOTO_NAME.match(photo) for photo in photos]
+    if all(match and match['name'] == name for match in matches):
+        return [int(match['number']) for match in matches]
+    return list(range(1, len(photos) + 1))
+
+
 def _lines(path: str) -> List[List[str]]:
+    """The fields of each line: split at tabs where the line has any (as LFW's are, and as
+    write_pairs_file writes them, so a person's name may hold spaces), else at spaces."""
     try:
-        return [line.split() for line in files.read_text(path).splitlines()]
+        return [[field.strip() for field in line.split('\t') if field.strip()] if '\t' in line
+                else line.split() for line in files.read_text(path).splitlines()]
     except tf.errors.OpError as e:
         raise UserError(f'{path}: cannot read it ({e.message})')
     except UnicodeDecodeError as e:

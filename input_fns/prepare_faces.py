@@ -8,7 +8,7 @@ pairsDevTest.txt or the 10-fold pairs.txt) as pair shards, fold numbers kept.
 """
 import os
 import random
-from typing import Dict, List, Tuple
+from typing import Callable, Dict, List, Tuple
 
 from absl import logging
 
@@ -54,35 +54,51 @@ def hold_out_calibration(train: List[str], fraction: float, seed: int) -> Tuple[
     return sorted(shuffled[count:]), sorted(shuffled[:count])
 
 
-def draw_pairs(people: Dict[str, List[str]], names: List[str], count: int,
+def draw_pairs(numbered: Dict[str, Dict[int, str]], names: List[str], count: int,
                seed: int) -> Tuple[List[Pair], List[Pair]]:
-    """Up to `count` same and as many different pairs among `names`, with a fixed seed."""
+    """Up to `count` same and as many different pairs among `names` ({name: {photo number:
+    photo}}: numbered_photos), with a fixed seed."""
     rng = random.Random(seed)
-    repeat = [n for n in names if len(people[n]) >= 2]
+    repeat = [n for n in names if len(numbered[n]) >= 2]
     if not repeat or len(names) < 2:
         return [], []
     same, different = [], []
     for _ in range(count):
         name = rng.choice(repeat)
-        a, b = rng.sample(range(1, len(people[name]) + 1), 2)
+        a, b = rng.sample(sorted(numbered[name]), 2)
         same.append(Pair(name, a, name, b, 0, 0))
         name_a, name_b = rng.sample(names, 2)
-        different.append(Pair(name_a, rng.randint(1, len(people[name_a])), name_b,
-                              rng.randint(1, len(people[name_b])), 0, 0))
+        different.append(Pair(name_a, rng.choice(sorted(numbered[name_a])), name_b,
+                              rng.choice(sorted(numbered[name_b])), 0, 0))
     return same, different
+
+
+def numbered_photos(people: Dict[str, List[str]]) -> Dict[str, Dict[int, str]]:
+    """{name: {number: the photo's path below ROOT}}, numbered as lfw_files.photo_numbers says."""
+    return {name: {number: os.path.join(name, photo) for number, photo in
+                   zip(lfw_files.photo_numbers(name, photos), photos)}
+            for name, photos in people.items()}
+
+
+def photo_path_in(numbered: Dict[str, Dict[int, str]]) -> Callable[[str, int], str]:
+    """(name, number) -> the photo's path below ROOT; for a number no photo has, the LFW name
+    it would have (which write_pair_split reports missing)."""
+    return lambda name, number: (numbered.get(name, {}).get(number) or
+                                 lfw_files.photo_relpath(name, number))
 
 
 def write_pair_split(output_dir: str, split: str, pairs: List[Pair],
                      reader: face_photos.PhotoReader, num_shards: int, seed: int,
-                     sources: List[str]) -> Dict:
-    """Pair shards; a pair naming a missing or bad photo is reported and counted, or fatal if strict."""
+                     sources: List[str], photo_path: Callable[[str, int], str]) -> Dict:
+    """Pair shards; a pair naming a missing or bad photo is reported and counted, or fatal if
+    strict. photo_path: (name, number) -> the photo's path below ROOT."""
     missing = []
 
     def make_record(i):
         pair = pairs[i]
         jpegs = []
         for name, number in ((pair.name_a, pair.number_a), (pair.name_b, pair.number_b)):
-            path = lfw_files.photo_relpath(name, number)
+            path = photo_path(name, number)
             exists = files.exists(paths.join(reader.root, path))
             if not exists and reader.strict:
                 raise UserError(f'{sources[0]}:{pair.line}: {os.path.join(reader.root, path)} '
@@ -149,12 +165,14 @@ def prepare_faces(*, source_dir: str, output_dir: str, train_people_file: str,
                   num_shards: int, num_eval_shards: int, seed: int,
                   calibration_fraction: float = 0.0) -> Dict:
     if not source_dir:
-        raise UserError('--source_dir is required for faces: ROOT/<Name>/<Name>_0001.jpg')
+        raise UserError('--source_dir is required for faces: ROOT/<person>/<photo>, a folder of '
+                        'photos a person')
     if num_pairs % pair_folds:
         raise UserError(f'--num_pairs={num_pairs} is not a multiple of '
                         f'--pair_folds={pair_folds}')
     root = lfw_files.resolve_root(source_dir)
     people = lfw_files.scan_people(root)
+    numbered = numbered_photos(people)
     identity = {name: i for i, name in enumerate(sorted(people))}
     train, validation = split_people(people, train_people_file, validation_fraction,
                                      seed)
@@ -169,7 +187,7 @@ def prepare_faces(*, source_dir: str, output_dir: str, train_people_file: str,
                                             num_shards if split == 'train' else num_eval_shards,
                                             seed, train_people_file)
 
-        same, different = draw_pairs(people, names, num_pairs, seed + 1)
+        same, different = draw_pairs(numbered, names, num_pairs, seed + 1)
         folds = pair_folds if split == 'validation' else 1
         if same:
             pairs_txt = os.path.join(output_dir, f'{split}_pairs.txt')
@@ -178,7 +196,7 @@ def prepare_faces(*, source_dir: str, output_dir: str, train_people_file: str,
             pairs = lfw_files.read_pairs_file(pairs_txt)  # line numbers for messages
             entries[f'{split}_pairs'] = write_pair_split(
                 output_dir, f'{split}_pairs', pairs, reader, num_eval_shards,
-                seed, [pairs_txt])
+                seed, [pairs_txt], photo_path_in(numbered))
     shards.set_source_root(output_dir, root)
     return entries
 
@@ -190,7 +208,8 @@ def prepare_face_pairs(*, source_dir: str, pairs_file: str, output_dir: str, spl
     root = lfw_files.resolve_root(source_dir)
     pairs = lfw_files.read_pairs_file(pairs_file)
     split = split or os.path.splitext(os.path.basename(pairs_file))[0]
+    numbered = numbered_photos(lfw_files.scan_people(root))
     entry = write_pair_split(output_dir, split, pairs, face_photos.PhotoReader(root, strict),
-                             num_eval_shards, seed, [pairs_file])
+                             num_eval_shards, seed, [pairs_file], photo_path_in(numbered))
     shards.set_source_root(output_dir, root)
     return {split: entry}

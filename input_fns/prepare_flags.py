@@ -8,8 +8,9 @@ from input_fns import csv_records, image_records, table_schema
 
 def define_flags():
     flags.DEFINE_string('source_dir', None, 'mnist: folder with IDX files (gzipped or not) or '
-                        'mnist.npz, or the path of an .npz file. faces, face_pairs: the photo '
-                        'folder ROOT/<Name>/<Name>_0001.jpg (or the folder holding lfw/). '
+                        'mnist.npz, or the path of an .npz file. faces, face_pairs: a folder of '
+                        'photos a person, ROOT/<person>/<photo> (LFW: ROOT/<Name>/<Name>_0001.jpg, '
+                        'or the folder holding lfw/). '
                         'images: ROOT/<class>/<image>, one sub-folder per class (or the images '
                         '--labels_file names).')
     flags.DEFINE_string('output_dir', None, 'Folder for the shards and manifest.json (examples: '

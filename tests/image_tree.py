@@ -139,6 +139,14 @@ def heic_bytes(pixels: np.ndarray, orientation: Optional[int] = None, lossless: 
     return encoded.getvalue()
 
 
+def pillow_bytes(pixels: np.ndarray, image_format: str, **options) -> bytes:
+    """uint8 pixels [H, W, 3] in a format Pillow writes ('WEBP', 'GIF'...)."""
+    from PIL import Image
+    encoded = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(pixels)).save(encoded, format=image_format, **options)
+    return encoded.getvalue()
+
+
 def avif_bytes(pixels: np.ndarray, orientation: Optional[int] = None) -> bytes:
     """An AVIF of uint8 pixels [H, W, 3] as stored, by Pillow's libavif (aom) at quality 100 in
     4:4:4 (a few levels off: its YUV is not lossless). An EXIF orientation is written as the
@@ -149,9 +157,7 @@ def avif_bytes(pixels: np.ndarray, orientation: Optional[int] = None) -> bytes:
         exif = Image.Exif()
         exif[0x0112] = orientation
         options['exif'] = exif.tobytes()
-    encoded = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(pixels)).save(encoded, format='AVIF', **options)
-    return encoded.getvalue()
+    return pillow_bytes(pixels, 'AVIF', **options)
 
 
 def write_image_tree(root, per_class: int = 12, classes=CLASSES, seed: int = 0, first: int = 0):

@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from common.errors import UserError
 from helpers import cmyk_jpeg, run_module, run_prepare
+from image_tree import avif_bytes, bmp_bytes, encode, heic_bytes, pillow_bytes, tiff_bytes
 from input_fns import (face_images, face_pairs, face_records, face_sampler, lfw_files,
                        prepare_faces, synthetic_faces)
 from models import face_diff, face_embedding, face_siamese
@@ -107,21 +108,87 @@ def test_undecodable_photo_is_skipped_and_counted_or_fatal_when_strict(tmp_path)
     synthetic_faces.write_faces(root, num_people=6, min_photos=2, size=48, seed=1)
     bad = os.path.join(root, 'Synthetic_Person_0002', 'Synthetic_Person_0002_0001.jpg')
     open(bad, 'wb').write(b'not a jpeg')
-    # A PNG named .jpg and a CMYK JPEG: decode_jpeg alone reads both; training's decode cannot.
+    # A PNG named .jpg and a CMYK JPEG: training's decode_and_crop_jpeg reads neither (nor, for
+    # grey, libjpeg a CMYK one), so they are stored as RGB JPEGs.
     png = os.path.join(root, 'Synthetic_Person_0003', 'Synthetic_Person_0003_0001.jpg')
-    open(png, 'wb').write(tf.io.encode_png(np.zeros([48, 48, 1], np.uint8)).numpy())
+    open(png, 'wb').write(tf.io.encode_png(np.full([48, 48, 1], 90, np.uint8)).numpy())
     cmyk = os.path.join(root, 'Synthetic_Person_0004', 'Synthetic_Person_0004_0001.jpg')
     open(cmyk, 'wb').write(cmyk_jpeg(48))
     entries = run_prepare(prepare_faces.prepare_faces,
         source_dir=root, output_dir=str(tmp_path / 'out'), validation_fraction=0.0, num_pairs=3)
-    assert entries['train']['num_skipped_photos'] == 3 and entries['train']['num_skipped'] == 0
+    assert entries['train']['num_skipped_photos'] == 1 and entries['train']['num_skipped'] == 0
     assert entries['train']['skipped_files'] == {
-        f'Synthetic_Person_000{n}/Synthetic_Person_000{n}_0001.jpg': 'not a decodable JPEG'
-        for n in (2, 3, 4)}
-    with pytest.raises(UserError, match=r'Synthetic_Person_0002_0001.jpg: not a decodable JPEG '
-                                        r'\((Unknown image format|.*Invalid JPEG data)'):
+        'Synthetic_Person_0002/Synthetic_Person_0002_0001.jpg':
+            'not a decodable PNG, JPEG, GIF, BMP, WebP, TIFF, HEIC or AVIF photo'}
+    stored = {p['filename'].numpy().decode(): p['image'].numpy()
+              for p in read_photos(str(tmp_path / 'out' / 'train-*'))}
+    cmyk_level = tf.io.decode_jpeg(cmyk_jpeg(48), channels=3).numpy().mean()  # flat grey
+    for converted, level in ((png, 90), (cmyk, cmyk_level)):
+        jpeg = stored[os.path.relpath(converted, root)]
+        assert tf.io.extract_jpeg_shape(jpeg).numpy().tolist() == [48, 48, 3]
+        grey = face_images.decode_face(jpeg, GEOMETRY).numpy()  # training's own decode
+        assert np.abs(grey - level / 255).max() < 0.03
+    with pytest.raises(UserError, match=r'Synthetic_Person_0002_0001.jpg: not a decodable PNG, '
+                                        r'JPEG, .* photo \(Unknown image'):
         run_prepare(prepare_faces.prepare_faces,
             source_dir=root, output_dir=str(tmp_path / 'out2'), strict=True, num_pairs=3)
+
+
+def test_your_own_folders_of_face_photos_any_naming_format_and_nesting(tmp_path):
+    """A folder a person, as CASIA-WebFace, VGGFace2 or a phone's export name their photos, in
+    every format a photo may come in: each stored as a JPEG training reads, a pair's photo
+    numbers their place in name order, and a name with a space read back from the pair list."""
+    rng = np.random.RandomState(0)
+    layout = {'Jane Doe': ['IMG_0042.heic', '2023/beach.png', 'IMG_0050.avif'],
+              '0000045': ['001.jpg', '002.webp', '003.tif'],
+              'n000002': ['0001_01.jpg', '0002_01.bmp'],
+              'Solo': ['me.gif']}
+    writers = {'heic': heic_bytes, 'avif': avif_bytes, 'tif': tiff_bytes, 'bmp': bmp_bytes,
+               'webp': lambda pixels: pillow_bytes(pixels, 'WEBP', lossless=True),
+               'gif': lambda pixels: pillow_bytes(pixels, 'GIF'),
+               'png': lambda pixels: encode(pixels, 'png'), 'jpg': lambda pixels: encode(pixels, 'jpg')}
+    for person, photos in layout.items():
+        face = synthetic_faces._identity(rng)
+        for photo in photos:
+            path = tmp_path / 'mine' / person / photo
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(writers[photo.rsplit('.', 1)[1]](
+                synthetic_faces.render_face(face, rng, 40)))
+    (tmp_path / 'mine' / 'Jane Doe' / 'notes.txt').write_text('not a photo')
+    (tmp_path / 'mine' / 'README.txt').write_text('beside the folders')
+    entries = run_prepare(prepare_faces.prepare_faces, source_dir=str(tmp_path / 'mine'),
+                          output_dir=str(tmp_path / 'out'), validation_fraction=0.0, num_pairs=6)
+    assert (entries['train']['num_people'], entries['train']['num_photos']) == (4, 9)
+    assert 'skipped_files' not in entries['train']
+    stored = {p['filename'].numpy().decode(): p['image'].numpy()
+              for p in read_photos(str(tmp_path / 'out' / 'train-*'))}
+    assert sorted(stored) == sorted(f'{person}/{photo}' for person, photos in layout.items()
+                                    for photo in photos)
+    for jpeg in stored.values():
+        assert face_images.decode_face(jpeg, GEOMETRY).shape == (64, 64, 1)
+    pairs = lfw_files.read_pairs_file(str(tmp_path / 'out' / 'train_pairs.txt'))
+    assert 'Jane Doe' in {p.name_a for p in pairs} | {p.name_b for p in pairs}
+    in_order = {person: sorted(photos) for person, photos in layout.items()}
+    records = [tf.io.parse_single_example(r, face_records.PAIR_SPEC) for r in
+               tf.data.TFRecordDataset(sorted(glob.glob(str(tmp_path / 'out' / 'train_pairs-*'))))]
+    written = {(r['image_a'].numpy(), r['image_b'].numpy()) for r in records}
+    assert written == {(stored[f'{p.name_a}/{in_order[p.name_a][p.number_a - 1]}'],
+                        stored[f'{p.name_b}/{in_order[p.name_b][p.number_b - 1]}']) for p in pairs}
+
+
+def test_photo_numbers_are_lfws_own_or_the_place_in_name_order():
+    assert lfw_files.photo_numbers('Al_Bo', ['Al_Bo_0001.jpg', 'Al_Bo_0004.jpg']) == [1, 4]
+    assert lfw_files.photo_numbers('Al_Bo', ['Al_Bo_0001.jpg', 'x.png', 'y.jpg']) == [1, 2, 3]
+    assert lfw_files.photo_numbers('Cy', ['Al_Bo_0001.jpg']) == [1]  # another person's name
+
+
+def test_a_folder_without_photo_folders_is_one_line(tmp_path):
+    (tmp_path / 'empty' / 'Jane').mkdir(parents=True)
+    (tmp_path / 'empty' / 'Jane' / 'notes.txt').write_text('no photos')
+    with pytest.raises(UserError, match=r'empty: no folders of photos \(PNG, JPEG, .*\); put '
+                                        r"each person's photos in a folder named after them"):
+        run_prepare(prepare_faces.prepare_faces, source_dir=str(tmp_path / 'empty'),
+                    output_dir=str(tmp_path / 'out'))
 
 
 def test_people_file_splits_by_people(tmp_path):

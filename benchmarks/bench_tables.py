@@ -26,7 +26,7 @@ import tensorflow as tf
 from absl import flags
 
 from benchmarks import precision_bench
-from input_fns import csv_tables, file_patterns, pipeline, table_records
+from input_fns import file_patterns, pipeline, prepare_csv, table_records
 
 FLAGS = flags.FLAGS
 # Targets from the runs in docs/bench.md#tables (2 cores beside other work). The shards parsed
@@ -112,7 +112,7 @@ def table_rows(work_dir: str, results, measure, dataset_turn, training_turn) -> 
     source, data = os.path.join(work_dir, 'table.csv'), os.path.join(work_dir, 'table_shards')
     write_csv(source, rows=FLAGS.table_rows)
     started = time.perf_counter()
-    csv_tables.prepare_csv(source=source, label='income', output_dir=data, column_types=None,
+    prepare_csv.prepare_csv(source=source, label='income', output_dir=data, column_types=None,
                            task=None, na_values=['', 'NA'], max_vocabulary=1000,
                            weight_column=None, validation_fraction=0.0, num_shards=10,
                            num_eval_shards=1, seed=0)

@@ -30,7 +30,7 @@ from absl import flags
 
 from common import bucket_probe, cli, files, paths, store_retries
 from common.errors import UserError
-from input_fns import (csv_records, csv_tables, digit_sources, example_tables, image_records,
+from input_fns import (csv_records, digit_sources, example_tables, image_records, prepare_csv,
                        prepare_faces, prepare_flags, prepare_images, shards)
 
 DATASETS = ('mnist', 'digits', 'faces', 'face_pairs', 'csv', 'examples', 'images', 'csv_example')
@@ -125,7 +125,7 @@ def main(argv):
                         f'({e.message.strip().splitlines()[0]}); give a folder path')
     prepare_fn = {'mnist': prepare_mnist, 'digits': prepare_digits,
                   'faces': prepare_faces.prepare_faces,
-                  'face_pairs': prepare_faces.prepare_face_pairs, 'csv': csv_tables.prepare_csv,
+                  'face_pairs': prepare_faces.prepare_face_pairs, 'csv': prepare_csv.prepare_csv,
                   'examples': example_tables.prepare_examples,
                   'images': prepare_images.prepare_images, 'csv_example': prepare_csv_example}[argv[1]]
     try:

@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from helpers import assert_one_line_error, csv_as_workbook, run_module, run_prepare
-from input_fns import csv_tables, prepare
+from input_fns import prepare, prepare_csv
 from serving_loader_checks import assert_same_answers, check_against_python
 
 STEPS = ['--train_steps=40', '--save_checkpoints_steps=20', '--batch_size=16',
@@ -36,7 +36,7 @@ def prepared(tmp_path_factory, name, label_of, **overrides):
                 na_values=['', 'NA'], validation_fraction=0.25, num_shards=2,
                 num_eval_shards=1, weight_column=None)
     args.update(overrides)
-    run_prepare(csv_tables.prepare_csv, output_dir=str(folder / 'data'), **args)
+    run_prepare(prepare_csv.prepare_csv, output_dir=str(folder / 'data'), **args)
     return str(folder)
 
 

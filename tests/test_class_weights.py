@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from common.errors import UserError
 from helpers import assert_one_line_error, run_module, run_prepare
-from input_fns import csv_tables
+from input_fns import prepare_csv
 from models import class_weights, classification_head, training
 
 
@@ -71,7 +71,7 @@ def test_a_rare_class_weighed_up_is_predicted_and_a_loss_that_ignores_the_flag_r
         for _ in range(400):
             f.write(f'{draw.random():.3f},{draw.choice("rgb")},'
                     f'{draw.choices("abc", [65, 30, 5])[0]}\n')
-    run_prepare(csv_tables.prepare_csv, source=str(tmp_path / 'table.csv'), label='label',
+    run_prepare(prepare_csv.prepare_csv, source=str(tmp_path / 'table.csv'), label='label',
                 output_dir=str(tmp_path / 'data'), column_types=None, task=None,
                 max_vocabulary=100, na_values=[''], validation_fraction=0.0, num_shards=1,
                 weight_column=None)

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from common.errors import UserError
 from helpers import run_prepare
-from input_fns import csv_records, csv_tables, file_patterns, shards, split
+from input_fns import csv_records, file_patterns, prepare_csv, shards, split
 from models import registry
 from trainer.config.settings import Settings
 from trainer.model_dir import run_files
@@ -139,9 +139,9 @@ def test_evaluating_a_class_the_model_was_not_trained_on_is_one_line(tmp_path):
     (tmp_path / 'test.csv').write_text('x,kind\n1,a\n2,b\n3,c\n4,c\n')
     common = dict(label='kind', column_types=None, task=None, max_vocabulary=10, na_values=[''],
                   weight_column=None, num_shards=1, num_eval_shards=1)
-    run_prepare(csv_tables.prepare_csv, source=str(tmp_path / 'train.csv'), output_dir=str(data),
+    run_prepare(prepare_csv.prepare_csv, source=str(tmp_path / 'train.csv'), output_dir=str(data),
                 **{**common, 'validation_fraction': 0.25})
-    run_prepare(csv_tables.prepare_csv, source=str(tmp_path / 'test.csv'),
+    run_prepare(prepare_csv.prepare_csv, source=str(tmp_path / 'test.csv'),
                 output_dir=str(tmp_path / 'held'), split='test',
                 **{**common, 'validation_fraction': 0.0})
     run_files.record_schema(model_dir, file_patterns.read_schema(str(data / 'train-*'), 'x'))
@@ -162,7 +162,7 @@ def test_evaluating_a_class_the_model_was_not_trained_on_is_one_line(tmp_path):
     with pytest.raises(UserError, match=r"^--source=.*test.csv: label 'kind' holds classes the "
                                         r"training data \(--schema_from=.*data\) does not: 'c' "
                                         r"\(2 rows\); a model trained on it cannot predict them"):
-        csv_tables.prepare_csv(source=str(tmp_path / 'test.csv'), output_dir=str(data),
+        prepare_csv.prepare_csv(source=str(tmp_path / 'test.csv'), output_dir=str(data),
                                schema_from=str(data), split='test', seed=0,
                                **{**common, 'validation_fraction': 0.0})
     assert sorted(os.listdir(data)) == sorted(['manifest.json', 'train-00000-of-00001.tfrecord',

@@ -11,7 +11,7 @@ import tensorflow as tf
 from common import iso_dates
 from common.errors import UserError
 from helpers import REPO, run_prepare
-from input_fns import csv_tables, date_parts, example_tables
+from input_fns import csv_tables, date_parts, example_tables, prepare_csv
 from serving_loader_checks import check_against_python
 from test_canned import files_flags, trainer, validation_records
 from test_tables import example, table_args, write, write_records
@@ -103,36 +103,36 @@ def test_a_german_spreadsheets_dates_are_dates_and_ambiguous_ones_ask_which(tmp_
     lines = [f'{t.day}.{t.month}.{t.year} {t.hour}:{t.minute:02d};{i},5;{busy(t)}\n'
              for i, t in enumerate(random_times(60, 2020, 3, seed=4))]
     source = write(tmp_path / 'verkauf.csv', 'Datum;Preis;Klasse\n' + ''.join(lines))
-    run_prepare(csv_tables.prepare_csv, source=source, output_dir=str(tmp_path / 'data'),
+    run_prepare(prepare_csv.prepare_csv, source=source, output_dir=str(tmp_path / 'data'),
                 **table_args(label='Klasse'))
     schema = json.load(open(tmp_path / 'data' / 'manifest.json'))['schema']
     assert [(e['name'], e['dtype'], e.get('format')) for e in schema['features']] == [
         ('Datum', 'date', 'day.month.year'), ('Preis', 'float', None)]
     lines[7] = '30.2.2021 10:00;1,5;busy\n'  # no such day: the column is text, and prepare says why
     source = write(tmp_path / 'falsch.csv', 'Datum;Preis;Klasse\n' + ''.join(lines))
-    run_prepare(csv_tables.prepare_csv, source=source, output_dir=str(tmp_path / 'falsch'),
+    run_prepare(prepare_csv.prepare_csv, source=source, output_dir=str(tmp_path / 'falsch'),
                 **table_args(label='Klasse'))
     assert ("column 'Datum': text, though all but 1 of its first 60 values are dates "
             "(day.month.year), not '30.2.2021 10:00'; fix those, or pass "
             "--column_types=Datum:date") in caplog.text
     with pytest.raises(UserError, match=r"falsch.csv line 9, column 'Datum': '30.2.2021 10:00' "
                                         r"is not a date of the calendar \(day.month.year\)"):
-        run_prepare(csv_tables.prepare_csv, source=source, output_dir=str(tmp_path / 'falsch'),
+        run_prepare(prepare_csv.prepare_csv, source=source, output_dir=str(tmp_path / 'falsch'),
                     **table_args(label='Klasse', column_types='Datum:date'))
     us = write(tmp_path / 'us.csv', 'when,label\n1/2/2024,a\n3/4/2024,b\n12/11/2023,a\n')
     with pytest.raises(UserError, match=r"column 'when': dates such as '1/2/2024' read as "
                                         r"day/month/year and as month/day/year .* pass "
                                         r"--date_format=day/month/year"):
-        run_prepare(csv_tables.prepare_csv, source=us, output_dir=str(tmp_path / 'us'),
+        run_prepare(prepare_csv.prepare_csv, source=us, output_dir=str(tmp_path / 'us'),
                     **table_args(label='label'))
-    run_prepare(csv_tables.prepare_csv, source=us, output_dir=str(tmp_path / 'us'),
+    run_prepare(prepare_csv.prepare_csv, source=us, output_dir=str(tmp_path / 'us'),
                 date_format='month/day/year', **table_args(label='label'))
     [when] = json.load(open(tmp_path / 'us' / 'manifest.json'))['schema']['features']
     assert (when['format'], when['first'], when['last']) == ('month/day/year', '12/11/2023',
                                                              '3/4/2024')
     report = write(tmp_path / 'report.csv', 'when,label\n"Jan 5, 2024 2:30 PM",a\n'
                    '"Dec 31, 2023 12:15 AM",b\n"Feb 29, 2024 12:45 PM",a\n')
-    run_prepare(csv_tables.prepare_csv, source=report, output_dir=str(tmp_path / 'report'),
+    run_prepare(prepare_csv.prepare_csv, source=report, output_dir=str(tmp_path / 'report'),
                 **table_args(label='label', validation_fraction=0.0))
     [when] = json.load(open(tmp_path / 'report' / 'manifest.json'))['schema']['features']
     assert ({key: when[key] for key in ('format', 'first', 'last', 'has_time', 'twelve_hour')} ==
@@ -145,9 +145,9 @@ def test_two_digit_years_read_as_spreadsheets_read_them_and_ambiguous_ones_ask_w
     short = write(tmp_path / 'short.csv', 'when,label\n1/2/24,a\n3/4/85,b\n12/11/29,a\n6/7/30,b\n')
     with pytest.raises(UserError, match=r"column 'when': dates such as '1/2/24' read as "
                                         r"day/month/year and as month/day/year"):
-        run_prepare(csv_tables.prepare_csv, source=short, output_dir=str(tmp_path / 'short'),
+        run_prepare(prepare_csv.prepare_csv, source=short, output_dir=str(tmp_path / 'short'),
                     **table_args(label='label'))
-    run_prepare(csv_tables.prepare_csv, source=short, output_dir=str(tmp_path / 'short'),
+    run_prepare(prepare_csv.prepare_csv, source=short, output_dir=str(tmp_path / 'short'),
                 date_format='day/month/year', **table_args(label='label', validation_fraction=0.0))
     [when] = json.load(open(tmp_path / 'short' / 'manifest.json'))['schema']['features']
     assert when['format'] == 'day/month/yy'
@@ -166,13 +166,13 @@ def test_a_date_column_is_learned_from_its_parts_and_the_export_takes_its_text(
                    for i, t in enumerate(times))
     source = write(tmp_path / 'sales.csv', 'id,when,price,label\n' + rows + '700,,0.5,quiet\n')
     args = table_args(label='label', validation_fraction=0.25, ignore_columns=['id'])
-    run_prepare(csv_tables.prepare_csv, source=source, output_dir=str(tmp_path / 'data'), **args)
+    run_prepare(prepare_csv.prepare_csv, source=source, output_dir=str(tmp_path / 'data'), **args)
     schema = json.load(open(tmp_path / 'data' / 'manifest.json'))['schema']
     [when] = [entry for entry in schema['features'] if entry['name'] == 'when']
     assert (when['dtype'], when['missing'], when['has_time']) == ('date', 1, True)
     assert when['first'] == min(f'{t:%Y-%m-%d %H:%M}' for t in times)
     # The same dates as text: a vocabulary of days, none of which the validation rows hold.
-    run_prepare(csv_tables.prepare_csv, source=source, output_dir=str(tmp_path / 'text' / 'data'),
+    run_prepare(prepare_csv.prepare_csv, source=source, output_dir=str(tmp_path / 'text' / 'data'),
                 **{**args, 'column_types': 'when:string'})
     accuracy = {}
     your_model = [f'--usr_dir={REPO}/docs/your-model/table_net', '--model=table_net']
@@ -211,7 +211,7 @@ PEOPLE = 'when,score,label\n2024-01-15,1.5,a\n2024-02-01 08:30,2.5,b\n2023-12-31
 def test_a_bad_date_is_one_line_naming_it(tmp_path, monkeypatch, text, overrides, fragments):
     monkeypatch.setattr(csv_tables, 'SAMPLE_ROWS', 3)  # types from PEOPLE's rows alone
     with pytest.raises(UserError) as error:
-        run_prepare(csv_tables.prepare_csv, source=write(tmp_path / 'bad.csv', text),
+        run_prepare(prepare_csv.prepare_csv, source=write(tmp_path / 'bad.csv', text),
                     output_dir=str(tmp_path / 'out'), **table_args(label='label', **overrides))
     for fragment in fragments:
         assert fragment in str(error.value)
@@ -233,7 +233,7 @@ def test_records_of_iso_date_text_are_dates_and_a_held_out_set_keeps_their_type(
         'note': 'string', 'when': 'date'}
     held_out = tmp_path / 'held_out.csv'
     write(held_out, 'when,note,label\n2021-06-01,n1,0\n')
-    run_prepare(csv_tables.prepare_csv, source=str(held_out), output_dir=str(tmp_path / 'test'),
+    run_prepare(prepare_csv.prepare_csv, source=str(held_out), output_dir=str(tmp_path / 'test'),
                 **table_args(label=None, split='test', schema_from=str(tmp_path / 'train')))
     test_schema = json.load(open(tmp_path / 'test' / 'manifest.json'))['schema']
     assert [entry['dtype'] for entry in test_schema['features']] == ['date', 'string']

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from common import free_text
 from helpers import run_prepare
-from input_fns import csv_tables, example_tables, table_records
+from input_fns import example_tables, prepare_csv, table_records
 from serving_loader_checks import check_against_python
 from test_canned import files_flags, trainer, validation_records
 from test_tables import example, table_args, write, write_records
@@ -51,12 +51,12 @@ def test_a_text_column_is_learned_from_its_words_and_the_export_reads_new_messag
     source = write(tmp_path / 'tickets.csv', 'id,message,label\n' + ''.join(
         f'{i},"{message}",{label}\n' for i, (message, label) in enumerate(tickets(400, 1))))
     args = table_args(label='label', validation_fraction=0.25, ignore_columns=['id'])
-    run_prepare(csv_tables.prepare_csv, source=source, output_dir=str(tmp_path / 'data'), **args)
+    run_prepare(prepare_csv.prepare_csv, source=source, output_dir=str(tmp_path / 'data'), **args)
     [message] = json.load(open(tmp_path / 'data' / 'manifest.json'))['schema']['features']
     assert message['dtype'] == 'text' and 'refund' in message['vocabulary']
     assert 6 <= message['words_per_value'] <= 16 and message['max_words'] <= 16
     # The same messages as whole values: a vocabulary no validation message is in.
-    run_prepare(csv_tables.prepare_csv, source=source, output_dir=str(tmp_path / 'whole' / 'data'),
+    run_prepare(prepare_csv.prepare_csv, source=source, output_dir=str(tmp_path / 'whole' / 'data'),
                 **{**args, 'column_types': 'message:string'})
     accuracy = {}
     for name, folder in (('words', tmp_path), ('whole values', tmp_path / 'whole')):

@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from helpers import run_prepare
-from input_fns import csv_tables, table_records
+from input_fns import prepare_csv, table_records
 from test_canned import files_flags, trainer
 from test_tables import table_args, write
 
@@ -20,7 +20,7 @@ def test_a_missing_number_reads_as_the_mean_beside_an_indicator_the_model_learns
         score = '' if rng.random() < 0.2 else f'{rng.random():.3f}'
         rows.append(f'{months},{score},{rng.random():.3f},{"never" if not months else "some"}\n')
     source = write(tmp_path / 'credit.csv', 'months,score,x,label\n' + ''.join(rows))
-    run_prepare(csv_tables.prepare_csv, source=source, output_dir=str(tmp_path / 'data'),
+    run_prepare(prepare_csv.prepare_csv, source=source, output_dir=str(tmp_path / 'data'),
                 **table_args(label='label', validation_fraction=0.25))
     schema = json.load(open(tmp_path / 'data' / 'manifest.json'))['schema']
     entries = {entry['name']: entry for entry in schema['features']}

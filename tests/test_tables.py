@@ -15,7 +15,8 @@ import tensorflow as tf
 
 from common.errors import UserError
 from helpers import REPO, assert_one_line_error, csv_as_workbook, run_module, run_prepare
-from input_fns import csv_files, csv_tables, example_tables, pipeline, table_records
+from input_fns import (csv_files, csv_tables, example_tables, pipeline, prepare_csv,
+                       table_records)
 from trainer.serving import predict_table
 
 PEOPLE = '''age,workclass,"hours, per week",score,income
@@ -51,7 +52,7 @@ def read_back(output_dir, schema, split='train'):
 def test_csv_schema_holds_types_statistics_vocabularies_and_classes(tmp_path):
     source = write(tmp_path / 'people.csv.gz', PEOPLE, compress=True)
     out = str(tmp_path / 'out')
-    entries = run_prepare(csv_tables.prepare_csv, source=source, output_dir=out,
+    entries = run_prepare(prepare_csv.prepare_csv, source=source, output_dir=out,
                           **table_args(max_vocabulary=2))
     assert entries['train']['num_records'] == 6
     schema = json.load(open(os.path.join(out, 'manifest.json')))['schema']
@@ -86,7 +87,7 @@ def test_split_is_by_a_hash_of_the_row_and_the_same_every_time(tmp_path):
     splits = []
     for name in ('a', 'b'):
         out = str(tmp_path / name)
-        run_prepare(csv_tables.prepare_csv, source=source, output_dir=out,
+        run_prepare(prepare_csv.prepare_csv, source=source, output_dir=out,
                     **table_args(label='label', validation_fraction=0.25))
         schema = json.load(open(os.path.join(out, 'manifest.json')))['schema']
         splits.append(sorted(int(i) for features, _ in read_back(out, schema, 'validation')
@@ -115,10 +116,10 @@ def test_bad_csv_is_one_error_naming_the_place_and_changes_nothing(tmp_path, mon
     monkeypatch.setattr(csv_tables, 'SAMPLE_ROWS', 6)  # types from PEOPLE's rows alone
     out = str(tmp_path / 'out')
     good = write(tmp_path / 'good.csv', PEOPLE)
-    run_prepare(csv_tables.prepare_csv, source=good, output_dir=out, **table_args())
+    run_prepare(prepare_csv.prepare_csv, source=good, output_dir=out, **table_args())
     before = {path: os.path.getsize(path) for path in glob.glob(os.path.join(out, '*'))}
     with pytest.raises(UserError) as error:
-        run_prepare(csv_tables.prepare_csv, source=write(tmp_path / 'bad.csv', text),
+        run_prepare(prepare_csv.prepare_csv, source=write(tmp_path / 'bad.csv', text),
                     output_dir=out, **table_args(**overrides))
     for fragment in fragments:
         assert fragment in str(error.value)
@@ -145,7 +146,7 @@ def test_a_spreadsheets_csv_is_read_in_its_own_format_and_makes_the_same_table(t
              {'delimiter': ';', 'decimal': ','}),
             ('tabs.tsv', in_format(PEOPLE, '\t'), {'delimiter': '\t', 'decimal': '.'})]:
         out = str(tmp_path / name.replace('.', '_'))
-        run_prepare(csv_tables.prepare_csv, source=write(tmp_path / name, text), output_dir=out,
+        run_prepare(prepare_csv.prepare_csv, source=write(tmp_path / name, text), output_dir=out,
                     **table_args())
         schema = json.load(open(os.path.join(out, 'manifest.json')))['schema']
         assert (schema.pop('csv_format'), schema.pop('source')) == (found, str(tmp_path / name))
@@ -172,7 +173,7 @@ def prepared_columns(tmp_path, name, text, **overrides):
     (text None: the file tmp_path/name as it is)."""
     out = str(tmp_path / name.replace('.', '_'))
     source = str(tmp_path / name) if text is None else write(tmp_path / name, text)
-    run_prepare(csv_tables.prepare_csv, source=source, output_dir=out,
+    run_prepare(prepare_csv.prepare_csv, source=source, output_dir=out,
                 **table_args(label='label', validation_fraction=0.0, **overrides))
     schema = json.load(open(os.path.join(out, 'manifest.json')))['schema']
     [(features, _)] = read_back(out, schema)
@@ -197,14 +198,14 @@ def test_numbers_with_their_thousands_grouped_are_numbers_where_no_other_reading
     with pytest.raises(UserError, match=r"column 'n': numbers such as '1,234', which read as "
                        r"thousands grouped by a comma and as a decimal comma; pass "
                        r"--thousands=, \(1234\) or --decimal=, \(1.234\)"):
-        run_prepare(csv_tables.prepare_csv, output_dir=str(tmp_path / 'doubt'), source=doubt,
+        run_prepare(prepare_csv.prepare_csv, output_dir=str(tmp_path / 'doubt'), source=doubt,
                     **table_args(label='label'))
     _, values, schema = prepared_columns(tmp_path, 'settled.csv', open(doubt).read(),
                                          thousands=',')
     assert schema['csv_format'] == {'delimiter': ',', 'decimal': '.', 'thousands': ','}
     assert values['n'] == [999, 1234, 5678]
     settled = str(tmp_path / 'settled_csv')  # a held-out CSV takes the training data's marks
-    run_prepare(csv_tables.prepare_csv, source=doubt, output_dir=settled, split='test',
+    run_prepare(prepare_csv.prepare_csv, source=doubt, output_dir=settled, split='test',
                 **table_args(label=None, schema_from=settled))
     [(features, _)] = read_back(settled, schema, 'test')
     assert sorted(features['n'].numpy().tolist()) == [999, 1234, 5678]
@@ -232,7 +233,7 @@ def test_money_and_percents_are_the_numbers_their_cells_hold(tmp_path, monkeypat
         with pytest.raises(UserError, match=rf"later.csv line 4, column '{column}': .* is not a "
                            r"finite number written as '(\$1.00|1%)' is \(the type read from the "
                            r"first rows\)"):
-            run_prepare(csv_tables.prepare_csv, source=source, output_dir=str(tmp_path / 'later'),
+            run_prepare(prepare_csv.prepare_csv, source=source, output_dir=str(tmp_path / 'later'),
                         **table_args(label='label'))
     assert prepared_columns(tmp_path, 'mixed.csv', spreadsheet(
         ['price'], [['$1.00'], ['€2.00'], ['$3.00']]))[0] == {'price': 'string'}
@@ -281,12 +282,12 @@ def test_ignored_columns_are_left_out_of_the_table_and_an_identifier_is_warned_o
                    for number in range(1, 121))
     source = write(tmp_path / 'users.csv', 'id,name,visits,kind\n' + rows)
     kept, ignored = str(tmp_path / 'kept'), str(tmp_path / 'ignored')
-    run_prepare(csv_tables.prepare_csv, source=source, output_dir=kept,
+    run_prepare(prepare_csv.prepare_csv, source=source, output_dir=kept,
                 **table_args(label='kind', validation_fraction=0.25))
     warned = sorted(record.getMessage().split(': column ')[1].split()[0]
                     for record in caplog.records if 'as an identifier does' in record.getMessage())
     assert warned == ["'id'", "'name'"]  # not visits (repeats), nor the label
-    run_prepare(csv_tables.prepare_csv, source=source, output_dir=ignored,
+    run_prepare(prepare_csv.prepare_csv, source=source, output_dir=ignored,
                 **table_args(label='kind', validation_fraction=0.25, ignore_columns=['name', 'id']))
     schemas = {out: json.load(open(os.path.join(out, 'manifest.json')))['schema']
                for out in (kept, ignored)}
@@ -302,10 +303,10 @@ def test_ignored_columns_are_left_out_of_the_table_and_an_identifier_is_warned_o
                      'n,label\n' + ''.join(f'{i}.5,{i % 2}\n' for i in range(60)))
     with pytest.raises(UserError, match=r"line 2, column 'n': '0.5' is not an int \(as "
                        r"--column_types says\); fix that row, or pass --na_values"):
-        run_prepare(csv_tables.prepare_csv, source=decimals, output_dir=str(tmp_path / 'd'),
+        run_prepare(prepare_csv.prepare_csv, source=decimals, output_dir=str(tmp_path / 'd'),
                     **table_args(label='label', column_types='n:int'))
     # A held-out CSV prepared --schema_from the training data leaves out what it left out.
-    run_prepare(csv_tables.prepare_csv, source=source, output_dir=ignored,
+    run_prepare(prepare_csv.prepare_csv, source=source, output_dir=ignored,
                 **table_args(label=None, schema_from=ignored, split='test'))
     test = json.load(open(os.path.join(ignored, 'manifest.json')))['splits']['test']
     assert sorted(test['features']) == ['kind', 'visits']
@@ -331,7 +332,7 @@ def test_excel_on_windows_and_unicode_text_files_are_read_in_their_encodings(tmp
 
     def prepare(name, **overrides):
         out = str(tmp_path / name.replace('.', '_'))
-        return run_prepare(csv_tables.prepare_csv, source=str(tmp_path / name), output_dir=out,
+        return run_prepare(prepare_csv.prepare_csv, source=str(tmp_path / name), output_dir=out,
                            **table_args(**{'label': 'label', **overrides}))
     with pytest.raises(UserError, match=re.escape(
             f'{tmp_path}/windows.csv: not UTF-8 text (near line 2); pass --encoding=cp1252 if '
@@ -352,7 +353,7 @@ def test_excel_on_windows_and_unicode_text_files_are_read_in_their_encodings(tmp
         'city': sorted(name.encode() for name in cities),
         'price': pytest.approx([3.0, 7.25, 12.0, 1234.5])}
     # A held-out file in the training data's encoding, without the flag.
-    entries = run_prepare(csv_tables.prepare_csv, source=str(tmp_path / 'held_out.csv'),
+    entries = run_prepare(prepare_csv.prepare_csv, source=str(tmp_path / 'held_out.csv'),
                           output_dir=str(tmp_path / 'windows_csv'), split='test',
                           schema_from=str(tmp_path / 'windows_csv'), **table_args(label=None))
     assert entries['test']['num_records'] == 12
@@ -370,7 +371,7 @@ def test_an_excel_workbook_is_read_as_its_cells_and_makes_its_csvs_table(tmp_pat
     for name, source in (('plain', write(tmp_path / 'plain.csv', PEOPLE)),
                          ('book', csv_as_workbook(PEOPLE, tmp_path / 'book.xlsx'))):
         out = str(tmp_path / name)
-        run_prepare(csv_tables.prepare_csv, source=source, output_dir=out, **table_args())
+        run_prepare(prepare_csv.prepare_csv, source=source, output_dir=out, **table_args())
         schema = json.load(open(os.path.join(out, 'manifest.json')))['schema']
         csv_format, _ = schema.pop('csv_format'), schema.pop('source')
         [(features, labels)] = read_back(out, schema)
@@ -411,20 +412,20 @@ def test_a_held_out_csv_takes_the_training_tables_types_with_schema_from(tmp_pat
     """Whole numbers alone read as an int column; --schema_from keeps training's float, and
     --split=test writes every row there, beside the training splits, keeping their schema."""
     out = str(tmp_path / 'data')
-    run_prepare(csv_tables.prepare_csv, source=write(tmp_path / 'train.csv', PEOPLE),
+    run_prepare(prepare_csv.prepare_csv, source=write(tmp_path / 'train.csv', PEOPLE),
                 output_dir=out, **table_args())
     schema = json.load(open(os.path.join(out, 'manifest.json')))['schema']
     held_out = write(tmp_path / 'test.csv', 'age,workclass,"hours, per week",score,income\n'
                      '41,Private,38,2,>50K\n29,State-gov,40,1,<=50K\n')
     apart = str(tmp_path / 'apart')
-    run_prepare(csv_tables.prepare_csv, source=held_out, output_dir=apart,
+    run_prepare(prepare_csv.prepare_csv, source=held_out, output_dir=apart,
                 **table_args(validation_fraction=0.0))
     with pytest.raises(UserError, match="train-00000-of-00002.tfrecord: feature 'score' holds "
                                         'int64 values where the model reads float; write '
                                         'these records .* --schema_from='):
         read_back(apart, schema)
 
-    entries = run_prepare(csv_tables.prepare_csv, source=held_out, output_dir=out,
+    entries = run_prepare(prepare_csv.prepare_csv, source=held_out, output_dir=out,
                           schema_from=out, split='test', **table_args(label=None))
     assert list(entries) == ['test'] and entries['test']['num_records'] == 2
     manifest = json.load(open(os.path.join(out, 'manifest.json')))
@@ -433,7 +434,7 @@ def test_a_held_out_csv_takes_the_training_tables_types_with_schema_from(tmp_pat
     assert features['score'].numpy().tolist() == [2.0, 1.0]
     assert labels.numpy().tolist() == [b'>50K', b'<=50K']
     with pytest.raises(UserError, match=r'--schema_from=.*train.csv: .* holds no table schema'):
-        run_prepare(csv_tables.prepare_csv, source=held_out, output_dir=apart,
+        run_prepare(prepare_csv.prepare_csv, source=held_out, output_dir=apart,
                     schema_from=str(tmp_path / 'train.csv'), **table_args())
 
 
@@ -442,7 +443,7 @@ def test_a_class_whose_few_rows_all_fell_in_validation_is_still_one_of_the_model
     output: else evaluating the validation split stops at its first batch."""
     rows = [f'{i % 7},{"ab"[i % 2]}' for i in range(200)] + [f'3,rare{i}' for i in range(12)]
     out = str(tmp_path / 'data')
-    entries = run_prepare(csv_tables.prepare_csv, output_dir=out,
+    entries = run_prepare(prepare_csv.prepare_csv, output_dir=out,
                           source=write(tmp_path / 'rows.csv', 'x,kind\n' + '\n'.join(rows)),
                           **table_args(label='kind', validation_fraction=0.5))
     label = json.load(open(os.path.join(out, 'manifest.json')))['schema']['label']
@@ -606,7 +607,7 @@ def test_a_glob_of_the_whole_folder_means_its_records_not_the_manifest_beside_th
         run_prepare(example_tables.prepare_examples, **{**args, 'source': str(tmp_path / 'mine')})
     with pytest.raises(UserError, match=r"--source=.*mine/: a folder; give a glob of its "
                                         r"files: --source='.*mine/\*.csv'$"):
-        run_prepare(csv_tables.prepare_csv, **table_args(source=f'{tmp_path / "mine"}/'))
+        run_prepare(prepare_csv.prepare_csv, **table_args(source=f'{tmp_path / "mine"}/'))
 
     write_records(tmp_path / 'mine' / 'b', records[12:15] + [
         example(x=[1.0, 2.0], label=0)])  # a second value, in the second file's fourth record
@@ -624,7 +625,7 @@ def test_training_input_gives_every_row_once_an_epoch_in_a_new_order(tmp_path, m
     text = 'id,color,label\n' + ''.join(f'{i},{"red" if i % 3 else "blue"},{"yes" if i % 2 else "no"}\n'
                                         for i in range(rows))
     out = str(tmp_path / 'out')
-    run_prepare(csv_tables.prepare_csv, source=write(tmp_path / 't.csv', text), output_dir=out,
+    run_prepare(prepare_csv.prepare_csv, source=write(tmp_path / 't.csv', text), output_dir=out,
                 **table_args(label='label', num_shards=3))
     schema = json.load(open(os.path.join(out, 'manifest.json')))['schema']
     if not in_memory:
@@ -671,7 +672,7 @@ def test_rows_encoded_as_wire_bytes_parse_to_the_examples_the_messages_make():
 
 def test_table_shards_that_do_not_match_their_manifest_are_refused_by_name(tmp_path):
     out = str(tmp_path / 'out')
-    run_prepare(csv_tables.prepare_csv, source=write(tmp_path / 'p.csv', PEOPLE), output_dir=out,
+    run_prepare(prepare_csv.prepare_csv, source=write(tmp_path / 'p.csv', PEOPLE), output_dir=out,
                 **table_args())
     schema = json.load(open(os.path.join(out, 'manifest.json')))['schema']
     shard = sorted(glob.glob(os.path.join(out, 'train-*')))[0]

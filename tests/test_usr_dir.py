@@ -145,10 +145,10 @@ def test_table_net_over_a_prepared_csv_takes_the_canned_head(tmp_path, label):
     canned models' head: three classes (accuracy, each class's, classify) or a number
     (average loss, regress), and predict on CSV rows."""
     from helpers import run_prepare
-    from input_fns import csv_tables
+    from input_fns import prepare_csv
     usr_dir = copy_example('table_net', tmp_path)
     data, model_dir, exports = (str(tmp_path / name) for name in ('data', 'model', 'exports'))
-    run_prepare(csv_tables.prepare_csv, source=write_table(tmp_path / 'table.csv', label),
+    run_prepare(prepare_csv.prepare_csv, source=write_table(tmp_path / 'table.csv', label),
                 output_dir=data, label=label, column_types=None, task=None,
                 max_vocabulary=100, na_values=[''], weight_column=None, num_eval_shards=1)
     trainer(f'--usr_dir={usr_dir}', '--model=table_net', '--mode=train_and_evaluate',

@@ -43,22 +43,25 @@ class CsvFormat:
     thousands: Optional[str] = None  # --thousands: the mark grouping digits (number_formats)
     encoding: str = DEFAULT_ENCODING  # --encoding: the text's, where it is not UTF-8 or UTF-16
     workbook: bool = False  # an Excel workbook (input_fns/workbooks.py): typed cells, no text
+    sheet: Optional[str] = None  # --sheet: a workbook's sheet to read, where not its first
 
     def to_json(self):
         return {'delimiter': self.delimiter, 'decimal': self.decimal,
                 **({'thousands': self.thousands} if self.thousands else {}),
                 **({'encoding': self.encoding} if self.encoding != DEFAULT_ENCODING else {}),
-                **({'workbook': True} if self.workbook else {})}
+                **({'workbook': True} if self.workbook else {}),
+                **({'sheet': self.sheet} if self.sheet is not None else {})}
 
     def rows(self, path: str) -> Iterator[Tuple[int, List[str]]]:
         """read_rows of a file in this format."""
         if self.workbook:
-            return workbooks.read_rows(path)
+            return workbooks.read_rows(path, self.sheet)
         return read_rows(path, self.delimiter, self.encoding)
 
     def description(self) -> str:
         if self.workbook:
-            return 'an Excel workbook\'s first sheet'
+            return (f'an Excel workbook\'s sheet {self.sheet!r}' if self.sheet is not None else
+                    'an Excel workbook\'s first sheet')
         return (f'{DELIMITER_NAMES[self.delimiter]}-separated, with a decimal '
                 f'{MARK_NAMES[self.decimal]}' +
                 (f', in {self.encoding}' if self.encoding != DEFAULT_ENCODING else ''))
@@ -198,11 +201,16 @@ def parse_delimiter(text: str) -> str:
 
 
 def file_format(path: str, delimiter: Optional[str] = None, decimal: Optional[str] = None,
-                thousands: Optional[str] = None, encoding: Optional[str] = None) -> CsvFormat:
+                thousands: Optional[str] = None, encoding: Optional[str] = None,
+                sheet: Optional[str] = None) -> CsvFormat:
     """The format of a CSV file: --delimiter, --decimal, --thousands and --encoding where given,
-    else as detected (no thousands mark: number_formats reads one where no other reading fits)."""
+    else as detected (no thousands mark: number_formats reads one where no other reading fits);
+    of a workbook, the --sheet to read."""
     if workbooks.is_workbook(path):  # numbers in cells, not text: no marks to read
-        return CsvFormat(workbook=True)
+        return CsvFormat(workbook=True, sheet=sheet)
+    if sheet is not None:
+        raise UserError(f'--sheet={sheet}: {path} is not an Excel workbook (.xlsx), which has '
+                        'sheets; leave --sheet out for a CSV file')
     encoding = parse_encoding(encoding)
     delimiter = parse_delimiter(delimiter) if delimiter else detect_delimiter(path, encoding)
     mark = decimal or (',' if delimiter == ';' else '.')

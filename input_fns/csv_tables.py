@@ -84,7 +84,9 @@ class Table:
         column_choice.check_names(names, f'{self.paths[0]} line 1')
         if label not in names:
             raise UserError(f'--label={label}: {self.paths[0]} has no such column; its columns: '
-                            f'{", ".join(names)}')
+                            f'{", ".join(names)}' + (' (its first sheet\'s: --sheet names another)'
+                                                     if self.format.workbook and
+                                                     self.format.sheet is None else ''))
         return names
 
     def _converter(self, column: str, dtype: str):

@@ -18,7 +18,7 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
                 split: Optional[str] = None, delimiter: Optional[str] = None,
                 decimal: Optional[str] = None, ignore_columns: Optional[List[str]] = None,
                 date_format: Optional[str] = None, thousands: Optional[str] = None,
-                encoding: Optional[str] = None) -> Dict:
+                encoding: Optional[str] = None, sheet: Optional[str] = None) -> Dict:
     """Writes the 'train' (and 'validation') split of a CSV source, or every row to --split,
     and the schema; with --schema_from, the columns take that table's types, --thousands and
     --encoding. The files are read as the first one is written, unless told (file_format)."""
@@ -31,7 +31,7 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
     paths = file_patterns.source_files(source, 'a CSV file (.csv, .csv.gz), an Excel workbook '
                                        '(.xlsx) or a glob of them', '*.csv')
     csv_format = csv_files.file_format(paths[0], delimiter, decimal,
-                                       *held_out.csv_reading(trained, thousands, encoding))
+                                       *held_out.csv_reading(trained, thousands, encoding), sheet)
     logging.info('--source=%s: read as %s%s', source, csv_format.description(), '' if
                  csv_format.workbook else ' (--delimiter, --decimal, --encoding say otherwise)')
     table = csv_tables.Table(paths, label, column_types, task, na_values, known_types, csv_format,

@@ -97,6 +97,8 @@ def define_table_flags():
                       'thousands, where it could be a decimal mark too (1,234 in a file of '
                       'decimal points); other groupings ("1,234.50", "$1,234", 1 234,50) are '
                       'read without it.')
+    flags.DEFINE_string('sheet', None, 'csv: the sheet of an Excel workbook (.xlsx) to read, by '
+                        'its name (default: the first).')
     flags.DEFINE_enum('date_format', None, ['day/month/year', 'month/day/year'], 'csv: how '
                       'dates like 01/02/2024 or 01/02/24 read where the first rows do not tell '
                       '(no day above 12); ISO and 15.01.2024 dates need no flag.')

@@ -1,5 +1,6 @@
-"""An Excel workbook (.xlsx, .xlsm) read as the rows of its first sheet, each cell as the text a
-CSV of it would hold, so a table kept in Excel needs no "Save as CSV" first.
+"""An Excel workbook (.xlsx, .xlsm) read as the rows of one sheet (the first, or the one --sheet
+names), each cell as the text a CSV of it would hold, so a table kept in Excel needs no "Save as
+CSV" first.
 
 A cell holds a typed value, not the text it shows: a number is read as its digits (a cell shown
 as `$1,234.50` or `12.5%` holds 1234.5 or 0.125), a date or time as ISO (`2024-01-15`,
@@ -10,7 +11,7 @@ mode); a workbook in a bucket is read into memory first, as a zip file must be s
 import datetime
 import io
 import zipfile
-from typing import Iterator, List, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 from absl import logging
 
@@ -44,9 +45,9 @@ def cell_text(value) -> str:
     return str(value)  # a float's shortest digits that read back as it (its repr)
 
 
-def read_rows(path: str) -> Iterator[Tuple[int, List[str]]]:
-    """(row number, cells as text) of each row of the first sheet, the header first; empty rows
-    skipped, and columns past the header's last name left out when they are empty."""
+def read_rows(path: str, sheet: Optional[str] = None) -> Iterator[Tuple[int, List[str]]]:
+    """(row number, cells as text) of each row of the sheet named (else the first), the header
+    first; empty rows skipped, and columns past the header's last name left out when empty."""
     import openpyxl  # a second's import: only once a workbook is read
     try:
         book = openpyxl.load_workbook(io.BytesIO(files.read_bytes(path)), read_only=True,
@@ -54,14 +55,18 @@ def read_rows(path: str) -> Iterator[Tuple[int, List[str]]]:
     except (zipfile.BadZipFile, KeyError, ValueError, OSError) as e:
         raise UserError(f'{path}: not an Excel workbook (.xlsx) ({e}); save it again from Excel, '
                         'or as CSV') from None
-    sheet = book.worksheets[0]
-    if len(book.worksheets) > 1 and path not in _TOLD:
+    titles = ', '.join(repr(other.title) for other in book.worksheets)
+    if sheet is not None and sheet not in book.sheetnames:
+        book.close()
+        raise UserError(f'--sheet={sheet}: {path} has no such sheet; its sheets are {titles}')
+    chosen = book[sheet] if sheet is not None else book.worksheets[0]
+    if sheet is None and len(book.worksheets) > 1 and path not in _TOLD:
         _TOLD.add(path)
-        logging.info('%s: read its first sheet, %r (of %s)', path, sheet.title,
-                     ', '.join(repr(other.title) for other in book.worksheets))
+        logging.info('%s: read its first sheet, %r (of %s; --sheet names another)', path,
+                     chosen.title, titles)
     width = None
     try:
-        for number, cells in enumerate(sheet.iter_rows(values_only=True), 1):
+        for number, cells in enumerate(chosen.iter_rows(values_only=True), 1):
             texts = [cell_text(value) for value in cells]
             if not any(texts):
                 continue

@@ -64,7 +64,7 @@ def run_prepare(prepare_fn, **overrides):
                   num_pairs=300, pairs_file=None, split=None, schema_from=None, strict=False,
                   pair_folds=1, image_size='64x64', channels='3', resize='pad',
                   rows_per_shard=100, num_features=1024, delimiter=None, decimal=None,
-                  ignore_columns=None, date_format=None, thousands=None, encoding=None,
+                  ignore_columns=None, date_format=None, thousands=None, encoding=None, sheet=None,
                   labels_file=None, label=None)
     values.update(overrides)
     return prepare_module.call_with_flags(prepare_fn, types.SimpleNamespace(**values))
@@ -228,9 +228,10 @@ def write_fake_checkpoints(model_dir, steps, newest_saved):
     (model_dir / 'checkpoint').write_text(f'model_checkpoint_path: "model.ckpt-{newest_saved}"\n')
 
 
-def csv_as_workbook(text: str, path, sheet: str = 'Sheet1') -> str:
+def csv_as_workbook(text: str, path, sheet: str = 'Sheet1', notes_first: bool = False) -> str:
     """The CSV text as an Excel workbook of typed cells, as Excel would hold it: whole numbers as
-    ints, other numbers as floats, empty fields as empty cells, the rest as text."""
+    ints, other numbers as floats, empty fields as empty cells, the rest as text; notes_first: in
+    its second sheet, after a sheet 'Notes' of a line of text."""
     import csv
     import io
     import openpyxl
@@ -243,8 +244,13 @@ def csv_as_workbook(text: str, path, sheet: str = 'Sheet1') -> str:
                 pass
         return field or None
     book = openpyxl.Workbook()
-    book.active.title = sheet
+    rows = book.active
+    if notes_first:
+        rows.title = 'Notes'
+        rows.append(['Exported from the shop, see the second sheet'])
+        rows = book.create_sheet()
+    rows.title = sheet
     for fields in csv.reader(io.StringIO(text)):
-        book.active.append([typed(field) for field in fields])
+        rows.append([typed(field) for field in fields])
     book.save(str(path))
     return str(path)

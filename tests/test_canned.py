@@ -146,6 +146,17 @@ def test_dnn_classifier_trains_then_the_eval_job_exports_the_best_and_it_serves(
     assert [line['probabilities'] for line in book_lines] == [
         line['probabilities'] for line in lines[2:2 + 240]]
     assert book_lines[0]['file'] == book and book_lines[0]['line'] == 2
+    with open(f'{binary}/table.csv') as f:  # the rows in a second sheet: --sheet names it
+        second = csv_as_workbook(f.read(), f'{binary}/second.xlsx', 'Rows', notes_first=True)
+    assert [json.loads(line)['probabilities'] for line in trainer(
+        '--mode=predict', f'--saved_model={export_dir}/best', '--sheet=Rows',
+        second).stdout.strip().splitlines()] == [line['probabilities'] for line in book_lines]
+    old = f'{binary}/old.xls'  # Excel 97-2003: one line, not "not an image"
+    with open(old, 'wb') as f:
+        f.write(b'\xd0\xcf\x11\xe0')
+    assert_one_line_error(trainer('--mode=predict', f'--saved_model={export_dir}/best', old,
+                                  check=False), 2, f'{old}: an Excel 97-2003 workbook (.xls), '
+                          'which is not read; save it as an Excel Workbook (.xlsx) or as CSV')
     latin1 = f'{binary}/latin1.jsonl'
     with open(latin1, 'wb') as f:
         f.write('{"age": 75, "color": "r\u00e9d"}\n'.encode('latin-1'))

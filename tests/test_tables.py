@@ -378,6 +378,28 @@ def test_an_excel_workbook_is_read_as_its_cells_and_makes_its_csvs_table(tmp_pat
         tables[name] = schema, {k: v.numpy().tolist() for k, v in features.items()}, labels.numpy().tolist()
     assert csv_format == {'delimiter': ',', 'decimal': '.', 'workbook': True}
     assert tables['book'] == tables['plain']
+    # --sheet: the rows in a workbook's second sheet, after a sheet of notes.
+    second = csv_as_workbook(PEOPLE, tmp_path / 'second.xlsx', 'People 2024', notes_first=True)
+    out = str(tmp_path / 'second')
+    run_prepare(prepare_csv.prepare_csv, source=second, output_dir=out, sheet='People 2024',
+                **table_args())
+    schema = json.load(open(os.path.join(out, 'manifest.json')))['schema']
+    assert schema.pop('csv_format')['sheet'] == 'People 2024' and schema.pop('source') == second
+    [(features, labels)] = read_back(out, schema)
+    assert (schema, {k: v.numpy().tolist() for k, v in features.items()},
+            labels.numpy().tolist()) == tables['plain']
+    with pytest.raises(UserError, match=r'--label=income: .*second.xlsx has no such column; its '
+                                        r"columns: Exported from the shop, see the second sheet "
+                                        r"\(its first sheet's: --sheet names another\)"):
+        run_prepare(prepare_csv.prepare_csv, source=second, output_dir=out, **table_args())
+    for source, message in (
+            (second, r"--sheet=People: .*second.xlsx has no such sheet; its sheets are 'Notes', "
+                     r"'People 2024'"),
+            (str(tmp_path / 'plain.csv'), r'--sheet=People: .*plain.csv is not an Excel '
+                                          r'workbook \(.xlsx\), which has sheets; leave --sheet out')):
+        with pytest.raises(UserError, match=message):
+            run_prepare(prepare_csv.prepare_csv, source=source, output_dir=str(tmp_path / 'no'),
+                        sheet='People', **table_args())
 
     book = openpyxl.Workbook()
     sheet = book.active

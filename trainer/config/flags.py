@@ -11,6 +11,7 @@ from absl import flags
 from models import registry
 from trainer.cluster import vertex_env
 from trainer.config import flag_checks, modes
+from trainer.config.predict_flags import define_predict_and_benchmark
 from trainer.input_kinds.base import InputOptions
 from trainer.usr_dir import command_line as usr_dir
 
@@ -19,11 +20,13 @@ TRAINING_FLAGS_THAT_ARE_PARAMS = ('learning_rate', 'learning_rate_decay_steps', 
 
 
 def _definers(flag_values) -> types.SimpleNamespace:
-    """absl's DEFINE_* functions bound to flag_values."""
+    """absl's DEFINE_* functions bound to flag_values, each flag this module's wherever its group
+    is defined (MODEL_DIR/flags.txt records this module's)."""
     kinds = {'string': flags.DEFINE_string, 'integer': flags.DEFINE_integer,
              'float': flags.DEFINE_float, 'enum': flags.DEFINE_enum, 'bool': flags.DEFINE_bool,
              'multi_string': flags.DEFINE_multi_string}
-    return types.SimpleNamespace(**{kind: functools.partial(define, flag_values=flag_values)
+    return types.SimpleNamespace(**{kind: functools.partial(define, flag_values=flag_values,
+                                                            module_name=__name__)
                                     for kind, define in kinds.items()})
 
 
@@ -188,24 +191,6 @@ def define_early_stopping(d):
               'training stops.', lower_bound=1)
     d.float('early_stopping_check_secs', 10, 'How often training reads the ledger.',
             lower_bound=0)
-
-
-def define_predict_and_benchmark(d):
-    d.string('saved_model', None, 'predict: EXPORT_DIR (its newest complete version, as TF Serving '
-             'serves it), a version folder EXPORT_DIR/STEP, or a pointer such as EXPORT_DIR/best.')
-    d.string('signature', 'serving_default', 'predict: the signature to run: serving_default; '
-             'classify (MNIST: class names and scores, through a tf.Example as TF Serving\'s '
-             'Classify API sends); embed (face towers).')
-    d.enum('decimal', None, ('.', ','), 'predict on a CSV: the mark before a number\'s fraction '
-           '(default: , in a ;-separated file, else ., as prepare csv reads it).')
-    d.enum('thousands', None, ('.', ','), 'predict on a CSV: the mark grouping a number\'s '
-           'thousands, where it could be a decimal mark too (1,234 in a file of decimal points).')
-    d.string('encoding', None, 'predict on a CSV: its text encoding where not UTF-8 (or UTF-16 '
-             'with a byte-order mark), e.g. cp1252 (Excel on Windows), as for prepare csv.')
-    d.integer('benchmark_batches', 300, 'benchmark_input: batches to time each '
-              'input pipeline stage for.', lower_bound=3)
-    d.integer('benchmark_train_steps', 30, 'benchmark_input: training steps to time '
-              'on in-memory input.', lower_bound=3)
 
 
 def define_device_flags(d):

@@ -71,6 +71,7 @@ class Settings:
     decimal: Optional[str] = FLAG_DEFAULTS['decimal']
     thousands: Optional[str] = FLAG_DEFAULTS['thousands']
     encoding: Optional[str] = FLAG_DEFAULTS['encoding']
+    sheet: Optional[str] = FLAG_DEFAULTS['sheet']
     benchmark_batches: int = FLAG_DEFAULTS['benchmark_batches']
     benchmark_train_steps: int = FLAG_DEFAULTS['benchmark_train_steps']
     distribution: str = FLAG_DEFAULTS['distribution']

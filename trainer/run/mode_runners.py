@@ -99,9 +99,9 @@ def run_export(run: experiment.Experiment):
 
 def run_predict(settings, arguments: List[str]):
     try:
-        predict.print_json_lines(predict.predict_rows(settings.saved_model, arguments,
-                                                      settings.signature, settings.decimal,
-                                                      settings.thousands, settings.encoding))
+        predict.print_json_lines(predict.predict_rows(
+            settings.saved_model, arguments, settings.signature, decimal=settings.decimal,
+            thousands=settings.thousands, encoding=settings.encoding, sheet=settings.sheet))
     except tf.errors.OpError as e:
         raise store_failures.as_store_error(e, settings) or e
 

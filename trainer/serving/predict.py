@@ -110,20 +110,18 @@ def input_files(arguments: List[str]) -> List[str]:
 
 
 def predict_files(saved_model_dir: str, arguments: List[str],
-                  signature: str = DEFAULT_SIGNATURE, decimal: Optional[str] = None,
-                  thousands: Optional[str] = None, encoding: Optional[str] = None) -> List[dict]:
+                  signature: str = DEFAULT_SIGNATURE, **reading: Optional[str]) -> List[dict]:
     """predict_rows, all of them."""
-    return list(predict_rows(saved_model_dir, arguments, signature, decimal, thousands, encoding))
+    return list(predict_rows(saved_model_dir, arguments, signature, **reading))
 
 
 def predict_rows(saved_model_dir: str, arguments: List[str],
-                 signature: str = DEFAULT_SIGNATURE, decimal: Optional[str] = None,
-                 thousands: Optional[str] = None, encoding: Optional[str] = None
-                 ) -> Iterator[dict]:
+                 signature: str = DEFAULT_SIGNATURE, **reading: Optional[str]) -> Iterator[dict]:
     """Runs a signature of the SavedModel (no Estimator) on image files (or folders or globs of
     them): one row per image, or per pair of images for a model that compares two photos, as
-    each batch of SERVE_BATCH is served; table rows (decimal, thousands, encoding: a CSV's, if
-    not as detected) and REST bodies as their modules say."""
+    each batch of SERVE_BATCH is served; table rows (reading: --decimal, --thousands,
+    --encoding, --sheet, where a file is not read as detected) and REST bodies as their
+    modules say."""
     saved_model_dir = resolve_saved_model(saved_model_dir)
     image_paths = input_files(arguments)
     if not image_paths:
@@ -134,8 +132,7 @@ def predict_rows(saved_model_dir: str, arguments: List[str],
         return
     if all(predict_table.is_table_file(path) for path in image_paths):
         signatures = tf.saved_model.load(saved_model_dir).signatures
-        yield from predict_table.predict_rows(signatures, saved_model_dir, image_paths, decimal,
-                                              thousands, encoding)
+        yield from predict_table.predict_rows(signatures, saved_model_dir, image_paths, **reading)
         return
     signatures = tf.saved_model.load(saved_model_dir).signatures
     if signature not in signatures:

@@ -15,7 +15,9 @@ from common.errors import UserError, op_error_summary
 from input_fns import (column_choice, csv_files, number_formats, table_records, table_schema,
                        workbooks)
 
-TABLE_SUFFIXES = ('.csv', '.csv.gz', '.tsv', '.tsv.gz', '.jsonl', '.json', *workbooks.SUFFIXES)
+# .xls too: file_format says in one line that an Excel 97-2003 workbook is not read.
+TABLE_SUFFIXES = ('.csv', '.csv.gz', '.tsv', '.tsv.gz', '.jsonl', '.json', *workbooks.SUFFIXES,
+                  '.xls')
 EXAMPLES_SIGNATURE = 'predict_examples'
 BATCH_ROWS = 1000
 _DTYPES = {tf.int64: 'int', tf.float32: 'float', tf.string: 'string'}
@@ -81,11 +83,11 @@ def _example(row: Dict, features: Dict[str, str], where: str,
 
 
 def predict_rows(signatures, saved_model_dir: str, paths: List[str],
-                 decimal: Optional[str] = None, thousands: Optional[str] = None,
-                 encoding: Optional[str] = None) -> Iterator[Dict]:
+                 **reading: Optional[str]) -> Iterator[Dict]:
     """One output row per input row of the files, in order: {'file', 'line', outputs...}, as
-    each batch of BATCH_ROWS is served (a big file is not held in memory). decimal, thousands,
-    encoding: --decimal, --thousands and --encoding, a CSV's where they are not as detected."""
+    each batch of BATCH_ROWS is served (a big file is not held in memory). reading: --decimal,
+    --thousands, --encoding (a CSV's, where not as detected) and --sheet (a workbook's), as
+    csv_files.file_format takes them."""
     if EXAMPLES_SIGNATURE not in signatures or 'serving_default' not in signatures:
         raise UserError(f'{saved_model_dir}: not a table model\'s export (no {EXAMPLES_SIGNATURE} '
                         'signature); predict on rows takes a canned model\'s export')
@@ -95,8 +97,7 @@ def predict_rows(signatures, saved_model_dir: str, paths: List[str],
         if path.endswith(('.json', '.jsonl')):
             rows, read_as = _json_rows(path), csv_files.CsvFormat()
         else:
-            read_as = csv_files.file_format(path, decimal=decimal, thousands=thousands,
-                                            encoding=encoding)
+            read_as = csv_files.file_format(path, **reading)
             rows = _csv_rows(path, read_as)
         batch = []
         for line, row in rows:

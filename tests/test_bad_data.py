@@ -190,16 +190,16 @@ def test_prepare_faces_refuses_photos_training_cannot_decode(tmp_path):
     synthetic_faces.write_faces(str(root), num_people=4, min_photos=2, max_photos=2, size=32,
                                 seed=0)
     person = sorted(os.listdir(root))[0]
-    renamed_png = root / person / f'{person}_0001.jpg'  # a PNG with a .jpg name
-    renamed_png.write_bytes(tf.io.encode_png(np.zeros((32, 32, 3), np.uint8)).numpy())
+    cut_short = root / person / f'{person}_0001.jpg'  # a download that stopped: its header whole
+    cut_short.write_bytes(cut_short.read_bytes()[:300])
     strict = run_module('input_fns.prepare', 'faces', f'--source_dir={root}',
                         f'--output_dir={tmp_path}/strict', '--num_pairs=2', '--strict',
                         check=False)
-    assert_one_line_error(strict, 2, renamed_png)
+    assert_one_line_error(strict, 2, cut_short)
 
     lenient = run_module('input_fns.prepare', 'faces', f'--source_dir={root}',
                          f'--output_dir={tmp_path}/out', '--num_pairs=2')
-    assert f'skipping {renamed_png}' in lenient.stderr
+    assert f'skipping {cut_short}' in lenient.stderr
     manifest = json.load(open(tmp_path / 'out' / 'manifest.json'))
     skipped = {split: entry.get('num_skipped_photos', 0)
                for split, entry in manifest['splits'].items() if entry.get('kind') != 'pairs'}

@@ -9,7 +9,6 @@ import shutil
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from common.errors import UserError
 from helpers import assert_one_line_error, run_module, run_with_env

@@ -200,6 +200,17 @@ def parse_delimiter(text: str) -> str:
     return DELIMITERS[text]
 
 
+def starts_as_utf8(path: str) -> bool:
+    """Whether the file's start is UTF-8 (or UTF-16 with its byte-order mark)."""
+    with _open_bytes(path) as stream:
+        start = stream.read(DETECTION_BYTES)
+    try:
+        codecs.getincrementaldecoder(_codec(start, DEFAULT_ENCODING))().decode(start)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def file_format(path: str, delimiter: Optional[str] = None, decimal: Optional[str] = None,
                 thousands: Optional[str] = None, encoding: Optional[str] = None,
                 sheet: Optional[str] = None) -> CsvFormat:

@@ -1,9 +1,10 @@
 """A held-out table (`prepare csv` or `prepare examples` with --schema_from=DIR --split=test),
 written as a model trained on DIR's table reads it: its column types, label, task and weight, and
-the columns it left out."""
-from typing import Dict, Optional, Tuple
+the columns it left out; and how to read a file of new rows as the training rows were read."""
+import dataclasses
+from typing import Dict, List, Optional, Tuple
 
-from input_fns import file_patterns
+from input_fns import csv_files, file_patterns, workbooks
 
 
 def trained_schema(schema_from: Optional[str]) -> Tuple[Dict[str, str], Optional[Dict]]:
@@ -22,10 +23,28 @@ def date_formats(trained: Optional[Dict]) -> Dict[str, str]:
             for entry in (trained or {}).get('features', []) if entry['dtype'] == 'date'}
 
 
-def csv_reading(trained: Optional[Dict], thousands: Optional[str], encoding: Optional[str]):
-    """(--thousands, --encoding) as given, else as the trained table's CSV was read."""
-    trained_format = (trained or {}).get('csv_format', {})
-    return thousands or trained_format.get('thousands'), encoding or trained_format.get('encoding')
+def rows_format(path: str, trained: Dict, **given: Optional[str]
+                ) -> Tuple[csv_files.CsvFormat, List[str]]:
+    """The format of a file of new rows (held out, or to predict on) for a model trained on the
+    rows read as `trained` (the schema's csv_format), where the flags (given: csv_files.file_format's)
+    do not say: the training rows'
+    text encoding if this file's start is not UTF-8 (never in place of UTF-8, which another
+    encoding would read as other letters, without an error), and their decimal and thousands
+    marks if it has their delimiter; with the flags that say what was taken from them."""
+    encoding = given.get('encoding')
+    if not (encoding or workbooks.is_workbook(path) or csv_files.starts_as_utf8(path)):
+        encoding = trained.get('encoding')
+    detected = csv_files.file_format(path, **{**given, 'encoding': encoding})
+    read_as = detected
+    if not (detected.workbook or given.get('decimal') or
+            detected.delimiter != trained.get('delimiter')):
+        read_as = dataclasses.replace(
+            detected, decimal=trained.get('decimal', detected.decimal),
+            thousands=given.get('thousands') or trained.get('thousands') or detected.thousands)
+    taken = [f'--{flag}={getattr(read_as, flag)}' for flag in ('decimal', 'thousands')
+             if getattr(read_as, flag) != getattr(detected, flag)]
+    return read_as, taken + ([f'--encoding={encoding}'] if encoding != given.get('encoding')
+                             else [])
 
 
 def trained_defaults(trained: Optional[Dict], label, task, weight_column, ignore_columns):

@@ -7,7 +7,7 @@ from absl import logging
 
 from common.errors import UserError
 from input_fns import split as data_split
-from input_fns import (csv_files, csv_tables, file_patterns, held_out, stream_shards,
+from input_fns import (csv_tables, file_patterns, held_out, stream_shards,
                        table_records, table_schema, table_splits)
 
 
@@ -30,10 +30,12 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
         raise UserError('--label is required for csv: the column to predict')
     paths = file_patterns.source_files(source, 'a CSV file (.csv, .csv.gz), an Excel workbook '
                                        '(.xlsx) or a glob of them', '*.csv')
-    csv_format = csv_files.file_format(paths[0], delimiter, decimal,
-                                       *held_out.csv_reading(trained, thousands, encoding), sheet)
-    logging.info('--source=%s: read as %s%s', source, csv_format.description(), '' if
-                 csv_format.workbook else ' (--delimiter, --decimal, --encoding say otherwise)')
+    csv_format, taken = held_out.rows_format(
+        paths[0], (trained or {}).get('csv_format', {}), delimiter=delimiter, decimal=decimal,
+        thousands=thousands, encoding=encoding, sheet=sheet)
+    logging.info('--source=%s: read as %s%s', source, csv_format.description(), (
+        f' (as --schema_from\'s rows were: {" ".join(taken)})' if taken else '') + ('' if
+        csv_format.workbook else ' (--delimiter, --decimal, --encoding say otherwise)'))
     table = csv_tables.Table(paths, label, column_types, task, na_values, known_types, csv_format,
                   ignore_columns, weight_column, (date_format, held_out.date_formats(trained)))
     stats = table_schema.TableStats(table.columns, table.dtypes, label, table.task,

@@ -255,3 +255,40 @@ def test_a_tuner_objective_is_checked_against_what_the_canned_model_reports():
     assert search_space.parse_objective('accuracy:maximize', 'image_classifier')  # 'images' data
     with pytest.raises(UserError, match="linear_regressor's evaluation does not report accuracy"):
         search_space.parse_objective('accuracy:maximize', 'linear_regressor')
+
+
+def test_predict_reads_new_rows_as_the_training_rows_were_read(tmp_path_factory):
+    """A table saved by Excel on Windows in a German locale (cp1252, tab-separated, 1.234,5):
+    the export keeps how prepare read it, so predict reads such rows without the flags again,
+    a UTF-8 file as UTF-8 (never as cp1252), and a file of another delimiter as detected."""
+    rng = random.Random(1)
+    rows = [(rng.choice(['München', 'Zürich', 'Köln', 'Genève']), rng.uniform(10, 3000))
+            for _ in range(200)]
+    folder = tmp_path_factory.mktemp('german')
+
+    def write(name, delimiter, number, encoding):
+        with open(folder / name, 'w', encoding=encoding) as f:
+            f.write(delimiter.join(['stadt', 'betrag', 'label']) + '\n')
+            for city, amount in rows:
+                f.write(delimiter.join([city, number(amount),
+                                        'hoch' if amount > 1000 else 'niedrig']) + '\n')
+        return str(folder / name)
+    german = lambda amount: f'{amount:,.2f}'.replace(',', ' ').replace('.', ',').replace(' ', '.')
+    windows = write('umsatz.txt', '\t', german, 'cp1252')
+    run_prepare(prepare_csv.prepare_csv, source=windows, output_dir=str(folder / 'data'),
+                label='label', column_types=None, task=None, max_vocabulary=100,
+                na_values=[''], validation_fraction=0.25, num_shards=2, num_eval_shards=1,
+                weight_column=None, decimal=',', thousands='.', encoding='cp1252')
+    common = ['--model=linear_classifier', f'--model_dir={folder}/run', *files_flags(folder)]
+    trainer(*common, '--mode=train', *STEPS)
+    saved = last_json(trainer(*common, '--mode=export', f'--export_dir={folder}/exports'))
+    kept = json.load(open(f'{saved["saved_model"]}/assets.extra/csv_format.json'))
+    assert kept == {'delimiter': '\t', 'decimal': ',', 'thousands': '.', 'encoding': 'cp1252'}
+
+    def probabilities(*args):
+        result = trainer('--mode=predict', f'--saved_model={folder}/exports', *args)
+        return [json.loads(line)['probabilities'] for line in result.stdout.strip().splitlines()]
+    told = probabilities('--decimal=,', '--thousands=.', '--encoding=cp1252', windows)
+    assert len(told) == 200 and probabilities(windows) == told
+    assert probabilities(write('umsatz_utf8.txt', '\t', german, 'utf-8')) == told
+    assert probabilities(write('plain.csv', ',', lambda amount: f'{amount:.2f}', 'utf-8')) == told

@@ -357,6 +357,14 @@ def test_excel_on_windows_and_unicode_text_files_are_read_in_their_encodings(tmp
                           output_dir=str(tmp_path / 'windows_csv'), split='test',
                           schema_from=str(tmp_path / 'windows_csv'), **table_args(label=None))
     assert entries['test']['num_records'] == 12
+    # One saved as UTF-8 is read as UTF-8: cp1252 would read its bytes as other letters (MÃ¼nchen).
+    (tmp_path / 'held_out_utf8.csv').write_bytes(text.encode('utf-8'))
+    run_prepare(prepare_csv.prepare_csv, source=str(tmp_path / 'held_out_utf8.csv'),
+                output_dir=str(tmp_path / 'windows_csv'), split='utf8',
+                schema_from=str(tmp_path / 'windows_csv'), **table_args(label=None))
+    schema = json.load(open(tmp_path / 'windows_csv' / 'manifest.json'))['schema']
+    [(features, _)] = read_back(str(tmp_path / 'windows_csv'), schema, 'utf8')
+    assert sorted(set(features['city'].numpy().tolist())) == tables['windows.csv'][1]['city']
     with pytest.raises(UserError, match=r'--encoding=klingon: not a text encoding Python reads; '
                                         r'give the one the file was saved in, e.g. cp1252'):
         prepare('windows.csv', encoding='klingon')

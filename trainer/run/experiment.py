@@ -126,7 +126,8 @@ class Experiment:
                 **s.model_param_overrides, **decision.model_param_overrides}), self.spec, self.plan)
         extras = export.ServingExtras(self.kind.signature_renames,
                                       self.kind.warmup_inputs(self.spec, s.input_options),
-                                      decision and decision.record)
+                                      decision and decision.record,
+                                      (self.spec.schema or {}).get('csv_format'))
         return export.export_saved_model(estimator, self.serving_receiver_fn(), s.export_dir,
                                          checkpoint_path, extras)
 

@@ -10,14 +10,18 @@ import json
 from typing import Dict, Iterator, List, Optional, Tuple
 
 import tensorflow as tf
+from absl import logging
 
+from common import files, paths
 from common.errors import UserError, op_error_summary
-from input_fns import (column_choice, csv_files, number_formats, table_records, table_schema,
-                       workbooks)
+from input_fns import (column_choice, csv_files, held_out, number_formats, table_records,
+                       table_schema, workbooks)
+from trainer.serving import export
 
-# .xls too: file_format says in one line that an Excel 97-2003 workbook is not read.
-TABLE_SUFFIXES = ('.csv', '.csv.gz', '.tsv', '.tsv.gz', '.jsonl', '.json', *workbooks.SUFFIXES,
-                  '.xls')
+# .txt: Excel's "Text (Tab delimited)" and "Unicode Text"; .xls: file_format says in one line
+# that an Excel 97-2003 workbook is not read.
+TABLE_SUFFIXES = ('.csv', '.csv.gz', '.tsv', '.tsv.gz', '.txt', '.jsonl', '.json',
+                  *workbooks.SUFFIXES, '.xls')
 EXAMPLES_SIGNATURE = 'predict_examples'
 BATCH_ROWS = 1000
 _DTYPES = {tf.int64: 'int', tf.float32: 'float', tf.string: 'string'}
@@ -82,22 +86,28 @@ def _example(row: Dict, features: Dict[str, str], where: str,
     return table_records.encode_example(names, [features[name] for name in names], values)
 
 
-def predict_rows(signatures, saved_model_dir: str, paths: List[str],
+def predict_rows(signatures, saved_model_dir: str, row_files: List[str],
                  **reading: Optional[str]) -> Iterator[Dict]:
     """One output row per input row of the files, in order: {'file', 'line', outputs...}, as
     each batch of BATCH_ROWS is served (a big file is not held in memory). reading: --decimal,
-    --thousands, --encoding (a CSV's, where not as detected) and --sheet (a workbook's), as
-    csv_files.file_format takes them."""
+    --thousands, --encoding (a CSV's, where not as detected, else as the training rows were
+    read: the export's CSV_FORMAT_FILE) and --sheet (a workbook's), as csv_files.file_format
+    takes them."""
     if EXAMPLES_SIGNATURE not in signatures or 'serving_default' not in signatures:
         raise UserError(f'{saved_model_dir}: not a table model\'s export (no {EXAMPLES_SIGNATURE} '
                         'signature); predict on rows takes a canned model\'s export')
     inputs = signatures['serving_default'].structured_input_signature[1]
     features = {name: _DTYPES[spec.dtype] for name, spec in inputs.items()}
-    for path in paths:
+    trained_at = paths.join(saved_model_dir, export.EXTRA_DIR, export.CSV_FORMAT_FILE)
+    trained = files.read_json(trained_at) if files.exists(trained_at) else {}
+    for path in row_files:
         if path.endswith(('.json', '.jsonl')):
             rows, read_as = _json_rows(path), csv_files.CsvFormat()
         else:
-            read_as = csv_files.file_format(path, **reading)
+            read_as, taken = held_out.rows_format(path, trained, **reading)
+            if taken:
+                logging.info('%s: read as %s, as the training rows were (%s: %s)', path,
+                             read_as.description(), trained_at, ' '.join(taken))
             rows = _csv_rows(path, read_as)
         batch = []
         for line, row in rows:

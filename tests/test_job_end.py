@@ -93,3 +93,33 @@ def test_a_worker_left_waiting_by_its_departed_parameter_servers_leaves(digit_sh
     finally:
         for process in processes.values():
             process.kill()
+
+
+def test_a_worker_started_after_training_finished_leaves_at_once(digit_shards, tmp_path,
+                                                                 monkeypatch):
+    """Restarted by the operator after the job ended, or started late: nobody is left to train
+    with (the chief and the parameter servers have gone), so it says so and exits 0 rather than
+    wait for them for ever; with a higher --train_steps the training is not over."""
+    model_dir = tmp_path / 'model'
+    model_dir.mkdir()
+    files.write_json_atomic(str(model_dir / run_files.TRAIN_FINISHED_FILE), run_files.TrainFinished(
+        step=6, train_steps=6, early_stopped=False, reason='reached train_steps',
+        time='2026-12-01T00:00:00+0000').to_json())
+    cluster = {role: [f'127.0.0.1:{free_port()}'] for role in ('chief', 'worker', 'ps')}
+    monkeypatch.setenv('TF_CONFIG', json.dumps({'cluster': cluster,
+                                                'task': {'type': 'worker', 'index': 0}}))
+    args = ['--mode=train', f'--model_dir={model_dir}', f'--train_files={digit_shards.train_pattern}',
+            '--batch_size=16']
+    worker = start_module('trainer.main', *args, '--train_steps=6', log_path=tmp_path / 'late.log')
+    try:
+        assert worker.wait(timeout=60) == 0
+    finally:
+        worker.kill()
+    assert re.search(r'training already finished at step 6 \(.*model/train_finished.json, '
+                     r'--train_steps=6\): worker done', (tmp_path / 'late.log').read_text())
+    more = start_module('trainer.main', *args, '--train_steps=12', log_path=tmp_path / 'more.log')
+    try:
+        wait_for_log(tmp_path / 'more.log', r'Graph was finalized', more)  # waits for its chief
+        assert more.poll() is None
+    finally:
+        more.kill()

@@ -220,7 +220,8 @@ class Experiment:
         if with_eval_spec:
             self.eval_spec  # noqa: B018
         if not is_chief:
-            with job_end.leaving_when_training_ends(self.estimator.config.task_type, s.model_dir):
+            with job_end.leaving_when_training_ends(self.estimator.config.task_type, s.model_dir,
+                                                    s.train_steps):
                 yield
             return
         self.check_checkpoint_fits()

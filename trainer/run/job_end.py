@@ -98,17 +98,24 @@ def _serve_for_the_last_save(model_dir: str, latest_before: str) -> None:
 
 
 @contextlib.contextmanager
-def leaving_when_training_ends(task_type: str, model_dir: str):
-    """Around a cluster task's training; for a worker beside parameter servers: once the chief
-    writes a new train_finished.json, a worker still training WORKER_GRACE_SECS later exits (0:
-    the job's training is done). A thread and os._exit, because the worker may be blocked in
-    TensorFlow's C++ session creation, where no Python signal handler runs. The thread is stopped
-    and joined as training returns: a daemon thread inside a gs:// read as the interpreter exits
-    aborts the process ('FATAL: exception not rethrown')."""
+def leaving_when_training_ends(task_type: str, model_dir: str, train_steps: int):
+    """Around a cluster task's training. A worker started after training reached --train_steps
+    (train_finished.json says so: restarted by the operator, or late) exits at once (0), where
+    it would wait for its departed chief and parameter servers for ever. For a worker beside
+    parameter servers: once the chief writes a new train_finished.json, a worker still training
+    WORKER_GRACE_SECS later exits (0: the job's training is done). A thread and os._exit, because
+    the worker may be blocked in TensorFlow's C++ session creation, where no Python signal
+    handler runs. The thread is stopped and joined as training returns: a daemon thread inside a
+    gs:// read as the interpreter exits aborts the process ('FATAL: exception not rethrown')."""
+    earlier = run_files.train_finished(model_dir) if task_type == 'worker' else None
+    if earlier is not None and not earlier.early_stopped and earlier.step >= train_steps:
+        logging.info('training already finished at step %d (%s, --train_steps=%d): worker done',
+                     earlier.step, paths.join(model_dir, run_files.TRAIN_FINISHED_FILE),
+                     train_steps)
+        cli.exit_at_once(0)
     if task_type != 'worker' or 'ps' not in tf_config.cluster_jobs():
         yield
         return
-    earlier = run_files.train_finished(model_dir)
     training_returned = threading.Event()
 
     def watch():

@@ -25,19 +25,20 @@ def date_formats(trained: Optional[Dict]) -> Dict[str, str]:
 
 def rows_format(path: str, trained: Dict, **given: Optional[str]
                 ) -> Tuple[csv_files.CsvFormat, List[str]]:
-    """The format of a file of new rows (held out, or to predict on) for a model trained on the
-    rows read as `trained` (the schema's csv_format), where the flags (given: csv_files.file_format's)
-    do not say: the training rows'
-    text encoding if this file's start is not UTF-8 (never in place of UTF-8, which another
-    encoding would read as other letters, without an error), and their decimal and thousands
-    marks if it has their delimiter; with the flags that say what was taken from them."""
+    """The format of a file of new rows (held out, or to predict on) for a model trained on rows
+    read as `trained` (the schema's csv_format), where the flags (given: csv_files.file_format's)
+    do not say: the training rows' text encoding if this file's start is not UTF-8 (never in
+    place of UTF-8, which another encoding would read as other letters, without an error), and
+    their decimal and thousands marks if it has their delimiter; with the flags that say what
+    was taken from them."""
     encoding = given.get('encoding')
     if not (encoding or workbooks.is_workbook(path) or csv_files.starts_as_utf8(path)):
         encoding = trained.get('encoding')
     detected = csv_files.file_format(path, **{**given, 'encoding': encoding})
     read_as = detected
     if not (detected.workbook or given.get('decimal') or
-            detected.delimiter != trained.get('delimiter')):
+            detected.delimiter != trained.get('delimiter') or
+            given.get('thousands') == trained.get('decimal')):
         read_as = dataclasses.replace(
             detected, decimal=trained.get('decimal', detected.decimal),
             thousands=given.get('thousands') or trained.get('thousands') or detected.thousands)

@@ -130,11 +130,10 @@ def predict_rows(saved_model_dir: str, arguments: List[str],
     if all(rest_body.is_request_body(path) for path in image_paths):
         yield from predict_rest_bodies(saved_model_dir, image_paths, signature)
         return
-    if all(predict_table.is_table_file(path) for path in image_paths):
-        signatures = tf.saved_model.load(saved_model_dir).signatures
+    signatures = tf.saved_model.load(saved_model_dir).signatures
+    if all(predict_table.is_table_file(path, signatures) for path in image_paths):
         yield from predict_table.predict_rows(signatures, saved_model_dir, image_paths, **reading)
         return
-    signatures = tf.saved_model.load(saved_model_dir).signatures
     if signature not in signatures:
         raise UserError(f'--signature={signature}: {saved_model_dir} has no such signature; it '
                         f'has {", ".join(sorted(signatures))}')

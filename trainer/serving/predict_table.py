@@ -18,18 +18,21 @@ from input_fns import (column_choice, csv_files, held_out, number_formats, table
                        table_schema, workbooks)
 from trainer.serving import export
 
-# .txt: Excel's "Text (Tab delimited)" and "Unicode Text"; .xls: file_format says in one line
-# that an Excel 97-2003 workbook is not read.
-TABLE_SUFFIXES = ('.csv', '.csv.gz', '.tsv', '.tsv.gz', '.txt', '.jsonl', '.json',
-                  *workbooks.SUFFIXES, '.xls')
+# .xls: file_format says in one line that an Excel 97-2003 workbook is not read.
+TABLE_SUFFIXES = ('.csv', '.csv.gz', '.tsv', '.tsv.gz', '.jsonl', '.json', *workbooks.SUFFIXES,
+                  '.xls')
+# Excel's "Text (Tab delimited)" and "Unicode Text": rows for a table model, else not an image.
+TEXT_SUFFIX = '.txt'
 EXAMPLES_SIGNATURE = 'predict_examples'
 BATCH_ROWS = 1000
 _DTYPES = {tf.int64: 'int', tf.float32: 'float', tf.string: 'string'}
 SHOWN_OUTPUTS = ('classes', 'probabilities', 'predictions')  # what a row's line shows
 
 
-def is_table_file(path: str) -> bool:
-    return path.endswith(TABLE_SUFFIXES)
+def is_table_file(path: str, signatures) -> bool:
+    """Whether predict reads the file as rows, for the export of these signatures."""
+    return path.endswith(TABLE_SUFFIXES) or (path.endswith(TEXT_SUFFIX) and
+                                             EXAMPLES_SIGNATURE in signatures)
 
 
 def _csv_rows(path: str, read_as: csv_files.CsvFormat) -> Iterator[Tuple[int, Dict[str, str]]]:

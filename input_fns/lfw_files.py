@@ -62,7 +62,7 @@ def scan_people(root: str) -> Dict[str, List[str]]:
             continue  # LFW's README.txt and pair lists beside its folders
         found = file_trees.list_tree(folder)
         photos = [path for path in found if path.lower().endswith(class_folders.IMAGE_EXTENSIONS)]
-        not_photos += [path for path in found if path not in set(photos)]
+        not_photos += sorted(set(found) - set(photos))
         if photos:
             people[name] = photos
     if not_photos:

@@ -126,15 +126,16 @@ def _codec(head: bytes, encoding: str) -> str:
     return 'utf-16' if head[:2] in _UTF16_MARKS else 'utf-8-sig'
 
 
-def _line_not_decoded(path: str, encoding: str) -> int:
-    """The line of the first byte of the file's start that its encoding does not decode."""
+def _first_undecoded_line(path: str, encoding: str) -> Optional[int]:
+    """The line of the first byte of the file's start that its encoding does not decode; None
+    when it all decodes (a character cut by the end of the start is not counted)."""
     with _open_bytes(path) as stream:
         start = stream.read(DETECTION_BYTES)
     try:
-        start.decode(_codec(start, encoding))
+        codecs.getincrementaldecoder(_codec(start, encoding))().decode(start)
     except UnicodeDecodeError as e:
         return start[:e.start].count(b'\n') + 1
-    return 1
+    return None
 
 
 def _unreadable(path: str, line: int, error: Exception, encoding: str) -> UserError:
@@ -173,7 +174,8 @@ def detect_delimiter(path: str, encoding: str = DEFAULT_ENCODING) -> str:
         with open_text(path, encoding) as text:
             sample = text.read(DETECTION_BYTES)
     except _UNREADABLE as e:
-        line = _line_not_decoded(path, encoding) if isinstance(e, UnicodeDecodeError) else 1
+        undecoded = isinstance(e, UnicodeDecodeError) and _first_undecoded_line(path, encoding)
+        line = undecoded or 1
         raise _unreadable(path, line, e, encoding) from None
     lines = sample.splitlines(keepends=True)
     sample = ''.join(lines[:-1] if len(sample) == DETECTION_BYTES and len(lines) > 1 else lines)
@@ -202,13 +204,7 @@ def parse_delimiter(text: str) -> str:
 
 def starts_as_utf8(path: str) -> bool:
     """Whether the file's start is UTF-8 (or UTF-16 with its byte-order mark)."""
-    with _open_bytes(path) as stream:
-        start = stream.read(DETECTION_BYTES)
-    try:
-        codecs.getincrementaldecoder(_codec(start, DEFAULT_ENCODING))().decode(start)
-    except UnicodeDecodeError:
-        return False
-    return True
+    return _first_undecoded_line(path, DEFAULT_ENCODING) is None
 
 
 def file_format(path: str, delimiter: Optional[str] = None, decimal: Optional[str] = None,

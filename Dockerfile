@@ -37,6 +37,7 @@ RUN apt-get update -q \
 COPY --from=build /opt/venv /opt/venv
 WORKDIR /app
 COPY common/ common/
+COPY features/ features/
 COPY input_fns/ input_fns/
 COPY models/ models/
 COPY trainer/ trainer/

@@ -10,9 +10,9 @@ from typing import Sequence
 import numpy as np
 import tensorflow as tf
 
-from input_fns import image_records
-from input_fns.face_images import augment_pair_batch, decode_training_pair
-from input_fns.face_records import PERSON_SPEC
+from input_fns.faces.face_images import augment_pair_batch, decode_training_pair
+from input_fns.faces.face_records import PERSON_SPEC
+from input_fns.images import image_records
 from trainer.observe import timing
 
 AUTOTUNE = tf.data.AUTOTUNE

@@ -6,7 +6,8 @@ import os
 import numpy as np
 from absl import flags
 
-from input_fns import digit_sources, lfw_files, synthetic_faces
+from input_fns.faces import lfw_files, synthetic_faces
+from input_fns.images import digit_sources
 
 FLAGS = flags.FLAGS
 

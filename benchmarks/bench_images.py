@@ -18,7 +18,8 @@ import tensorflow as tf
 from absl import flags
 
 from benchmarks import precision_bench
-from input_fns import file_patterns, image_records, prepare_images
+from input_fns.images import image_records, prepare_images
+from input_fns.records import file_patterns
 
 FLAGS = flags.FLAGS
 CLASSES = ('apple', 'banana', 'cherry', 'date', 'elder')

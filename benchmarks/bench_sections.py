@@ -15,8 +15,10 @@ from absl import flags
 from benchmarks import baselines, gpu_use, machine, precision_bench, python_work, repeats
 from benchmarks.bench_data import copies_of_people, face_photo_root, total_bytes
 from benchmarks.bench_report import progress
-from input_fns import (face_images, face_pairs, face_records, image_records, parallel_python,
-                       prepare, prepare_faces, shards)
+from input_fns.faces import face_images, face_pairs, face_records, prepare_faces
+from input_fns.images import image_records
+from input_fns.prepare import command as prepare
+from input_fns.records import parallel_python, shards
 from models import registry
 from trainer.cluster import devices
 from trainer.observe import timing

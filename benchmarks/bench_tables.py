@@ -26,7 +26,8 @@ import tensorflow as tf
 from absl import flags
 
 from benchmarks import precision_bench
-from input_fns import file_patterns, pipeline, prepare_csv, table_records
+from input_fns.records import file_patterns, pipeline
+from input_fns.tables import prepare_csv, table_records
 
 FLAGS = flags.FLAGS
 # Targets from the runs in docs/bench.md#tables (2 cores beside other work). The shards parsed

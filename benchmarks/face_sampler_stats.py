@@ -3,7 +3,7 @@
   python -m benchmarks.face_sampler_stats --train_files='data/lfw/train-*' [--pairs=96000]
 
 draws --pairs training pairs (file names, not pixels) with the streaming sampler
-(input_fns/face_sampler.py) and with the in-memory one it replaced
+(input_fns/faces/face_sampler.py) and with the in-memory one it replaced
 (benchmarks/baselines.py), and prints for each: among different-person pairs, the share
 of distinct pairs of people and the share of all people that appear; how often a pair
 of photos repeats one drawn earlier (same-person and different-person pairs apart); and
@@ -21,7 +21,8 @@ from absl import flags
 
 from benchmarks import baselines
 from common import cli
-from input_fns import face_images, face_pairs, face_sampler, pipeline
+from input_fns.faces import face_images, face_pairs, face_sampler
+from input_fns.records import pipeline
 
 FLAGS = flags.FLAGS
 SAMPLERS = ('streaming', 'in_memory')

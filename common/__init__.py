@@ -1,1 +1,3 @@
-"""What every layer shares: the user-error type and atomic file writes."""
+"""What every layer shares: the user-error type and atomic file writes.
+Imports no other package of the service.
+"""

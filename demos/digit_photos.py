@@ -10,7 +10,7 @@ import tensorflow as tf
 from absl import flags
 
 from common import cli
-from input_fns import digit_sources
+from input_fns.images import digit_sources
 
 NAMES = ('zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine')
 

@@ -55,7 +55,7 @@ def run_stage(name, module, args, log_dir):
 def write_held_out_pngs(data_dir, out_dir, count):
     """Writes the first `count` validation images as PNG files named with their true label."""
     import tensorflow as tf
-    from input_fns import image_records
+    from input_fns.images import image_records
 
     os.makedirs(out_dir, exist_ok=True)
     files = sorted(glob.glob(os.path.join(data_dir, 'validation-*.tfrecord')))

@@ -40,7 +40,7 @@ def main(argv):
     photos = FLAGS.lfw_dir
     if not photos:
         photos = os.path.join(work, 'synthetic_lfw')
-        run_stage('render', 'input_fns.synthetic_faces',
+        run_stage('render', 'input_fns.faces.synthetic_faces',
                   [f'--output_dir={photos}', f'--num_people={FLAGS.num_people}'], logs)
     run_stage('prepare', 'input_fns.prepare',
               ['faces', f'--source_dir={photos}', f'--output_dir={data}', '--num_pairs=300'], logs)

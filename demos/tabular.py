@@ -17,7 +17,8 @@ from absl import flags
 
 from common import cli
 from demos.digits import run_stage
-from input_fns import csv_tables, split
+from input_fns.records import split
+from input_fns.tables import csv_tables
 from trainer.model_dir import run_files
 
 FLAGS = flags.FLAGS

@@ -1,4 +1,6 @@
-"""Data preparation (files -> TFRecord shards) and tf.data input_fns that read them.
+"""Data preparation (files -> TFRecord shards) and tf.data input_fns that read them, in
+packages by kind of data over one record core: records <- tables <- images <- faces <- prepare
+(each imports only those to its left, common and features; docs/architecture.md).
 
 This package knows nothing of models: it yields feature dicts and labels.
 """

@@ -1,1 +1,3 @@
-"""Model functions, registered by name. Models read no files."""
+"""Model functions, registered by name. Models read no files.
+Imports common and features.
+"""

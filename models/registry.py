@@ -25,7 +25,7 @@ class ModelSpec:
     input_kind: str
     image_shape: Tuple[int, ...] = ()  # images: [height, width, channels] the model takes
     num_features: int = 0  # csv_features: floats per example
-    # A model built from its data's schema (manifest.json's 'schema', input_fns/shards.py) names
+    # A model built from its data's schema (manifest.json's 'schema', input_fns/records/shards.py) names
     # the schema 'kind' it takes ('table', 'images'); the trainer then fills `schema` at run time
     # (trainer/run/data_schema.py) and hands it to the model_fn as params['schema'].
     schema_kind: Optional[str] = None

@@ -1,8 +1,8 @@
-"""Feature columns made from a table's schema (input_fns/table_schema.py), for the canned models.
+"""Feature columns made from a table's schema (input_fns/tables/table_schema.py), for the canned models.
 
 Numbers are normalized with the schema's mean and std (training-split statistics); text columns
 look their values up in the schema's vocabulary (one bucket for every other value and for a
-missing one), free text its words (common/free_text.py); a date is its parts (common/iso_dates.py: days as a number, month, day and hour
+missing one), free text its words (features/free_text.py); a date is its parts (features/iso_dates.py: days as a number, month, day and hour
 as text); the deep part embeds them, the linear part takes them as indicators, with
 --crosses of columns (numbers bucketized at the schema's quantiles) hashed into buckets.
 """
@@ -10,8 +10,8 @@ from typing import Dict, List
 
 import tensorflow as tf
 
-from common import model_features
 from common.errors import UserError
+from features import model_features
 
 fc = tf.feature_column
 
@@ -23,7 +23,7 @@ def _normalizer(mean: float, std: float):
 
 def features(schema: Dict) -> List[Dict]:
     """The schema's features the model reads: those with a value in the training split, and
-    those derived from them (common/model_features.py: a date's parts, a number's missing)."""
+    those derived from them (features/model_features.py: a date's parts, a number's missing)."""
     return [derived for entry in schema['features'] if entry.get('count')
             for derived in model_features.model_entries(entry)]
 

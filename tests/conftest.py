@@ -19,7 +19,7 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 @pytest.fixture(scope='session')
 def digit_shards(tmp_path_factory):
     """Shards of 230 training and 47 validation images (neither a multiple of common batch sizes)."""
-    from input_fns import prepare
+    from input_fns.prepare import command as prepare
     out = str(tmp_path_factory.mktemp('digit_shards'))
     train_x, train_y = make_digit_arrays(230, seed=1)
     val_x, val_y = make_digit_arrays(47, seed=2)

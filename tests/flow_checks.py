@@ -10,7 +10,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
 from common import files, lease, paths
-from input_fns import shards
+from input_fns.records import shards
 from trainer.evaluation import claims
 from trainer.model_dir import checkpoints, ledger, train_lock
 from trainer.serving import export, model_config

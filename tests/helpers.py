@@ -57,7 +57,7 @@ def write_idx(path, array, magic):
 
 def run_prepare(prepare_fn, **overrides):
     """Calls an input_fns.prepare* function with the prepare flags' defaults, except overrides."""
-    from input_fns import prepare as prepare_module
+    from input_fns.prepare import command as prepare_module
     values = dict(source_dir=None, output_dir=None, num_shards=4, num_eval_shards=2,
                   validation_size=0, validation_fraction=0.2, calibration_fraction=0.0, seed=0,
                   train_people_file=None,
@@ -73,7 +73,7 @@ def run_prepare(prepare_fn, **overrides):
 def synthetic_face_shards(work, num_people, num_pairs):
     """Synthetic people in LFW's layout under WORK/lfw, prepared into WORK/data with validation
     and calibration pairs; returns (root, data)."""
-    from input_fns import prepare_faces, synthetic_faces
+    from input_fns.faces import prepare_faces, synthetic_faces
     root, data = str(work / 'lfw'), str(work / 'data')
     synthetic_faces.write_faces(root, num_people=num_people, size=64, seed=5)
     run_prepare(prepare_faces.prepare_faces, source_dir=root, output_dir=data,
@@ -145,6 +145,15 @@ def wait_for_log(log_path, pattern, process, timeout=120):
                                  + open(log_path).read()[-3000:])
         time.sleep(0.02)
     raise AssertionError(f'no {pattern!r} in {log_path} after {timeout}s')
+
+
+def wait_until(condition, timeout=60):
+    """Polls `condition` until it holds: a test waits for what happened, not for a time a
+    loaded machine may not keep."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f'timed out after {timeout} s'
+        time.sleep(0.05)
 
 
 def run_together(log_dir, jobs, timeout=240):

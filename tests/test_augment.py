@@ -8,8 +8,9 @@ import tensorflow as tf
 
 from common.errors import UserError
 from helpers import make_digit_arrays
-from input_fns import face_images, face_pairs, image_augment, synthetic_faces
-from input_fns.face_records import PERSON_SPEC
+from input_fns.faces import face_images, face_pairs, synthetic_faces
+from input_fns.faces.face_records import PERSON_SPEC
+from input_fns.images import image_augment
 from models import registry
 from trainer.input_kinds import registry as input_kinds
 from trainer.input_kinds.base import InputOptions
@@ -164,7 +165,7 @@ def test_face_photos_augmented_in_training_only(tmp_path):
     root = str(tmp_path / 'lfw')
     synthetic_faces.write_faces(root, num_people=12, size=64, seed=3)
     from helpers import run_prepare
-    from input_fns import prepare_faces
+    from input_fns.faces import prepare_faces
     out = str(tmp_path / 'shards')
     run_prepare(prepare_faces.prepare_faces, source_dir=str(tmp_path), output_dir=out,
                 validation_fraction=0.3, num_pairs=6)

@@ -12,7 +12,8 @@ import pytest
 
 from common.errors import UserError
 from helpers import assert_one_line_error, run_module, run_with_env
-from input_fns import file_patterns, pipeline, shards, synthetic_faces
+from input_fns.faces import synthetic_faces
+from input_fns.records import file_patterns, pipeline, shards
 from trainer.model_dir.ledger import Ledger
 
 
@@ -206,7 +207,7 @@ def test_prepare_faces_refuses_photos_training_cannot_decode(tmp_path):
 
 
 def test_a_comma_inside_a_path_is_written_backslash_comma(tmp_path):
-    from input_fns import pipeline
+    from input_fns.records import pipeline
     folder = tmp_path / 'runs,2026'
     folder.mkdir()
     (folder / 'train-0.tfrecord').write_bytes(b'x')

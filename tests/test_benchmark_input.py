@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from helpers import run_module, run_prepare
-from input_fns import prepare
+from input_fns.prepare import command as prepare
 from models import registry
 from trainer.input_kinds import registry as input_kinds
 from trainer.run import benchmark_input

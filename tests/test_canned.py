@@ -11,7 +11,8 @@ import pytest
 import tensorflow as tf
 
 from helpers import assert_one_line_error, csv_as_workbook, run_module, run_prepare
-from input_fns import prepare, prepare_csv
+from input_fns.prepare import command as prepare
+from input_fns.tables import prepare_csv
 from serving_loader_checks import assert_same_answers, check_against_python
 
 STEPS = ['--train_steps=40', '--save_checkpoints_steps=20', '--batch_size=16',

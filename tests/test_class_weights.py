@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from common.errors import UserError
 from helpers import assert_one_line_error, run_module, run_prepare
-from input_fns import prepare_csv
+from input_fns.tables import prepare_csv
 from models import class_weights, classification_head, training
 
 

@@ -10,7 +10,8 @@ import tensorflow as tf
 from common.errors import UserError
 from helpers import run_module, run_prepare
 from serving_loader_checks import check_against_python
-from input_fns import csv_records, prepare
+from input_fns.prepare import command as prepare
+from input_fns.tables import csv_records
 
 
 @pytest.fixture(scope='module')

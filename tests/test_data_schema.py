@@ -8,7 +8,8 @@ import tensorflow as tf
 
 from common.errors import UserError
 from helpers import run_prepare
-from input_fns import csv_records, file_patterns, prepare_csv, shards, split
+from input_fns.records import file_patterns, shards, split
+from input_fns.tables import csv_records, prepare_csv
 from models import registry
 from trainer.config.settings import Settings
 from trainer.model_dir import run_files

@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import iso_dates
 from common.errors import UserError
+from features import iso_dates
 from helpers import REPO, run_prepare
-from input_fns import csv_tables, date_parts, example_tables, prepare_csv
+from features import date_parts
+from input_fns.tables import csv_tables, example_tables, prepare_csv
 from serving_loader_checks import check_against_python
 from test_canned import files_flags, trainer, validation_records
 from test_tables import example, table_args, write, write_records

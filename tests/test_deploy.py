@@ -17,7 +17,8 @@ from absl import flags
 
 from common import tf_config
 from helpers import REPO, run_module
-from input_fns import image_records, pipeline
+from input_fns.images import image_records
+from input_fns.records import pipeline
 from models import registry
 from tests.containers.tfjob_operator import TFJobRun
 from trainer.cluster import local_cluster, vertex_env

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from common.errors import UserError
 from helpers import run_module
-from input_fns import image_records
+from input_fns.images import image_records
 from models import registry
 from trainer.cluster import devices
 

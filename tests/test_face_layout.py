@@ -11,7 +11,8 @@ import tensorflow as tf
 
 from common.errors import UserError
 from helpers import assert_one_line_error, run_module, run_prepare
-from input_fns import face_images, face_pairs, prepare_faces, shards, synthetic_faces
+from input_fns.faces import face_images, face_pairs, prepare_faces, synthetic_faces
+from input_fns.records import shards
 
 GEOMETRY = face_images.FaceGeometry(image_size=32)
 

@@ -10,8 +10,8 @@ import tensorflow as tf
 from common.errors import UserError
 from helpers import cmyk_jpeg, run_module, run_prepare
 from image_tree import avif_bytes, bmp_bytes, encode, heic_bytes, pillow_bytes, tiff_bytes
-from input_fns import (face_images, face_pairs, face_records, face_sampler, lfw_files,
-                       prepare_faces, synthetic_faces)
+from input_fns.faces import (face_images, face_pairs, face_records, face_sampler, lfw_files,
+                             prepare_faces, synthetic_faces)
 from models import face_diff, face_embedding, face_siamese
 from trainer.input_kinds import pair_protocol, registry as input_kinds
 

@@ -6,7 +6,7 @@ import signal
 import pytest
 
 from helpers import make_digit_arrays, run_module, start_module, wait_for_log
-from input_fns import prepare
+from input_fns.prepare import command as prepare
 from trainer.model_dir import checkpoints
 from trainer.model_dir.ledger import Ledger
 

@@ -7,9 +7,9 @@ import random
 import numpy as np
 import tensorflow as tf
 
-from common import free_text
+from features import free_text
 from helpers import run_prepare
-from input_fns import example_tables, prepare_csv, table_records
+from input_fns.tables import example_tables, prepare_csv, table_records
 from serving_loader_checks import check_against_python
 from test_canned import files_flags, trainer, validation_records
 from test_tables import example, table_args, write, write_records

@@ -14,7 +14,7 @@ import tensorflow as tf
 from helpers import assert_one_line_error, run_module, run_prepare, run_together
 from image_tree import (STORED_AS, TINY_WEBP, avif_bytes, class_image, encode, heic_bytes, tiff_bytes,
                         tiny_webp_pixels, with_orientation, write_image_tree)
-from input_fns import prepare_images
+from input_fns.images import prepare_images
 from serving_loader_checks import as_array, check_against_python, replayed_warmup
 from test_serving import run_rest_body
 from trainer.input_kinds.image_classification import image_example

@@ -7,7 +7,8 @@ import tensorflow as tf
 
 from image_tree import (STORED_AS, avif_bytes, heic_bytes, tiff_bytes, tiny_webp_pixels,
                         webp_with_orientation, with_orientation)
-from input_fns import converted_images, face_images, face_photos, image_orientation, image_records
+from input_fns.faces import face_images, face_photos
+from input_fns.images import converted_images, image_orientation, image_records
 
 # Blocks of flat colour, none the same: any turn or mirror of it is another image. 16-pixel
 # blocks and no chroma subsampling keep JPEG's error at a level or two.

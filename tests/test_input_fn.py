@@ -9,7 +9,8 @@ import tensorflow as tf
 from common import tf_config
 from common.errors import UserError
 from helpers import make_digit_arrays
-from input_fns import image_records, pipeline
+from input_fns.images import image_records
+from input_fns.records import pipeline
 
 SHAPE = (28, 28, 1)
 

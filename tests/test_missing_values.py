@@ -1,5 +1,5 @@
 """A number some training rows lack: read as the training mean, with an indicator of missing
-beside it, so a model can learn from a value's absence (common/model_features.py)."""
+beside it, so a model can learn from a value's absence (features/model_features.py)."""
 import json
 import random
 
@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from helpers import run_prepare
-from input_fns import prepare_csv, table_records
+from input_fns.tables import prepare_csv, table_records
 from test_canned import files_flags, trainer
 from test_tables import table_args, write
 

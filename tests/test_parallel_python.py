@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from input_fns import parallel_python
+from input_fns.records import parallel_python
 
 SIGNATURE = ({'values': tf.TensorSpec([3], tf.float32), 'name': tf.TensorSpec([], tf.string)},
              tf.TensorSpec([], tf.int64))

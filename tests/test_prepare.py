@@ -10,7 +10,9 @@ import tensorflow as tf
 
 from common.errors import UserError
 from helpers import make_digit_arrays, run_module, run_prepare, write_idx
-from input_fns import digit_sources, image_records, prepare, shards
+from input_fns.images import digit_sources, image_records
+from input_fns.prepare import command as prepare
+from input_fns.records import shards
 
 
 def read_split(output_dir, split):

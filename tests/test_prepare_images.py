@@ -13,7 +13,8 @@ from common.errors import UserError
 from helpers import assert_one_line_error, run_module, run_prepare
 from image_tree import (TINY_GIF, TINY_WEBP, avif_bytes, bmp_bytes, class_image, encode, heic_bytes,
                         tiff_bytes, tiny_webp_pixels, with_orientation, write_image_tree)
-from input_fns import converted_images, image_records, prepare_images, split
+from input_fns.images import converted_images, image_records, prepare_images
+from input_fns.records import split
 
 
 def prepare(source, output, **overrides):

@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from helpers import REPO, run_module, run_prepare
-from input_fns import prepare_faces, synthetic_faces
+from input_fns.faces import prepare_faces, synthetic_faces
 
 RECIPES = sorted(os.path.basename(path) for path in glob.glob(os.path.join(REPO, 'recipes', '*.flags')))
 

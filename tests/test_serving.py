@@ -15,7 +15,7 @@ from tensorflow_serving.config import model_server_config_pb2
 
 from common.errors import UserError
 from helpers import REPO, assert_one_line_error, run_module, synthetic_face_shards
-from input_fns import lfw_files
+from input_fns.faces import lfw_files
 from serving_loader_checks import as_array, check_against_python, replayed_warmup
 from trainer.input_kinds.image_classification import image_example
 from trainer.model_dir.ledger import Ledger

@@ -22,7 +22,7 @@ import tensorflow as tf
 from common import files, lease, store_retries, store_settings
 from common.errors import StoreError
 from helpers import REPO, default_sigint
-from input_fns import shards
+from input_fns.records import shards
 from tests import flow_checks
 from tests.store_faults import FAULTS, KINDS, MIXES, FaultMix, FaultProxy, Schedule, s3_kind
 from tests.threaded_server import serving

@@ -15,8 +15,8 @@ import tensorflow as tf
 
 from common.errors import UserError
 from helpers import REPO, assert_one_line_error, csv_as_workbook, run_module, run_prepare
-from input_fns import (csv_files, csv_tables, example_tables, pipeline, prepare_csv,
-                       table_records)
+from input_fns.records import pipeline
+from input_fns.tables import csv_files, csv_tables, example_tables, prepare_csv, table_records
 from trainer.serving import predict_table
 
 PEOPLE = '''age,workclass,"hours, per week",score,income

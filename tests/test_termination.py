@@ -12,7 +12,7 @@ import tensorflow as tf
 from common import files
 from helpers import (copy_model_dir, make_digit_arrays, run_module, start_module,
                       wait_for_log)
-from input_fns import prepare
+from input_fns.prepare import command as prepare
 from pid_namespace import start_as_pid1, unavailable_reason
 from trainer.model_dir import checkpoints
 from trainer.model_dir.ledger import Ledger

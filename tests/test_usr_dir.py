@@ -145,7 +145,7 @@ def test_table_net_over_a_prepared_csv_takes_the_canned_head(tmp_path, label):
     canned models' head: three classes (accuracy, each class's, classify) or a number
     (average loss, regress), and predict on CSV rows."""
     from helpers import run_prepare
-    from input_fns import prepare_csv
+    from input_fns.tables import prepare_csv
     usr_dir = copy_example('table_net', tmp_path)
     data, model_dir, exports = (str(tmp_path / name) for name in ('data', 'model', 'exports'))
     run_prepare(prepare_csv.prepare_csv, source=write_table(tmp_path / 'table.csv', label),

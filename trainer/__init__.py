@@ -1,4 +1,7 @@
-"""Wires registered models to input_fns and runs them with tf.estimator."""
+"""Wires registered models to input_fns and runs them with tf.estimator.
+Imports every service package; its own packages import only those on lower layers
+(docs/architecture.md).
+"""
 
 from common import store_settings, tf_settings
 

@@ -50,7 +50,7 @@ Input kinds (what feeds a model: input_fns, serving receiver, signature names):
   list_record_files(pattern, flag_name)
   decode_batch, synthetic_png    serving encoded images; a stand-in image for warm-up
 """
-from input_fns.pipeline import list_record_files
+from input_fns.records.pipeline import list_record_files
 from models.binary_head import binary_estimator_spec, embedding_pair_spec
 from models.class_weights import PARAMS as CLASS_WEIGHT_PARAMS
 from models.classification_head import classification_estimator_spec

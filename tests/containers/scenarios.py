@@ -33,7 +33,7 @@ import yaml
 from absl import flags
 
 from common import cli, files
-from input_fns import prepare
+from input_fns.prepare import command as prepare
 from tests.helpers import REPO, make_digit_arrays
 from tests.containers import tensorboard_check
 from tests.containers.tfjob_operator import TFJobRun, docker

@@ -1,1 +1,3 @@
-"""The eval job: its checkpoint claims, export policies, waiting for the trainer, ledger reports."""
+"""The eval job: its checkpoint claims, export policies, waiting for the trainer, ledger reports.
+Imports trainer.usr_dir, trainer.api, trainer.serving and the packages below them.
+"""

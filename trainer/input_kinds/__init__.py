@@ -1,1 +1,3 @@
-"""Input kinds: what feeds a family of models, for training, evaluation, benchmarks and serving."""
+"""Input kinds: what feeds a family of models, for training, evaluation, benchmarks and serving.
+Imports trainer.model_dir and trainer.cluster.
+"""

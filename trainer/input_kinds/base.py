@@ -7,7 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 from common.errors import UserError
-from input_fns import listed_files, pipeline
+from input_fns.records import listed_files, pipeline
 
 Stages = List[Tuple[str, Callable[[], tf.data.Dataset]]]
 
@@ -118,7 +118,7 @@ class InputKind(abc.ABC):
 
 
 class RecordFileKind(InputKind):
-    """A kind read by the shared record pipeline (input_fns/pipeline.py): one parse per batch.
+    """A kind read by the shared record pipeline (input_fns/records/pipeline.py): one parse per batch.
 
     records: the input_fns module of its format, with make_input_fn(pattern, shape, ...) and
     parse_batch_fn(shape); record_shape(spec) gives that shape.

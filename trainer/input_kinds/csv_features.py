@@ -1,8 +1,8 @@
-"""CSV shards of float features and an integer label (input_fns/csv_records.py)."""
+"""CSV shards of float features and an integer label (input_fns/tables/csv_records.py)."""
 import numpy as np
 import tensorflow as tf
 
-from input_fns import csv_records
+from input_fns.tables import csv_records
 from trainer.input_kinds import base, registry
 
 

@@ -7,7 +7,7 @@ import tensorflow as tf
 from absl import logging
 
 from common.errors import UserError
-from input_fns import face_images, face_pairs
+from input_fns.faces import face_images, face_pairs
 from models import binary_head
 from trainer.input_kinds import base, pair_protocol, registry
 

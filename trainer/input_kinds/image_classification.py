@@ -1,4 +1,4 @@
-"""Labelled image shards (input_fns/image_records.py); serving takes encoded images or pixels.
+"""Labelled image shards (input_fns/images/image_records.py); serving takes encoded images or pixels.
 
 A model with a fixed shape (mnist_cnn) names it in its spec; one built from its data
 (image_classifier) takes `prepare images`' schema: the shape, and how serving fits a photo of
@@ -7,7 +7,7 @@ another size (its 'resize'), as prepare fitted the training photos.
 import numpy as np
 import tensorflow as tf
 
-from input_fns import image_augment, image_records
+from input_fns.images import image_augment, image_records
 from trainer.input_kinds import base, registry
 
 

@@ -14,7 +14,7 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 
 from common import paths
-from input_fns import face_records
+from input_fns.faces import face_records
 from trainer.model_dir import ledger
 
 REPORT_KEY = 'lfw_protocol'  # the ledger metric that holds the protocol's report

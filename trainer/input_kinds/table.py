@@ -1,4 +1,4 @@
-"""Table shards of tf.Example (input_fns/table_records.py), read as the model's schema says.
+"""Table shards of tf.Example (input_fns/tables/table_records.py), read as the model's schema says.
 
 Serving: `serving_default` takes one tensor per feature ([N] each, named as in the schema), so TF
 Serving's REST body {"instances": [{"age": 39, "workclass": "Private", ...}]} reaches it;
@@ -10,7 +10,7 @@ from typing import Dict
 import numpy as np
 import tensorflow as tf
 
-from input_fns import table_records
+from input_fns.tables import table_records
 from trainer.input_kinds import base, registry
 
 FEATURES_RECEIVER = 'features'  # the receiver alternative that takes a tensor per feature

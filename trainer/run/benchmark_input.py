@@ -15,7 +15,7 @@ from typing import List, Tuple
 import tensorflow as tf
 
 from common.errors import UserError
-from input_fns import pipeline
+from input_fns.records import pipeline
 from trainer.cluster import devices
 from trainer.config.settings import Settings
 from trainer.input_kinds import registry as input_kinds
@@ -72,7 +72,7 @@ def run(settings: Settings, spec) -> dict:
           flush=True)
     stage_rates = []
     for name, make_dataset in stages:
-        # Every stage as the trainer reads the last (input_fns.pipeline.without_autotuner).
+        # Every stage as the trainer reads the last (input_fns.records.pipeline.without_autotuner).
         rate = timing.dataset_rate(lambda make=make_dataset: pipeline.without_autotuner(make()),
                                    repetitions=REPETITIONS, steps=batches,
                                    warmup_steps=max(2, batches // 5))

@@ -10,7 +10,8 @@ import dataclasses
 from typing import Tuple
 
 from common.errors import UserError
-from input_fns import file_patterns, label_classes
+from input_fns.records import file_patterns
+from input_fns.tables import label_classes
 from models import table_columns
 from trainer.config import modes
 from trainer.config.settings import model_fn_params

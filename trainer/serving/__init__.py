@@ -1,1 +1,3 @@
-"""SavedModels: writing exports and answering --mode=predict from them."""
+"""SavedModels: writing exports and answering --mode=predict from them.
+Imports trainer.input_kinds and the packages below it.
+"""

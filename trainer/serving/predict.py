@@ -15,7 +15,7 @@ from absl import logging
 
 from common import file_trees, files, paths
 from common.errors import UserError, op_error_summary
-from input_fns import converted_images
+from input_fns.images import converted_images
 from trainer.input_kinds.image_classification import image_example
 from trainer.serving import export, predict_table, rest_body
 

@@ -1,5 +1,5 @@
 """--mode=predict on rows: a CSV file with a header (the label column may be there or not; its
-delimiter and decimal mark read as `prepare csv` reads them, input_fns/csv_files.py) or JSON
+delimiter and decimal mark read as `prepare csv` reads them, input_fns/tables/csv_files.py) or JSON
 lines ({"age": 39, "workclass": "Private", ...} a line), one JSON line out per row.
 
 Each row becomes the tf.Example TF Serving's Classify API would build, a missing value left
@@ -14,8 +14,8 @@ from absl import logging
 
 from common import files, paths
 from common.errors import UserError, op_error_summary
-from input_fns import (column_choice, csv_files, held_out, number_formats, table_records,
-                       table_schema, workbooks)
+from input_fns.tables import (column_choice, csv_files, held_out, number_formats, table_records,
+                              table_schema, workbooks)
 from trainer.serving import export
 
 # .xls: file_format says in one line that an Excel 97-2003 workbook is not read.

@@ -5,4 +5,5 @@ with their params' flags, as tensor2tensor's --t2t_usr_dir adds problems and mod
 folders.py finds each folder (a bucket's is copied to a local cache first) and hashes its
 files; modules.py imports them; command_line.py reads --usr_dir before absl parses the flags
 (from the command line, its --flagfile, or MODEL_DIR/flags.txt) and writes what flags.txt records.
+Imports trainer.input_kinds and the packages below it.
 """

@@ -1,0 +1,10 @@
+from common import cli
+from common.errors import UserError
+from input_fns.prepare import command, flags
+
+__doc__ = command.__doc__  # what --help prints: the usage, written once in command.py
+
+flags.define_flags()
+cli.run(command.main, own_modules=['input_fns.prepare.flags'], user_errors=(UserError,),
+        stopped_message='no half-written shard is left (each is renamed when complete, or '
+                        'removed); run the same command again')

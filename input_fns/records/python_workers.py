@@ -1,0 +1,195 @@
+"""A pool of worker processes that runs a plain-Python per-example function, in chunks.
+
+No TensorFlow here: this module is all a worker needs, so workers stay light
+(input_fns.records.parallel_python puts the pool behind a tf.data dataset). Workers are
+started with 'forkserver' (or 'spawn'), never 'fork': forking a process in which
+TensorFlow already runs threads can deadlock the child.
+"""
+import collections
+import concurrent.futures
+import multiprocessing
+import multiprocessing.connection
+import multiprocessing.forkserver
+import os
+import pickle
+import sys
+import threading
+import traceback
+import warnings
+from concurrent.futures.process import BrokenProcessPool
+from typing import Callable, Iterable, Iterator, List, Sequence, Tuple
+
+import numpy as np
+
+START_METHODS = ('forkserver', 'spawn')
+
+# Workers forked from the fork server run the main module again, already imported there by
+# name (see _context); the fork server imports this module too, so its workers inherit this.
+warnings.filterwarnings('ignore', message=r".*found in sys.modules after import of package",
+                        category=RuntimeWarning)
+
+# (numpy dtype, shape) of each flattened output of the function, per example.
+FlatSpecs = Sequence[Tuple[np.dtype, Tuple[int, ...]]]
+
+
+class WorkerError(RuntimeError):
+    """The user's function raised (or returned something unusable) on one example."""
+
+
+def flatten(value) -> List:
+    """tf.nest's order without TensorFlow: dict values by sorted key, tuples and lists in order."""
+    if isinstance(value, dict):
+        return [leaf for key in sorted(value) for leaf in flatten(value[key])]
+    if isinstance(value, (tuple, list)):
+        return [leaf for item in value for leaf in flatten(item)]
+    return [value]
+
+
+# ------------------------------------------------------------------ in the worker
+
+_worker_fn = None
+
+
+def _init_worker(fn):
+    global _worker_fn
+    _worker_fn = fn
+    threading.Thread(target=_exit_with_parent, daemon=True).start()
+
+
+def _exit_with_parent():
+    """A parent killed outright (SIGKILL, OOM) cannot shut us down, so we watch it."""
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        multiprocessing.connection.wait([parent.sentinel])
+        os._exit(1)
+
+
+def _to_array(value, dtype, shape, position):
+    array = np.asarray(value, dtype=dtype)
+    if array.shape != shape:
+        raise ValueError(f'output {position} has shape {array.shape}, expected {shape}')
+    return array
+
+
+def run_chunk(first_index: int, items: Sequence, flat_specs: FlatSpecs):
+    """Runs the function on items; returns ('ok', stacked outputs) or ('error', index, message)."""
+    columns = [[] for _ in flat_specs]
+    for offset, item in enumerate(items):
+        try:
+            outputs = flatten(_worker_fn(item))
+            if len(outputs) != len(flat_specs):
+                raise ValueError(f'returned {len(outputs)} values, expected {len(flat_specs)}')
+            for position, (value, (dtype, shape)) in enumerate(zip(outputs, flat_specs)):
+                columns[position].append(_to_array(value, dtype, shape, position))
+        except Exception as e:  # reported with its example index, never lost in the pool
+            return ('error', first_index + offset,
+                    f'{type(e).__name__}: {e}'.splitlines()[0], traceback.format_exc())
+    return ('ok', [np.stack(column) for column in columns])
+
+
+# ------------------------------------------------------------------ in the parent
+
+
+def check_picklable(fn: Callable) -> None:
+    try:
+        pickle.dumps(fn)
+    except Exception as e:
+        raise ValueError(f'{getattr(fn, "__qualname__", fn)!r} cannot be sent to worker '
+                         f'processes ({e}); use a function defined at module level') from None
+
+
+def _context(start_method: str, fn: Callable):
+    if start_method not in START_METHODS:
+        raise ValueError(f'start_method must be one of {START_METHODS}, got {start_method!r}')
+    context = multiprocessing.get_context(start_method)
+    if start_method == 'forkserver':
+        # Each worker imports the main module and fn's module; importing them once in
+        # the fork server (before it starts forking) makes starting a worker cheap.
+        # By name: Python 3.11's own '__main__' preload never takes effect, and a
+        # script run by path (not with -m) is imported again by every worker.
+        main_name = getattr(getattr(sys.modules['__main__'], '__spec__', None), 'name', None)
+        modules = [main_name, fn.__module__, __name__]
+        context.set_forkserver_preload(
+            [m for m in modules if m and not m.endswith('__main__')])
+        _start_fork_server()
+    return context
+
+
+def _start_fork_server():
+    """Python 3.11's fork server is sent our sys.path but ignores it, so modules found through
+    it (tests/, a user's folder) would fail to preload, silently; PYTHONPATH gets it there."""
+    saved = os.environ.get('PYTHONPATH')
+    os.environ['PYTHONPATH'] = os.pathsep.join(path for path in sys.path if path)
+    try:
+        multiprocessing.forkserver.ensure_running()  # a no-op once it runs
+    finally:
+        if saved is None:
+            del os.environ['PYTHONPATH']
+        else:
+            os.environ['PYTHONPATH'] = saved
+
+
+def _chunks(items: Iterable, chunk_size: int) -> Iterator[Tuple[int, List]]:
+    chunk, first = [], 0
+    for index, item in enumerate(items):
+        if not chunk:
+            first = index
+        chunk.append(item)
+        if len(chunk) == chunk_size:
+            yield first, chunk
+            chunk = []
+    if chunk:
+        yield first, chunk
+
+
+class WorkerPool:
+    """fn(item) for every item, in num_workers processes, chunk_size items per task."""
+
+    def __init__(self, fn: Callable, flat_specs: FlatSpecs, num_workers: int,
+                 start_method: str = 'forkserver'):
+        self.flat_specs = [(np.dtype(dtype), tuple(shape)) for dtype, shape in flat_specs]
+        self.name = getattr(fn, '__qualname__', repr(fn))
+        self.num_workers = num_workers
+        self._executor = concurrent.futures.ProcessPoolExecutor(
+            num_workers, mp_context=_context(start_method, fn), initializer=_init_worker,
+            initargs=(fn,))
+
+    def map_chunks(self, items: Iterable, chunk_size: int, ordered: bool) -> Iterator[List]:
+        """Yields each chunk's stacked outputs: in input order if ordered, else as they finish.
+
+        At most two chunks per worker are in flight, so an endless input is fine.
+        """
+        pending = collections.deque()
+        chunks = _chunks(items, chunk_size)
+        max_in_flight = 2 * self.num_workers
+        for first, chunk in chunks:
+            pending.append(self._executor.submit(run_chunk, first, chunk, self.flat_specs))
+            while len(pending) >= max_in_flight:
+                yield self._result(self._next_done(pending, ordered))
+        while pending:
+            yield self._result(self._next_done(pending, ordered))
+
+    @staticmethod
+    def _next_done(pending, ordered):
+        if ordered:
+            return pending.popleft()
+        done, _ = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
+        future = next(iter(done))
+        pending.remove(future)
+        return future
+
+    def _result(self, future) -> List:
+        try:
+            result = future.result()
+        except BrokenProcessPool:
+            raise WorkerError(f'a worker process running {self.name} died (killed, or out of '
+                              'memory?)') from None
+        if result[0] == 'error':
+            _, index, message, worker_traceback = result
+            raise WorkerError(f'{self.name} failed on example {index}: {message}\n'
+                              f'worker traceback:\n{worker_traceback}')
+        return result[1]
+
+    def close(self) -> None:
+        """Cancels chunks not started, waits for running ones, and ends the workers."""
+        self._executor.shutdown(wait=True, cancel_futures=True)

@@ -10,7 +10,7 @@ import pytest
 
 from common import files
 from common.errors import UserError
-from helpers import path_on
+from helpers import path_on, wait_until
 from trainer.evaluation import claims as step_claims
 from trainer.model_dir.ledger import Evaluator, Ledger
 
@@ -67,14 +67,15 @@ def test_a_dead_owners_claim_on_this_host_is_taken_over_at_once(tmp_path, caplog
 
 @pytest.mark.parametrize('store', ['local', 's3', 'gcs'])
 def test_a_silent_owner_loses_its_claim_and_its_late_result(store, request, tmp_path, caplog):
+    """Silence is judged by the claim's record against the judging job's lease: a 60 s judge
+    refuses what a 2 s judge takes once the record is 2 s old (waited for, not slept)."""
     model_dir = path_on(store, request, tmp_path)
-    # 2 s: a claim on gs:// takes a few requests of up to 0.1 s each on a busy machine
     stalled, live = job_on(model_dir, 'host-a', lease_secs=2.0), job_on(model_dir, 'host-b', 2.0)
     claim = stalled.try_claim(2)
     claim._stop.set()  # its process hangs: no renewals
-    time.sleep(0.6)
-    assert live.try_claim(2) is None  # not silent for long enough yet
-    time.sleep(2.0)
+    claim._thread.join()
+    assert job_on(model_dir, 'host-b', 60.0).try_claim(2) is None  # not silent for long enough
+    wait_until(lambda: time.time() > claim.read().renewed + 2.0)
     caplog.set_level(logging.WARNING)
     taken = live.try_claim(2)
     assert taken is not None and 'not renewed for' in caplog.text

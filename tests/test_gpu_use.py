@@ -13,19 +13,23 @@ def test_samples_are_the_lines_that_are_numbers():
 
 
 def test_the_hook_samples_from_the_end_of_warm_up_to_the_end(tmp_path):
-    arguments = tmp_path / 'arguments'
+    """The stand-in prints four samples, says so in a file, then waits to be stopped: the test
+    waits for that file rather than for a time a loaded machine may not keep."""
+    arguments, printed = tmp_path / 'arguments', tmp_path / 'printed'
     fake = tmp_path / 'nvidia-smi'
     fake.write_text(f'#!/bin/sh\necho "$@" > {arguments}\n'
-                    'while true; do echo 40; echo 60; sleep 0.02; done\n')
+                    f'echo 40; echo 60; echo 40; echo 60; touch {printed}; exec sleep 60\n')
     fake.chmod(0o755)
     hook = gpu_use.UtilizationHook(after_steps=2, interval_ms=20, command=str(fake))
     hook.after_run(None, None)
     assert hook.process is None  # still warming up
     hook.after_run(None, None)
-    time.sleep(0.3)
+    deadline = time.monotonic() + 60
+    while not printed.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
     hook.end(None)
-    assert hook.process.returncode is not None and hook.samples
-    assert hook.mean() == 50.0
+    assert hook.process.returncode is not None
+    assert hook.samples == [40.0, 60.0, 40.0, 60.0] and hook.mean() == 50.0
     assert arguments.read_text().split() == [*gpu_use.QUERY, '--loop-ms=20']
 
 

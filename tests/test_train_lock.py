@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from common import files, lease
 from common.errors import UserError
-from helpers import path_on, wait_for_log
+from helpers import path_on, wait_for_log, wait_until
 from pid_namespace import start_as_pid1, unavailable_reason
 from trainer.model_dir import checkpoints, train_lock
 
@@ -31,16 +31,19 @@ def test_local_lock_refuses_a_second_holder_until_released(tmp_path):
 
 @pytest.mark.parametrize('store', ['s3', 'gcs', 'local'])
 def test_bucket_lease_is_refreshed_and_taken_over_only_after_it_expires(store, request, tmp_path):
+    """Waits for what the lease records (renewed past its first expiry; silent past its expiry),
+    not for fixed times, which a loaded machine's renewal thread may not keep."""
     model_dir = lease_model_dir(store, request, tmp_path)
     first = train_lock.Lease(model_dir, lease_secs=1.0, settle_secs=0)
     first.acquire()
-    time.sleep(1.5)  # past the first expiry: only the refreshes keep it
+    acquired = first.read().renewed
+    wait_until(lambda: first.read().renewed > acquired + 1.0)  # only the refreshes keep it
     with pytest.raises(UserError, match='is in use by another training run'):
-        train_lock.Lease(model_dir, lease_secs=1.0, settle_secs=0).acquire()
+        train_lock.Lease(model_dir, lease_secs=60.0, settle_secs=0).acquire()
 
     first._stop.set()  # the holder dies without releasing: its lease lapses
     first._thread.join()
-    time.sleep(1.1)
+    wait_until(lambda: time.time() > first.read().renewed + 1.0)
     second = train_lock.Lease(model_dir, lease_secs=1.0, settle_secs=0)
     second.acquire()
     first._thread = None  # the dead holder's release must not delete the new holder's lease

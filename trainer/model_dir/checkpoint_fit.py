@@ -1,8 +1,10 @@
 """Whether a checkpoint fits the model as it is built now, judged against the checkpoint in use:
 the one evaluated or exported (`restoring`), else the model_dir's latest, which training
-restores. A misfit is one line naming the checkpoint (UserError), never a restore's traceback."""
+restores. A misfit is one line naming the checkpoint (UserError), never a restore's traceback
+nor a store failure resumed again and again (trainer/run/store_failures)."""
 import contextlib
 import os
+import re
 from typing import Dict, List, Optional
 
 import tensorflow as tf
@@ -10,6 +12,9 @@ import tensorflow as tf
 from common import paths
 from common.errors import UserError
 
+# How a restore names a key the checkpoint it read lacks (or seemed to: a failed read of a
+# bucket's .index reads as a checkpoint without global_step).
+MISSING_KEY = re.compile(r'Key (\S+) not found in checkpoint')
 # Set by `restoring`. A module global, not a contextvar: MirroredStrategy builds each replica's
 # model_fn in a thread of its own.
 _checkpoint_in_use: Optional[str] = None
@@ -17,12 +22,18 @@ _checkpoint_in_use: Optional[str] = None
 
 @contextlib.contextmanager
 def restoring(checkpoint_path: Optional[str]):
-    """Estimator restores checkpoint_path within (evaluate, predict or export): the model_fn's
-    check compares the model with it."""
+    """Estimator restores checkpoint_path within (train, evaluate, predict or export): the
+    model_fn's check compares the model with it, and a key the restore misses that it truly
+    lacks becomes one line naming it."""
     global _checkpoint_in_use
     outer, _checkpoint_in_use = _checkpoint_in_use, checkpoint_path
     try:
         yield
+    except tf.errors.NotFoundError as e:
+        lacking = checkpoint_path and lacked_key(e, checkpoint_path)
+        if lacking:
+            raise lacking from e
+        raise
     finally:
         _checkpoint_in_use = outer
 
@@ -38,6 +49,20 @@ def saved_shapes(checkpoint_path: str) -> Optional[Dict[str, List[int]]]:
     return saved if 'global_step' in saved else None
 
 
+def lacked_key(error: tf.errors.NotFoundError, checkpoint_path: str) -> Optional[UserError]:
+    """A restore's 'Key K not found in checkpoint' as UserError when the checkpoint, read again
+    now, holds everything but K; None when that read fails or finds K (the store failed)."""
+    match = MISSING_KEY.search(error.message or '')
+    saved = match and saved_shapes(checkpoint_path)
+    if not saved or match.group(1) in saved:
+        return None
+    return UserError(
+        f'checkpoint {checkpoint_path} lacks {match.group(1)}, which the model as it is built '
+        'now restores: it was saved with other flags (--optimizer, --precision, '
+        '--moving_average_decay...) or by another version of the model (see '
+        f'{flags_file_beside(checkpoint_path)}): use those, or train into a new --model_dir')
+
+
 def flags_file_beside(checkpoint_path: str) -> str:
     """The flags.txt of the training run that saved a checkpoint (in its folder)."""
     return paths.join(os.path.dirname(checkpoint_path), 'flags.txt')
@@ -51,7 +76,8 @@ def checkpoint_mismatches(saved: Dict[str, List[int]], variables, weights=()) ->
     Restoring does not check shapes: a variable restored from a checkpoint of another shape
     takes that shape, and the run fails later with an unrelated-looking matmul error, or not
     at all; a missing weight fails restore with a long NotFoundError. Other variables only one
-    side has (optimizer slots, partitions) are not compared.
+    side has (optimizer slots, partitions) are not compared: a restore that misses one is
+    `lacked_key`'s.
     """
     found = []
     for variable in variables:

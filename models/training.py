@@ -143,17 +143,47 @@ def train_op(loss, params, batch_accuracy=None, update_ops=()):
     scalar_summary('learning_rate', rate)
     if batch_accuracy is not None:
         scalar_summary('accuracy', batch_accuracy)  # the tag evaluation uses: one chart for both
-    optimizer = precision.loss_scaled(OPTIMIZERS[params['optimizer']](rate))
+    # Decay inside the optimizer's apply: the loss scaler skips it with the update.
+    optimizer = precision.loss_scaled(WeightDecayed(OPTIMIZERS[params['optimizer']](rate), rate,
+                                                    params.get('weight_decay') or 0.0))
     with tf.control_dependencies(list(update_ops)):
-        gradients = optimizer.compute_gradients(loss)
+        return optimizer.apply_gradients(
+            optimizer.compute_gradients(loss),
+            global_step=tf.compat.v1.train.get_or_create_global_step())
+
+
+class WeightDecayed(tf.compat.v1.train.Optimizer):
+    """A v1 optimizer whose apply_gradients also shrinks the kernels (decayed_kernels): one step,
+    so a step the loss scaler skips (non-finite gradients) leaves every weight as it was.
+
+    The optimizer given does the update, under its own name: its slots keep their names."""
+
+    def __init__(self, optimizer: tf.compat.v1.train.Optimizer, rate, weight_decay: float):
+        super().__init__(use_locking=False, name=optimizer.get_name())
+        self._optimizer, self._rate, self._weight_decay = optimizer, rate, weight_decay
+
+    def compute_gradients(self, *args, **kwargs):
+        return self._optimizer.compute_gradients(*args, **kwargs)
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+        grads_and_vars = list(grads_and_vars)
         # The decay reads each kernel after the gradient has: the step is taken at one point.
-        trained = [(gradient, variable) for gradient, variable in gradients if gradient is not None]
+        trained = [(gradient, variable) for gradient, variable in grads_and_vars
+                   if gradient is not None]
         with tf.control_dependencies([gradient for gradient, _ in trained]):
-            decay = decayed_kernels([variable for _, variable in trained], rate,
-                                    params.get('weight_decay') or 0.0)
+            decay = decayed_kernels([variable for _, variable in trained], self._rate,
+                                    self._weight_decay)
         with tf.control_dependencies(decay):
-            return optimizer.apply_gradients(
-                gradients, global_step=tf.compat.v1.train.get_or_create_global_step())
+            return self._optimizer.apply_gradients(grads_and_vars, global_step, name)
+
+    def get_slot(self, var, name):
+        return self._optimizer.get_slot(var, name)
+
+    def get_slot_names(self):
+        return self._optimizer.get_slot_names()
+
+    def variables(self):
+        return self._optimizer.variables()
 
 
 def decayed_kernels(variables, rate, weight_decay: float):

@@ -19,14 +19,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import files, lease, store_retries, store_settings
-from common.errors import StoreError
+from common import bucket_probe, files, lease, store_retries, store_settings
+from common.errors import StoreError, UserError
 from helpers import REPO, default_sigint
 from input_fns.records import shards
 from tests import flow_checks
 from tests.store_faults import FAULTS, KINDS, MIXES, FaultMix, FaultProxy, Schedule, s3_kind
 from tests.threaded_server import serving
 from trainer.model_dir import checkpoints, ledger, train_lock
+from trainer.evaluation import eval_job
 from trainer.run import store_failures
 from trainer.serving import export, model_config
 
@@ -195,6 +196,78 @@ def test_training_resumes_in_place_while_the_store_fails_then_one_line(monkeypat
         store_failures.resuming(failing(99), types.SimpleNamespace(
             mode='train', model_dir='/tmp/model', train_files='/tmp/train-*'), 'training')
     assert len(runs) == 1
+
+
+def kernel_model_fn(features, labels, mode, params):
+    """A kernel; with params['moving_mean'], also a statistic that is not trained (a batch norm's,
+    say), which a checkpoint saved without it lacks: the weights check passes, restore fails."""
+    kernel = tf.compat.v1.get_variable('kernel', initializer=tf.ones([2, 1]))
+    if params['moving_mean']:
+        tf.compat.v1.get_variable('moving_mean', initializer=tf.zeros([1]), trainable=False)
+    step = tf.compat.v1.train.get_or_create_global_step()
+    return tf.estimator.EstimatorSpec(mode, loss=tf.reduce_mean(tf.matmul(features['x'], kernel)),
+                                      train_op=step.assign_add(1))
+
+
+@pytest.fixture
+def bucket_eval_job(s3_bucket, monkeypatch):
+    """(an eval job on a bucket's model_dir with one checkpoint, saved without moving_mean, by a
+    model with or without it; its settings; the evaluations it started)."""
+    monkeypatch.setattr(store_retries, 'STORE_BACKOFF_SECS', 0.001)  # old: 6 tries, ~20 s
+    model_dir = f'{s3_bucket}/model'
+    bucket_probe.check_buckets([model_dir])  # as the trainer first does: s3:// registered
+    config = tf.estimator.RunConfig(model_dir=model_dir, log_step_count_steps=None)
+    evaluations = []
+
+    def input_fn():
+        evaluations.append(1)  # once for each evaluation started
+        return tf.data.Dataset.from_tensors(({'x': tf.ones([1, 2])}, tf.zeros([1])))
+    tf.estimator.Estimator(kernel_model_fn, config=config, params={'moving_mean': False}).train(
+        input_fn, max_steps=1)
+    evaluations.clear()
+    settings = types.SimpleNamespace(mode='continuous_eval', model_dir=model_dir,
+                                     eval_files=f'{s3_bucket}/x-*', export_dir=None)
+
+    def job(moving_mean):
+        estimator = tf.estimator.Estimator(kernel_model_fn, config=config,
+                                           params={'moving_mean': moving_mean})
+        return eval_job.EvalJob(estimator, input_fn, settings.eval_files,
+                                ledger.Ledger(model_dir, 'validation'))
+    return job, settings, evaluations
+
+
+def test_a_bucket_checkpoint_lacking_a_variable_is_one_line_at_the_first_restore(
+        bucket_eval_job):
+    job, settings, evaluations = bucket_eval_job
+    [(step, path)] = checkpoints.resolve(settings.model_dir, 'latest')
+    with pytest.raises(UserError) as raised:
+        store_failures.resuming(lambda: job(moving_mean=True).evaluate(step, path), settings,
+                                'the eval job')
+    assert len(evaluations) == 1  # not resumed as the store's failure
+    assert str(raised.value).startswith(
+        f'checkpoint {path} lacks moving_mean, which the model as it is built now restores: ')
+    assert str(raised.value).endswith(f'(see {settings.model_dir}/flags.txt): use those, or '
+                                      'train into a new --model_dir')
+
+
+def test_a_restore_the_store_fails_is_still_resumed(bucket_eval_job, monkeypatch):
+    """A 503 (tensorflow-io's InternalError), and the missing global_step TensorFlow's reader
+    reports after a failed read of a bucket's .index (the checkpoint holds it): each resumed,
+    then the evaluation is done."""
+    job, settings, evaluations = bucket_eval_job
+    [(step, path)] = checkpoints.resolve(settings.model_dir, 'latest')
+    failures = [tf.errors.InternalError(None, None, 'SlowDown: 503'),
+                tf.errors.NotFoundError(None, None, 'Key global_step not found in checkpoint')]
+    restore = tf.compat.v1.train.Saver.restore
+
+    def restore_once_the_store_answers(saver, session, save_path):
+        if failures:
+            raise failures.pop(0)
+        return restore(saver, session, save_path)
+    monkeypatch.setattr(tf.compat.v1.train.Saver, 'restore', restore_once_the_store_answers)
+    entry = store_failures.resuming(lambda: job(moving_mean=False).evaluate(step, path),
+                                    settings, 'the eval job')
+    assert (entry.status, len(evaluations)) == (ledger.EVALUATED, 3)
 
 
 @pytest.mark.parametrize('op_type, expected', [

@@ -4,7 +4,7 @@ import pytest
 import tensorflow as tf
 
 from common.errors import UserError
-from models import training
+from models import precision, training
 from trainer.cluster import devices
 from trainer.config import flag_checks
 
@@ -233,3 +233,25 @@ def test_weight_decay_under_a_mirrored_strategy_shrinks_each_kernel_once_a_step(
         'optimizer': 'adam', 'learning_rate': 0.1, 'weight_decay': 0.5}, steps=3, plan=plan)
     np.testing.assert_allclose(kernel, np.full([2, 3], 0.95 ** 3), rtol=1e-5)
     np.testing.assert_allclose(bias, np.ones(3))
+
+
+def test_a_step_the_loss_scaler_skips_under_mixed_float16_skips_the_weight_decay_too():
+    """An infinite gradient: the loss scaler skips the step, decay and all, so every weight stays
+    as it was; a finite (here zero) gradient's step still shrinks the kernel by 5%."""
+    params = {'optimizer': 'sgd', 'learning_rate': 0.1, 'weight_decay': 0.5}
+    with tf.Graph().as_default():
+        scale = tf.compat.v1.placeholder(tf.float32, [])
+        kernel = tf.compat.v1.get_variable('kernel', initializer=tf.ones([2, 3]))
+        bias = tf.compat.v1.get_variable('bias', initializer=tf.ones([3]))
+
+        def model_fn(features, labels, mode, params):
+            return training.train_op(scale * (tf.reduce_sum(kernel) + tf.reduce_sum(bias)), params)
+        step = precision.with_policy(model_fn, 'mixed_float16')(None, None, 'train', params)
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            session.run(step, {scale: np.inf})
+            np.testing.assert_array_equal(session.run(kernel), np.ones([2, 3]))
+            np.testing.assert_array_equal(session.run(bias), np.ones(3))
+            session.run(step, {scale: 0.0})
+            np.testing.assert_allclose(session.run(kernel), np.full([2, 3], 0.95), rtol=1e-6)
+            np.testing.assert_array_equal(session.run(bias), np.ones(3))

@@ -23,7 +23,7 @@ from common.errors import UserError
 from models.eval_pictures import PER_CLASS_ACCURACY
 from trainer.evaluation import claims as step_claims, wait_for_trainer
 from trainer.evaluation.export_policy import LedgerExports
-from trainer.model_dir import checkpoints, ledger
+from trainer.model_dir import checkpoint_fit, checkpoints, ledger
 from trainer.model_dir.ledger import LedgerEntry
 
 
@@ -60,9 +60,10 @@ class EvalJob:
             return self._skip(step, path, claim)
         started = time.time()
         try:
-            metrics = self.estimator.evaluate(self.input_fn, checkpoint_path=path,
-                                              name=self.ledger.eval_name)
-            metrics = self.with_extra_metrics(metrics, path)
+            with checkpoint_fit.restoring(path):  # the check, and the kind's predictions, too
+                metrics = self.estimator.evaluate(self.input_fn, checkpoint_path=path,
+                                                  name=self.ledger.eval_name)
+                metrics = self.with_extra_metrics(metrics, path)
         except (tf.errors.OpError, ValueError) as e:  # ValueError: 'not a valid checkpoint'
             if store_retries.is_transient(e):
                 raise  # the store failing: resumed (trainer/run/store_failures), not judged here

@@ -21,7 +21,7 @@ from trainer.config.settings import Settings, hparam_settings, model_fn_params
 from trainer.evaluation import claims, eval_job, ledger_reports
 from trainer.evaluation.export_policy import LedgerExports
 from trainer.input_kinds import registry as input_kinds
-from trainer.model_dir import checkpoints, ledger, run_files, train_lock
+from trainer.model_dir import checkpoint_fit, checkpoints, ledger, run_files, train_lock
 from trainer.observe import hparams, tuner_metrics
 from trainer.run import data_schema, hooks, job_end, model_fn_checks
 from trainer.serving import export
@@ -38,7 +38,7 @@ def build_estimator(settings: Settings, spec, plan: devices.Plan) -> tf.estimato
         log_step_count_steps=None,  # ProgressHook logs instead
         # Given here, not by replace(): the constructor alone sets up the distribute coordinator.
         train_distribute=plan.strategy() if plan.sync_workers else None)
-    model_fn = checkpoints.with_checkpoint_check(precision.with_policy(
+    model_fn = checkpoint_fit.with_checkpoint_check(precision.with_policy(
         training.with_weight_averaging(model_fn_checks.checked(spec.model_fn, spec.name)),
         plan.precision), spec.name)
     return tf.estimator.Estimator(model_fn, config=plan.run_config(config),
@@ -186,7 +186,7 @@ class Experiment:
     def check_checkpoint_fits(self) -> None:
         """Builds the training graph once, aside, so that a latest checkpoint the model no longer
         fits stops training before anything in model_dir changes
-        (checkpoints.with_checkpoint_check). A model built from its data's schema is built so
+        (checkpoint_fit.with_checkpoint_check). A model built from its data's schema is built so
         even without a checkpoint: whether it fits the data (the label's task, the features its
         params name) shows only then."""
         if not tf.train.latest_checkpoint(self.settings.model_dir) and self.spec.schema is None:

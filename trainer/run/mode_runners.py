@@ -10,7 +10,7 @@ import tensorflow as tf
 from models import registry
 from trainer.cluster import multi_worker
 from trainer.evaluation import eval_job, ledger_reports
-from trainer.model_dir import checkpoints, ledger
+from trainer.model_dir import checkpoint_fit, checkpoints, ledger
 from trainer.run import benchmark_input, data_schema, experiment, job_end, store_failures
 from trainer.serving import export, predict
 
@@ -30,12 +30,16 @@ def _on_experiment(run_on: Callable[[experiment.Experiment], None]):
 @_on_experiment
 def run_train(run: experiment.Experiment):
     with run.training():
-        store_failures.resuming(
-            lambda: run.estimator.train(run.train_spec.input_fn,
-                                        max_steps=run.train_spec.max_steps,
-                                        hooks=run.train_spec.hooks),
-            run.settings, 'training', mend=lambda: checkpoints.prepare_to_resume(
-                run.settings.model_dir))  # what a failed save left
+        store_failures.resuming(lambda: _train(run), run.settings, 'training',
+                                mend=lambda: checkpoints.prepare_to_resume(
+                                    run.settings.model_dir))  # what a failed save left
+
+
+def _train(run: experiment.Experiment):
+    """Estimator restores the model_dir's latest checkpoint, if any, then trains on."""
+    with checkpoint_fit.restoring(tf.train.latest_checkpoint(run.settings.model_dir)):
+        run.estimator.train(run.train_spec.input_fn, max_steps=run.train_spec.max_steps,
+                            hooks=run.train_spec.hooks)
 
 
 def _continuous_eval(run: experiment.Experiment):

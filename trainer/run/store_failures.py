@@ -71,8 +71,9 @@ def as_store_error(error: tf.errors.OpError, settings) -> Optional[StoreError]:
 
     TensorFlow's checkpoint reader reports a failed read of a bucket's .index as "Key
     global_step not found in checkpoint", and its GCS client a resumable upload whose session a
-    failed request lost as a bare HTTP 404: counted as the store's failure too (what really
-    is missing fails every try, then stops with this line)."""
+    failed request lost as a bare HTTP 404: counted as the store's failure too. A key the
+    checkpoint truly lacks is a UserError before it comes here (checkpoint_fit.restoring);
+    what else really is missing fails every try, then stops with this line."""
     if not (store_retries.is_transient(error) or (
             isinstance(error, tf.errors.NotFoundError)
             and any(text in error.message for text in NOT_FOUND_AFTER_FAILURES))):

@@ -23,7 +23,7 @@ from absl import logging
 from tensorflow.core.protobuf import saved_model_pb2
 
 from common import file_trees, files, paths, process_lock, termination
-from trainer.model_dir import checkpoints
+from trainer.model_dir import checkpoint_fit, checkpoints
 from trainer.serving import warmup
 
 COMPLETE_MARKER = 'export_complete.json'
@@ -145,8 +145,9 @@ def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path:
     final_dir = paths.join(export_dir, str(step))
     staging_base = paths.join(export_dir, f'{STAGING_PREFIX}{socket.gethostname()}-{os.getpid()}')
     try:
-        staged = estimator.export_saved_model(staging_base, receiver_fn,
-                                              checkpoint_path=checkpoint_path)
+        with checkpoint_fit.restoring(checkpoint_path):
+            staged = estimator.export_saved_model(staging_base, receiver_fn,
+                                                  checkpoint_path=checkpoint_path)
         staged = staged.decode() if isinstance(staged, bytes) else staged
         rename_signatures(staged, extras.signature_renames)
         extra_dir = paths.join(staged, EXTRA_DIR)

@@ -162,7 +162,7 @@ def prepare_examples(*, source: str, label: str, output_dir: Optional[str], task
                           extra={'skipped_because': 'the label is missing',
                                  **stats.split_entry_extra(name)})
                for name in writers}
-    schema = {**stats.schema([], ignored), 'source': source}
+    schema = {**stats.schema(ignored), 'source': source}
     return stream_shards.publish(output_dir, writers, entries, 'examples', schema)
 
 
@@ -219,7 +219,7 @@ def _describe_in_place(path_list, stats, columns, dtypes, split, source, ignored
               for path in path_list]
     manifest = shards.read_manifest(folder)
     if shards.takes_schema(manifest, [split]):
-        manifest['schema'] = {**stats.schema([], ignored), 'source': source}
+        manifest['schema'] = {**stats.schema(ignored), 'source': source}
     manifest.setdefault('splits', {})[split] = shards.split_entry(
         listed, 0, dict(zip(columns, dtypes)), path_list, 0,
         {'read_in_place': True, **stats.split_entry_extra(split)})

@@ -142,7 +142,9 @@ class TableStats:
         """What the split's manifest entry says of its label (its class counts)."""
         return self.classes.split_entry(split) if self.classes else {}
 
-    def schema(self, na_values: Sequence[str], ignored: Sequence[str] = ()) -> Dict:
+    def schema(self, ignored: Sequence[str] = ()) -> Dict:
+        """The schema of the statistics; `prepare csv` adds how it read the rows
+        (table_reading.TableReading.record_in)."""
         features = []
         for index, (column, dtype) in enumerate(zip(self.columns, self.dtypes)):
             entry = {'name': column_choice.feature_name(column), 'dtype': dtype,
@@ -166,8 +168,7 @@ class TableStats:
             label_entry.update(label.summary(self.dtypes[self.label_index]))
         model_features.check_names(features)
         schema = {'kind': 'table', 'features': features, 'label': label_entry,
-                  'statistics_of': self.statistics_of, 'na_values': list(na_values),
-                  'ignored_columns': list(ignored)}
+                  'statistics_of': self.statistics_of, 'ignored_columns': list(ignored)}
         if self.weight is not None:
             schema['weight'] = weight  # each row's weight in the loss and metrics; 1 if missing
         return schema

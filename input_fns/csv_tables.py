@@ -36,7 +36,7 @@ class Table:
                  ignore_columns: Optional[Sequence[str]] = None,
                  weight_column: Optional[str] = None, date_format: Optional[str] = None):
         """reading: what --schema_from's schema records of how its rows were read, with the
-        flag's --na_values; date_format: --date_format."""
+        flags' --na_values and --float_overflow; date_format: --date_format."""
         self.paths, self.format = paths, csv_format
         rows = itertools.islice(csv_format.rows(paths[0]),
                                 SAMPLE_ROWS + 1)
@@ -117,6 +117,12 @@ class Table:
         if dtype != 'string':
             return dtype
         where = f'{self.paths[0]}, column {column!r}'
+        wide = table_schema.beyond_int64(values)
+        if wide:  # stored as a number, it would wrap around or round: kept as written
+            logging.warning('%s: whole numbers beyond int64 (such as %r), read as text: a '
+                            'category or an ID (--column_types=%s:float reads them as rounded '
+                            'numbers)', where, wide, column)
+            return dtype
         iso_dates.warn_of_near_dates(where, column, values)
         number_formats.check_marks(where, column, values, self.format)
         if column != self.label and free_text.is_free_text(values):
@@ -135,9 +141,18 @@ class Table:
                                 'files with the same columns in --source')
             for line, fields in rows:
                 yield row_key(fields), self._reader.typed(path, line, fields)
+        for column, count in self._reader.overflowed.items():
+            logging.warning('column %r: %d values beyond float32 (±3.4e38) stored as inf of '
+                            'their sign, as --float_overflow=inf says', column, count)
 
-    def _advice(self, column: str, dtype: str, field: str) -> str:
+    def _advice(self, column: str, dtype: str, field: str, beyond: bool) -> str:
         """Where the column's type came from, and what to pass if that is the wrong one."""
+        if beyond and dtype == 'int':
+            return (f' ({self._type_source(column)}); pass --column_types={column}:string to '
+                    'read the column as text (an ID), or fix that row')
+        if beyond:
+            return (f'; pass --float_overflow=inf to store it as inf (of its sign), or fix that '
+                    f'row, or pass --column_types={column}:string for text')
         if column in self.given_types or column in self.trained_types:
             return f' ({self._type_source(column)}); fix that row, or pass --na_values if it ' \
                    'marks a missing value'

@@ -19,8 +19,8 @@ from google.protobuf.message import DecodeError
 
 from common import files, free_text, iso_dates, paths
 from common.errors import UserError, op_error_summary
-from input_fns import (column_choice, file_patterns, held_out, shards, stream_shards, table_schema,
-                       table_splits)
+from input_fns import (column_choice, file_patterns, held_out, shards, stream_shards,
+                       table_records, table_schema, table_splits)
 from input_fns import split as data_split
 
 SAMPLE_RECORDS = 10_000
@@ -98,6 +98,10 @@ def _typed(example, path: str, number: int, columns: List[str], dtypes: List[str
                             f'records hold one {dtype}; the canned models take one int, float or '
                             'text value per feature: write such records with one value each')
         value = found[0]
+        if dtype == 'int' and value == table_records.INT_MISSING:
+            raise UserError(f'{path} record {number}, feature {name!r}: {value}, the value that '
+                            'marks a missing int; leave the feature out of such records, or '
+                            'write it as text (bytes_list) if it is an ID')
         if dtype in table_schema.TEXT_DTYPES:
             try:
                 value = value.decode('utf-8')

@@ -18,10 +18,11 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
                 split: Optional[str] = None, delimiter: Optional[str] = None,
                 decimal: Optional[str] = None, ignore_columns: Optional[List[str]] = None,
                 date_format: Optional[str] = None, thousands: Optional[str] = None,
-                encoding: Optional[str] = None, sheet: Optional[str] = None) -> Dict:
+                encoding: Optional[str] = None, sheet: Optional[str] = None,
+                float_overflow: Optional[str] = None) -> Dict:
     """Writes the 'train' (and 'validation') split of a CSV source, or every row to --split,
     and the schema; with --schema_from, the columns take that table's types, --thousands,
-    --encoding, --na_values and number styles (table_reading). The files are
+    --encoding, --na_values, --float_overflow and number styles (table_reading). The files are
     read as the first one is written, unless told (file_format)."""
     data_split.check_fraction(validation_fraction)
     known_types, trained = held_out.trained_schema(schema_from)
@@ -37,7 +38,7 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
     logging.info('--source=%s: read as %s%s', source, csv_format.description(), (
         f' (as --schema_from\'s rows were: {" ".join(taken)})' if taken else '') + ('' if
         csv_format.workbook else ' (--delimiter, --decimal, --encoding say otherwise)'))
-    reading = table_reading.TableReading.of_schema(trained, na_values)
+    reading = table_reading.TableReading.of_schema(trained, na_values, float_overflow)
     table = csv_tables.Table(paths, label, column_types, task, reading, known_types, csv_format,
                              ignore_columns, weight_column, date_format)
     stats = table_schema.TableStats(table.columns, table.dtypes, label, table.task,

@@ -3,7 +3,7 @@ those of every data set, and those of tables (csv, examples; images read --label
 --schema_from too)."""
 from absl import flags
 
-from input_fns import csv_records, image_records, table_schema
+from input_fns import csv_records, image_records, table_reading, table_schema
 
 
 def define_flags():
@@ -107,6 +107,11 @@ def define_table_flags():
                       f'{",".join(filter(None, table_schema.DEFAULT_NA_VALUES))}, or with '
                       '--schema_from the training data\'s); kept in the schema, so predict reads '
                       'them as missing too.')
+    flags.DEFINE_enum('float_overflow', None, list(table_reading.FLOAT_OVERFLOWS), 'csv: a value '
+                      'of a float column beyond float32\'s range (±3.4e38), which the records '
+                      'hold: error (default; or with --schema_from the training data\'s) stops '
+                      'prepare naming its row; inf stores it as inf of its sign (the statistics '
+                      'are of the finite values).')
     flags.DEFINE_string('schema_from', None, 'csv, examples, images: prepared shards (their '
                         'folder or manifest.json) a model was trained on; this data is written '
                         'as that model reads it (with --split=test: a held-out set). csv: their '

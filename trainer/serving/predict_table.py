@@ -113,9 +113,9 @@ def examples(path: str, features: Dict[str, str], trained: Dict, trained_at: str
 def _advice(read_as: csv_files.CsvFormat) -> table_reading.Advice:
     """What to do about a field the model cannot take: the other decimal or thousands mark,
     where the field holds one."""
-    def advice(column: str, dtype: str, field: str) -> str:
+    def advice(column: str, dtype: str, field: str, beyond: bool) -> str:
         other = read_as.other_mark
-        if not read_as.other_mark_numbers([field]):
+        if beyond or not read_as.other_mark_numbers([field]):
             return ', as the model takes it; fix that row'
         written = number_formats.read(field, read_as.decimal)
         return (f', as the model takes it; pass --decimal={other} if the file writes numbers so'

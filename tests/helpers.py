@@ -65,7 +65,7 @@ def run_prepare(prepare_fn, **overrides):
                   pair_folds=1, image_size='64x64', channels='3', resize='pad',
                   rows_per_shard=100, num_features=1024, delimiter=None, decimal=None,
                   ignore_columns=None, date_format=None, thousands=None, encoding=None, sheet=None,
-                  labels_file=None, label=None)
+                  labels_file=None, label=None, float_overflow=None)
     values.update(overrides)
     return prepare_module.call_with_flags(prepare_fn, types.SimpleNamespace(**values))
 

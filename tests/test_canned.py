@@ -283,8 +283,10 @@ def test_predict_reads_new_rows_as_the_training_rows_were_read(tmp_path_factory)
     common = ['--model=linear_classifier', f'--model_dir={folder}/run', *files_flags(folder)]
     trainer(*common, '--mode=train', *STEPS)
     saved = last_json(trainer(*common, '--mode=export', f'--export_dir={folder}/exports'))
-    kept = json.load(open(f'{saved["saved_model"]}/assets.extra/csv_format.json'))
-    assert kept == {'delimiter': '\t', 'decimal': ',', 'thousands': '.', 'encoding': 'cp1252'}
+    kept = json.load(open(f'{saved["saved_model"]}/assets.extra/table_reading.json'))
+    assert kept['csv_format'] == {'delimiter': '\t', 'decimal': ',', 'thousands': '.',
+                                  'encoding': 'cp1252'}
+    assert kept['na_values'] == [''] and kept['features'][1]['number_style']['thousands'] == '.'
 
     def probabilities(*args):
         result = trainer('--mode=predict', f'--saved_model={folder}/exports', *args)

@@ -49,6 +49,13 @@ def read_back(output_dir, schema, split='train'):
     return [(features, labels) for features, labels in input_fn()]
 
 
+def predicted_example(tmp_path, text, features, **reading):
+    """The tf.Example predict makes of a CSV's one row, for a model of those features."""
+    path = write(tmp_path / 'rows.csv', text)
+    [(_, serialized)] = predict_table.examples(path, features, {'csv_format': {}}, **reading)
+    return tf.train.Example.FromString(serialized)
+
+
 def test_csv_schema_holds_types_statistics_vocabularies_and_classes(tmp_path):
     source = write(tmp_path / 'people.csv.gz', PEOPLE, compress=True)
     out = str(tmp_path / 'out')
@@ -237,17 +244,17 @@ def test_money_and_percents_are_the_numbers_their_cells_hold(tmp_path, monkeypat
                         **table_args(label='label'))
     assert prepared_columns(tmp_path, 'mixed.csv', spreadsheet(
         ['price'], [['$1.00'], ['€2.00'], ['$3.00']]))[0] == {'price': 'string'}
-    # Predict reads a formatted number where the model takes a number and no other reading fits.
+    # Predict reads a column of numbers written one formatted way as prepare does, where the
+    # model takes a number.
     numbers = {'price': 'float', 'rate': 'float'}
-    example = tf.train.Example.FromString(predict_table._example(
-        {'price': '$1,234.50', 'rate': '12%'}, numbers, 'row', csv_files.CsvFormat()))
+    example = predicted_example(tmp_path, 'price,rate\n"$1,234.50",12%\n', numbers)
     assert [example.features.feature[name].float_list.value[0] for name in numbers] == \
         pytest.approx([1234.5, 0.12])
-    with pytest.raises(UserError, match=r"row, column 'price': '1,234' is not a number, as the "
-                       r"model takes it; pass --decimal=, .* or --thousands=, if it groups"):
-        predict_table._example({'price': '1,234'}, numbers, 'row', csv_files.CsvFormat())
-    example = tf.train.Example.FromString(predict_table._example(
-        {'price': '1,234'}, numbers, 'row', csv_files.CsvFormat(thousands=',')))
+    with pytest.raises(UserError, match=r"rows.csv line 2, column 'price': '1,234' is not a "
+                       r"finite number, as the model takes it; pass --decimal=, .* or "
+                       r"--thousands=, if it groups"):
+        predicted_example(tmp_path, 'price\n"1,234"\n', numbers)
+    example = predicted_example(tmp_path, 'price\n"1,234"\n', numbers, thousands=',')
     assert example.features.feature['price'].float_list.value == [1234]
 
 
@@ -270,9 +277,7 @@ def test_accounts_negatives_in_parentheses_dash_zeros_and_currency_codes_are_num
     for name, written in [('words.csv', ['(a)', '(3.25', 'ROW 5']), ('half.csv', ['(3.25', '5'])]:
         assert prepared_columns(tmp_path, name, spreadsheet(
             ['x'], [[value] for value in written]))[0] == {'x': 'string'}
-    numbers = {'price': 'float'}
-    example = tf.train.Example.FromString(predict_table._example(
-        {'price': '($3.25)'}, numbers, 'row', csv_files.CsvFormat()))
+    example = predicted_example(tmp_path, 'price\n($3.25)\n', {'price': 'float'})
     assert example.features.feature['price'].float_list.value == [-3.25]
 
 

@@ -4,7 +4,7 @@ those of every data set, and those of tables (csv, examples; images read --label
 from absl import flags
 
 from input_fns.images import image_records
-from input_fns.tables import csv_records, table_schema
+from input_fns.tables import csv_records, table_reading, table_schema
 
 
 def define_flags():
@@ -103,8 +103,16 @@ def define_table_flags():
     flags.DEFINE_enum('date_format', None, ['day/month/year', 'month/day/year'], 'csv: how '
                       'dates like 01/02/2024 or 01/02/24 read where the first rows do not tell '
                       '(no day above 12); ISO and 15.01.2024 dates need no flag.')
-    flags.DEFINE_list('na_values', list(table_schema.DEFAULT_NA_VALUES), 'csv: the field values '
-                      'that mark a missing value (an empty field always does).')
+    flags.DEFINE_list('na_values', None, 'csv: the field values that mark a missing value (an '
+                      'empty field always does; default: '
+                      f'{",".join(filter(None, table_schema.DEFAULT_NA_VALUES))}, or with '
+                      '--schema_from the training data\'s); kept in the schema, so predict reads '
+                      'them as missing too.')
+    flags.DEFINE_enum('float_overflow', None, list(table_reading.FLOAT_OVERFLOWS), 'csv: a value '
+                      'of a float column beyond float32\'s range (±3.4e38), which the records '
+                      'hold: error (default; or with --schema_from the training data\'s) stops '
+                      'prepare naming its row; inf stores it as inf of its sign (the statistics '
+                      'are of the finite values).')
     flags.DEFINE_string('schema_from', None, 'csv, examples, images: prepared shards (their '
                         'folder or manifest.json) a model was trained on; this data is written '
                         'as that model reads it (with --split=test: a held-out set). csv: their '

@@ -18,10 +18,11 @@ def _chunk_moments(values: np.ndarray):
 
 
 class NumberStats:
-    """count, missing, mean, std, min, max, and quantiles from a uniform sample of the values."""
+    """count, missing, mean, std, min, max, and quantiles from a uniform sample of the values;
+    those of the finite values, with the infinities (--float_overflow=inf) counted apart."""
 
     def __init__(self, seed: int):
-        self.count = self.missing = 0
+        self.count = self.missing = self.infinite = 0
         self.mean = self.m2 = 0.0
         self.min = self.max = None
         self._random = np.random.RandomState(seed)
@@ -32,6 +33,12 @@ class NumberStats:
         if not values:
             return
         chunk = np.asarray(values, np.float64)
+        finite = np.isfinite(chunk)
+        if not finite.all():
+            self.infinite += int(len(chunk) - finite.sum())
+            chunk = chunk[finite]
+            if not len(chunk):
+                return
         n, mean, m2 = _chunk_moments(chunk)
         total = self.count + n  # Chan et al.'s pairwise combination of mean and variance
         delta = mean - self.mean
@@ -50,10 +57,11 @@ class NumberStats:
         self._keys, self._sample = keys, sample
 
     def summary(self, dtype: str) -> Dict:
+        infinite = {'infinite': self.infinite} if self.infinite else {}
         if not self.count:
-            return {'count': 0, 'missing': self.missing}
+            return {'count': 0, 'missing': self.missing, **infinite}
         as_type = int if dtype == 'int' else float
-        return {'count': self.count, 'missing': self.missing, 'mean': self.mean,
+        return {'count': self.count, 'missing': self.missing, **infinite, 'mean': self.mean,
                 'std': (self.m2 / self.count) ** 0.5, 'min': as_type(self.min),
                 'max': as_type(self.max),
                 'quantiles': [float(q) for q in np.quantile(self._sample, QUANTILES)]}

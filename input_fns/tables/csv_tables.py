@@ -2,23 +2,22 @@
 `prepare csv` (input_fns/tables/prepare_csv.py).
 
 One streaming pass: Python's csv module over a tf.io.gfile stream (input_fns/tables/csv_files.py:
-buckets, .csv.gz, the file's delimiter and decimal mark), each row typed. Column types come from
-a sample of the first rows (--column_types overrides); a later value that does not read as its
-column's type stops the run, naming the row, before anything in --output_dir changes.
+buckets, .csv.gz, the file's delimiter and decimal mark), each row typed by the reader predict
+reads rows with too (input_fns/tables/table_reading.py). Column types come from a sample of the first
+rows (--column_types overrides); a later value that does not read as its column's type stops
+the run, naming the row, before anything in --output_dir changes.
 """
-import functools
+import dataclasses
 import itertools
-import math
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from absl import logging
 
 from common.errors import UserError
 from features import free_text, iso_dates
-from input_fns.tables import column_choice, csv_files, number_formats, table_schema
+from input_fns.tables import column_choice, csv_files, number_formats, table_reading, table_schema
 
 SAMPLE_ROWS = 10_000  # rows the column types and the task are inferred from
-_WHAT = {'int': 'an int', 'float': 'a finite number'}
 
 
 def row_key(fields: List[str]) -> str:
@@ -31,14 +30,14 @@ class Table:
     columns are the header's less --ignore_columns (a row's split still goes by all its fields)."""
 
     def __init__(self, paths: List[str], label: str, column_types: Optional[str],
-                 task: Optional[str], na_values: Sequence[str],
+                 task: Optional[str], reading: table_reading.TableReading,
                  known_types: Optional[Dict[str, str]] = None,
                  csv_format: csv_files.CsvFormat = csv_files.CsvFormat(),
                  ignore_columns: Optional[Sequence[str]] = None,
-                 weight_column: Optional[str] = None,
-                 date_formats: Tuple[Optional[str], Dict[str, str]] = (None, {})):
-        """date_formats: (--date_format, {date column: the training data's format})."""
-        self.paths, self.na_values, self.format = paths, frozenset(na_values), csv_format
+                 weight_column: Optional[str] = None, date_format: Optional[str] = None):
+        """reading: what --schema_from's schema records of how its rows were read, with the
+        flags' --na_values and --float_overflow; date_format: --date_format."""
+        self.paths, self.format = paths, csv_format
         rows = itertools.islice(csv_format.rows(paths[0]),
                                 SAMPLE_ROWS + 1)
         self.header = self._read_header(next(rows, None), label)
@@ -52,11 +51,8 @@ class Table:
                               if name in self.columns}
         self.given_types = table_schema.parse_column_types(column_types, self.header)
         given = {**self.trained_types, **self.given_types}
-        sample = [fields for _, fields in rows if len(fields) == len(self.header)]
-        present = [[value for value in (field.strip() for field in column)
-                    if value not in self.na_values] for column in zip(*sample)] or [
-            [] for _ in self.header]
-        present = self._styled([present[index] for index in self._kept], given)
+        reading, present = reading.sampled((fields for _, fields in rows), self.header,
+                                           self.columns, given, csv_format, paths[0])
         self.dtypes = [given.get(name) or self._inferred_dtype(name, values)
                        for name, values in zip(self.columns, present)]
         column_choice.warn_of_identifiers(self.columns, self.dtypes, present, label, paths[0])
@@ -69,12 +65,14 @@ class Table:
                             f'--column_types={label}:float if it is a number')
         self.task = task or table_schema.infer_task(label_dtype, present[self.label_index])
         self.names = [column_choice.feature_name(column) for column in self.columns]
-        self.date_formats = {name: self._date_format(name, values, *date_formats)
+        self.date_formats = {name: self._date_format(name, values, date_format,
+                                                     reading.date_formats)
                              for name, dtype, values in zip(self.columns, self.dtypes, present)
                              if dtype == 'date'}
-        self._converters = [self._converter(name, dtype)
-                            for name, dtype in zip(self.columns, self.dtypes)]
-        self._floats = [index for index, dtype in enumerate(self.dtypes) if dtype == 'float']
+        # The reading the rows are typed with, which the schema records.
+        self.reading = dataclasses.replace(reading, date_formats=self.date_formats)
+        self._reader = table_reading.RowReader(self.header, self.columns, self.dtypes,
+                                               self.reading, csv_format.decimal, self._advice)
 
     def _read_header(self, header: Optional[Tuple[int, List[str]]], label: str) -> List[str]:
         if header is None:
@@ -88,26 +86,6 @@ class Table:
                                                      if self.format.workbook and
                                                      self.format.sheet is None else ''))
         return names
-
-    def _converter(self, column: str, dtype: str):
-        """A column's field -> its value (ValueError if it is none): the fast path of _typed."""
-        number = float if self.format.decimal == '.' else table_schema.decimal_comma_float
-        convert = ({'int': int, 'float': number, 'string': str, 'text': str}.get(dtype) or
-                   functools.partial(iso_dates.check, date_format=self.date_formats[column]))
-        if column in self.styles:
-            return lambda text, plain=self.styles[column].plain: convert(plain(text))
-        return convert
-
-    def _styled(self, present: List[List[str]], given: Dict[str, str]) -> List[List[str]]:
-        """Each column's sample values; those of a column of formatted numbers
-        (number_formats.column_style: `$1,234.50`, `12%`) as plain numbers, its style kept in
-        self.styles."""
-        self.styles = {name: style for name, values in zip(self.columns, present)
-                       if given.get(name) not in table_schema.TEXT_DTYPES and
-                       (style := number_formats.column_style(values, self.format,
-                                                             f'{self.paths[0]}, column {name!r}'))}
-        return [[self.styles[name].plain(value) for value in values] if name in self.styles
-                else values for name, values in zip(self.columns, present)]
 
     def _label_dtype(self, given: Dict[str, str]) -> str:
         """A label of dates is read as class names (a model predicts no date or prose)."""
@@ -139,6 +117,12 @@ class Table:
         if dtype != 'string':
             return dtype
         where = f'{self.paths[0]}, column {column!r}'
+        wide = table_schema.beyond_int64(values)
+        if wide:  # stored as a number, it would wrap around or round: kept as written
+            logging.warning('%s: whole numbers beyond int64 (such as %r), read as text: a '
+                            'category or an ID (--column_types=%s:float reads them as rounded '
+                            'numbers)', where, wide, column)
+            return dtype
         iso_dates.warn_of_near_dates(where, column, values)
         number_formats.check_marks(where, column, values, self.format)
         if column != self.label and free_text.is_free_text(values):
@@ -156,50 +140,29 @@ class Table:
                 raise UserError(f'{path}: its header differs from {self.paths[0]}\'s; give '
                                 'files with the same columns in --source')
             for line, fields in rows:
-                yield row_key(fields), self._typed(path, line, fields)
+                yield row_key(fields), self._reader.typed(path, line, fields)
+        for column, count in self._reader.overflowed.items():
+            logging.warning('column %r: %d values beyond float32 (±3.4e38) stored as inf of '
+                            'their sign, as --float_overflow=inf says', column, count)
 
-    def _typed(self, path: str, line: int, fields: List[str]) -> List:
-        if len(fields) != len(self.header):
-            raise UserError(f'{path} line {line}: {len(fields)} fields, but the header names '
-                            f'{len(self.header)} columns; fix that row (quote a field that '
-                            'holds a comma)')
-        if len(self._kept) < len(fields):
-            fields = [fields[index] for index in self._kept]
-        na_values = self.na_values
-        try:  # the fast way, one comprehension; the slow one below only finds what failed
-            values = [None if field in na_values else convert(field) for convert, field in
-                      zip(self._converters, (field.strip() for field in fields))]
-            if all(values[i] is None or math.isfinite(values[i]) for i in self._floats):
-                return values
-        except ValueError:
-            pass
-        for column, dtype, field in zip(self.columns, self.dtypes, fields):
-            field = field.strip()
-            if field in na_values:
-                continue
-            try:
-                table_schema.parse_value(
-                    self.styles[column].plain(field) if column in self.styles else field, dtype,
-                    self.format.decimal, self.date_formats.get(column, 'iso'))
-            except ValueError:
-                raise UserError(f'{path} line {line}, column {column!r}: {field!r} is not '
-                                f'{self._what(column, dtype)} {self._fix(column, dtype)} '
-                                '--na_values if it marks a missing value') from None
-        raise AssertionError(f'{path} line {line}: a field failed to parse, then parsed')
-
-    def _fix(self, column: str, dtype: str) -> str:
+    def _advice(self, column: str, dtype: str, field: str, beyond: bool) -> str:
         """Where the column's type came from, and what to pass if that is the wrong one."""
-        if column in self.given_types:
-            return '(as --column_types says); fix that row, or pass'
-        if column in self.trained_types:
-            return '(its type in the training data, --schema_from); fix that row, or pass'
-        return (f'(the type read from the first rows); pass --column_types={column}:'
-                f'{"float" if dtype == "int" else "string"}, or')
+        if beyond and dtype == 'int':
+            return (f' ({self._type_source(column)}); pass --column_types={column}:string to '
+                    'read the column as text (an ID), or fix that row')
+        if beyond:
+            return (f'; pass --float_overflow=inf to store it as inf (of its sign), or fix that '
+                    f'row, or pass --column_types={column}:string for text')
+        if column in self.given_types or column in self.trained_types:
+            return f' ({self._type_source(column)}); fix that row, or pass --na_values if it ' \
+                   'marks a missing value'
+        return (f' ({self._type_source(column)}); pass --column_types={column}:'
+                f'{"float" if dtype == "int" else "string"}, or --na_values if it marks a '
+                'missing value')
 
-    def _what(self, column: str, dtype: str) -> str:
-        if column in self.styles:
-            return f'{_WHAT[dtype]} written as {self.styles[column].example!r} is'
-        if dtype != 'date':
-            return _WHAT[dtype]
-        date_format = self.date_formats[column]
-        return f'a date of the calendar ({"YYYY-MM-DD" if date_format == "iso" else date_format})'
+    def _type_source(self, column: str) -> str:
+        if column in self.given_types:
+            return 'as --column_types says'
+        if column in self.trained_types:
+            return 'its type in the training data, --schema_from'
+        return 'the type read from the first rows'

@@ -21,7 +21,7 @@ from common import files, paths
 from common.errors import op_error_summary, UserError
 from features import free_text, iso_dates
 from input_fns.records import file_patterns, shards, split as data_split, stream_shards
-from input_fns.tables import column_choice, held_out, table_schema, table_splits
+from input_fns.tables import column_choice, held_out, table_records, table_schema, table_splits
 
 SAMPLE_RECORDS = 10_000
 _KINDS = {'int64_list': 'int', 'float_list': 'float', 'bytes_list': 'string'}
@@ -98,6 +98,10 @@ def _typed(example, path: str, number: int, columns: List[str], dtypes: List[str
                             f'records hold one {dtype}; the canned models take one int, float or '
                             'text value per feature: write such records with one value each')
         value = found[0]
+        if dtype == 'int' and value == table_records.INT_MISSING:
+            raise UserError(f'{path} record {number}, feature {name!r}: {value}, the value that '
+                            'marks a missing int; leave the feature out of such records, or '
+                            'write it as text (bytes_list) if it is an ID')
         if dtype in table_schema.TEXT_DTYPES:
             try:
                 value = value.decode('utf-8')
@@ -162,7 +166,7 @@ def prepare_examples(*, source: str, label: str, output_dir: Optional[str], task
                           extra={'skipped_because': 'the label is missing',
                                  **stats.split_entry_extra(name)})
                for name in writers}
-    schema = {**stats.schema([], ignored), 'source': source}
+    schema = {**stats.schema(ignored), 'source': source}
     return stream_shards.publish(output_dir, writers, entries, 'examples', schema)
 
 
@@ -219,7 +223,7 @@ def _describe_in_place(path_list, stats, columns, dtypes, split, source, ignored
               for path in path_list]
     manifest = shards.read_manifest(folder)
     if shards.takes_schema(manifest, [split]):
-        manifest['schema'] = {**stats.schema([], ignored), 'source': source}
+        manifest['schema'] = {**stats.schema(ignored), 'source': source}
     manifest.setdefault('splits', {})[split] = shards.split_entry(
         listed, 0, dict(zip(columns, dtypes)), path_list, 0,
         {'read_in_place': True, **stats.split_entry_extra(split)})

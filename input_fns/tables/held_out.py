@@ -18,12 +18,6 @@ def trained_schema(schema_from: Optional[str]) -> Tuple[Dict[str, str], Optional
     return {entry.get('column', entry['name']): entry['dtype'] for entry in entries}, schema
 
 
-def date_formats(trained: Optional[Dict]) -> Dict[str, str]:
-    """{date column: its format} of the trained schema."""
-    return {entry.get('column', entry['name']): entry.get('format', 'iso')
-            for entry in (trained or {}).get('features', []) if entry['dtype'] == 'date'}
-
-
 def rows_format(path: str, trained: Dict, **given: Optional[str]
                 ) -> Tuple[csv_files.CsvFormat, List[str]]:
     """The format of a file of new rows (held out, or to predict on) for a model trained on rows

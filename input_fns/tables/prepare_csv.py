@@ -7,20 +7,23 @@ from absl import logging
 
 from common.errors import UserError
 from input_fns.records import file_patterns, split as data_split, stream_shards
-from input_fns.tables import csv_tables, held_out, table_records, table_schema, table_splits
+from input_fns.tables import (csv_tables, held_out, table_reading, table_records, table_schema,
+                              table_splits)
 
 
 def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optional[str],
-                task: Optional[str], na_values: List[str], max_vocabulary: int,
+                task: Optional[str], na_values: Optional[List[str]], max_vocabulary: int,
                 weight_column: Optional[str], validation_fraction: float, num_shards: int,
                 num_eval_shards: int, seed: int, schema_from: Optional[str] = None,
                 split: Optional[str] = None, delimiter: Optional[str] = None,
                 decimal: Optional[str] = None, ignore_columns: Optional[List[str]] = None,
                 date_format: Optional[str] = None, thousands: Optional[str] = None,
-                encoding: Optional[str] = None, sheet: Optional[str] = None) -> Dict:
+                encoding: Optional[str] = None, sheet: Optional[str] = None,
+                float_overflow: Optional[str] = None) -> Dict:
     """Writes the 'train' (and 'validation') split of a CSV source, or every row to --split,
-    and the schema; with --schema_from, the columns take that table's types, --thousands and
-    --encoding. The files are read as the first one is written, unless told (file_format)."""
+    and the schema; with --schema_from, the columns take that table's types, --thousands,
+    --encoding, --na_values, --float_overflow and number styles (table_reading). The files are
+    read as the first one is written, unless told (file_format)."""
     data_split.check_fraction(validation_fraction)
     known_types, trained = held_out.trained_schema(schema_from)
     label, task, weight_column, ignore_columns = held_out.trained_defaults(
@@ -35,8 +38,9 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
     logging.info('--source=%s: read as %s%s', source, csv_format.description(), (
         f' (as --schema_from\'s rows were: {" ".join(taken)})' if taken else '') + ('' if
         csv_format.workbook else ' (--delimiter, --decimal, --encoding say otherwise)'))
-    table = csv_tables.Table(paths, label, column_types, task, na_values, known_types, csv_format,
-                  ignore_columns, weight_column, (date_format, held_out.date_formats(trained)))
+    reading = table_reading.TableReading.of_schema(trained, na_values, float_overflow)
+    table = csv_tables.Table(paths, label, column_types, task, reading, known_types, csv_format,
+                             ignore_columns, weight_column, date_format)
     stats = table_schema.TableStats(table.columns, table.dtypes, label, table.task,
                                     max_vocabulary, seed, weight_column, split or 'train',
                                     (schema_from, trained), table.date_formats)
@@ -44,7 +48,7 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
     rows = ((key.encode(), values, encoder.encode(values)) for key, values in table.typed_rows())
     writers, skipped = table_splits.write_table(output_dir, rows, stats, label, validation_fraction,
                                    num_shards, num_eval_shards, f'--source={source}', split)
-    schema = stats.schema(na_values, table.ignored)
+    schema = table.reading.record_in(stats.schema(table.ignored))
     schema['label']['missing'] = sum(skipped.values())
     entries = {split: dict(skipped=skipped[split], features=dict(zip(table.names, table.dtypes)),
                            sources=table.paths, seed=seed,

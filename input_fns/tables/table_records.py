@@ -7,6 +7,7 @@ record and read as its column's fill: the training mean for numbers (0 once norm
 number some training rows lacked also has an indicator of missing beside it), '' for strings
 (out of vocabulary). Parsed a batch at a time with tf.io.parse_example.
 """
+import math
 import struct
 from typing import Dict, List, Optional
 
@@ -21,6 +22,11 @@ _TF_DTYPES = {'int': tf.int64, 'float': tf.float32, 'date': tf.string, 'string':
               'text': tf.string}
 _BYTES = frozenset(dtype for dtype, tf_type in _TF_DTYPES.items() if tf_type == tf.string)
 INT_MISSING = -2 ** 63  # a missing int's value as parsed, where with_derived tells it is missing
+# The values an int column holds: int64's, less INT_MISSING, so no value reads as missing.
+INT_RANGE = (INT_MISSING + 1, 2 ** 63 - 1)
+# The floats float32 (the records' float) holds: from 2^128 - 2^103 on, it rounds them to inf.
+_FLOAT32_MOST = math.nextafter(2.0 ** 128 - 2.0 ** 103, 0)
+FLOAT32_RANGE = (-_FLOAT32_MOST, _FLOAT32_MOST)
 
 
 def _varint(value: int) -> bytes:

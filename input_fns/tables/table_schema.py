@@ -13,19 +13,22 @@ Rows arrive in chunks of typed values (None for a missing value); each column is
 with numpy a chunk at a time (input_fns/tables/column_stats.py), in memory bounded by the sample and
 vocabulary sizes, not the table's length.
 """
+import math
 from typing import Dict, List, Optional, Sequence, Tuple
-
-import numpy as np
 
 from common.errors import UserError
 from features import iso_dates, model_features
-from input_fns.tables import column_choice, column_stats, label_classes
+from input_fns.tables import column_choice, column_stats, label_classes, table_records
 
 DTYPES = ('int', 'float', 'date', 'string', 'text')
 TEXT_DTYPES = ('date', 'string', 'text')  # kept in the records as text
 TASKS = ('classification', 'regression')
 DEFAULT_NA_VALUES = ('', 'NA', 'N/A', 'NaN', 'nan', 'null', 'NULL', 'None', '?')
 MAX_INFERRED_CLASSES = 20  # an int label with at most this many values in the sample: classes
+
+
+class OutOfRange(ValueError):
+    """A number the records cannot hold: an int beyond int64, a float beyond float32."""
 
 
 def decimal_comma_float(text: str) -> float:
@@ -36,20 +39,44 @@ def decimal_comma_float(text: str) -> float:
     return float(text.replace(',', '.'))
 
 
-def parse_value(text: str, dtype: str, decimal: str = '.', date_format: str = 'iso'):
-    """A field as its column's type; ValueError if it does not read as one. decimal: the mark
-    before a number's fraction ('.', or ',' for '1,5'); date_format: a date column's
-    (features/iso_dates.py FORMATS)."""
+def parse_value(text: str, dtype: str, decimal: str = '.', date_format: str = 'iso',
+                float_overflow: str = 'error'):
+    """A field as its column's type; ValueError if it does not read as one, OutOfRange if the
+    records cannot hold it. decimal: the mark before a number's fraction ('.', or ',' for
+    '1,5'); date_format: a date column's (features/iso_dates.py FORMATS); float_overflow: 'inf'
+    reads a float beyond float32 as inf (of its sign), 'error' refuses it."""
     if dtype == 'int':
-        return int(text)
+        value = int(text)
+        if not table_records.INT_RANGE[0] <= value <= table_records.INT_RANGE[1]:
+            raise OutOfRange(f'{text!r} is beyond int64')
+        return value
     if dtype == 'float':
         value = decimal_comma_float(text) if decimal == ',' else float(text)
-        if not np.isfinite(value):
+        if not math.isfinite(value):
             raise ValueError(f'{text!r} is not a finite number')
+        if not table_records.FLOAT32_RANGE[0] <= value <= table_records.FLOAT32_RANGE[1]:
+            if float_overflow != 'inf':
+                raise OutOfRange(f'{text!r} is beyond float32')
+            return math.copysign(math.inf, value)
         return value
     if dtype == 'date':
         return iso_dates.check(text, date_format)
     return text
+
+
+def beyond_int64(values: Sequence[str]) -> Optional[str]:
+    """The first of values, all whole numbers, that an int column cannot hold (a 20-digit
+    account number; int64's least value, which marks a missing int); None where none is, or
+    where not all are whole numbers."""
+    wide = None
+    for value in values:
+        try:
+            number = int(value)
+        except ValueError:
+            return None
+        if wide is None and not table_records.INT_RANGE[0] <= number <= table_records.INT_RANGE[1]:
+            wide = value
+    return wide
 
 
 def parse_column_types(text: Optional[str], columns: List[str]) -> Dict[str, str]:
@@ -69,12 +96,15 @@ def parse_column_types(text: Optional[str], columns: List[str]) -> Dict[str, str
 
 def infer_dtype(values: Sequence[str], decimal: str = '.') -> str:
     """'int', 'float', 'date' (in one of iso_dates.FORMATS) or 'string': the narrowest type every
-    (non-missing) sample value reads as; a column with no value in the sample is a string
-    (--column_types overrides)."""
+    (non-missing) sample value reads as; a column with no value in the sample, or of whole
+    numbers beyond int64 (an ID, not a number), is a string (--column_types overrides). A float
+    beyond float32 leaves its column float: its row is named when read."""
+    if beyond_int64(values):
+        return 'string'
     for dtype in ('int', 'float'):
         try:
             for value in values:
-                parse_value(value, dtype, decimal)
+                parse_value(value, dtype, decimal, float_overflow='inf')
         except ValueError:
             continue
         return dtype if values else 'string'
@@ -142,7 +172,9 @@ class TableStats:
         """What the split's manifest entry says of its label (its class counts)."""
         return self.classes.split_entry(split) if self.classes else {}
 
-    def schema(self, na_values: Sequence[str], ignored: Sequence[str] = ()) -> Dict:
+    def schema(self, ignored: Sequence[str] = ()) -> Dict:
+        """The schema of the statistics; `prepare csv` adds how it read the rows
+        (table_reading.TableReading.record_in)."""
         features = []
         for index, (column, dtype) in enumerate(zip(self.columns, self.dtypes)):
             entry = {'name': column_choice.feature_name(column), 'dtype': dtype,
@@ -166,8 +198,7 @@ class TableStats:
             label_entry.update(label.summary(self.dtypes[self.label_index]))
         model_features.check_names(features)
         schema = {'kind': 'table', 'features': features, 'label': label_entry,
-                  'statistics_of': self.statistics_of, 'na_values': list(na_values),
-                  'ignored_columns': list(ignored)}
+                  'statistics_of': self.statistics_of, 'ignored_columns': list(ignored)}
         if self.weight is not None:
             schema['weight'] = weight  # each row's weight in the loss and metrics; 1 if missing
         return schema

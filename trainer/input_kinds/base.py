@@ -89,6 +89,11 @@ class InputKind(abc.ABC):
         in; None when the kind makes none."""
         return None
 
+    def serving_reading(self, spec) -> Optional[Dict]:
+        """How the training rows were read, kept with the export for --mode=predict to read
+        rows so (trainer/serving/export.py TABLE_READING_FILE); None for a kind without rows."""
+        return None
+
     def extra_metrics(self, estimator, eval_input_fn, eval_files: str,
                       make_eval_input_fn: Callable[[str, str], Callable],
                       threshold_files: Optional[str]) -> Optional[Callable[[str], Dict]]:

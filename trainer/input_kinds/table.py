@@ -10,7 +10,7 @@ from typing import Dict
 import numpy as np
 import tensorflow as tf
 
-from input_fns.tables import table_records
+from input_fns.tables import table_reading, table_records
 from trainer.input_kinds import base, registry
 
 FEATURES_RECEIVER = 'features'  # the receiver alternative that takes a tensor per feature
@@ -75,6 +75,10 @@ class Table(base.WithoutAugmentation, base.RecordFileKind):
         return {tf.saved_model.CLASSIFY_INPUTS: np.array([example], object),
                 **{name: np.array([value], _NUMPY_DTYPES[_dtype(spec.schema, name)])
                    for name, value in row.items()}}
+
+    def serving_reading(self, spec):
+        """The schema's record of how prepare read the rows (input_fns/tables/table_reading.py)."""
+        return table_reading.reading_record(spec.schema)
 
 
 _NUMPY_DTYPES = {'int': np.int64, 'float': np.float32, 'date': object, 'string': object,

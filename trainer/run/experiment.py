@@ -127,7 +127,7 @@ class Experiment:
         extras = export.ServingExtras(self.kind.signature_renames,
                                       self.kind.warmup_inputs(self.spec, s.input_options),
                                       decision and decision.record,
-                                      (self.spec.schema or {}).get('csv_format'))
+                                      self.kind.serving_reading(self.spec))
         return export.export_saved_model(estimator, self.serving_receiver_fn(), s.export_dir,
                                          checkpoint_path, extras)
 

@@ -31,7 +31,10 @@ STAGING_PREFIX = '.staging-'
 SAVED_MODEL_PB = 'saved_model.pb'
 EXTRA_DIR = 'assets.extra'  # TF Serving's folder for files beside the model (warm-up requests)
 THRESHOLD_FILE = 'threshold.json'
-CSV_FORMAT_FILE = 'csv_format.json'  # how the training rows were read (--mode=predict reads so)
+# How the training rows were read (input_fns/tables/table_reading.py), for --mode=predict to read so;
+# exports before it kept only their file format, CSV_FORMAT_FILE.
+TABLE_READING_FILE = 'table_reading.json'
+CSV_FORMAT_FILE = 'csv_format.json'
 POINTERS = ('best', 'latest')  # the eval job's choice, or the newest
 
 
@@ -42,7 +45,7 @@ class ServingExtras:
     signature_renames: Dict[str, Optional[str]]
     warmup_inputs: Dict[str, np.ndarray]  # a synthetic batch for each signature input name
     threshold: Optional[Dict] = None  # the decision baked into the graph: assets.extra/threshold.json
-    csv_format: Optional[Dict] = None  # the training table's, from its schema: CSV_FORMAT_FILE
+    table_reading: Optional[Dict] = None  # the training table's, from its schema: TABLE_READING_FILE
 
 
 def _read_saved_model(saved_model_dir: str) -> saved_model_pb2.SavedModel:
@@ -154,7 +157,7 @@ def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path:
         warmup.write(paths.join(extra_dir, warmup.FILE_NAME),
                      warmup.prediction_logs(signature_defs(staged), extras.warmup_inputs))
         for name, written in ((THRESHOLD_FILE, extras.threshold),
-                              (CSV_FORMAT_FILE, extras.csv_format)):
+                              (TABLE_READING_FILE, extras.table_reading)):
             if written:
                 files.write_json_atomic(paths.join(extra_dir, name), written)
         # A signal here would leave EXPORT_DIR/<step>/ without its marker (half a copy, in

@@ -45,7 +45,7 @@ def locked(path: str):
 
 
 def pid_alive(pid: int) -> bool:
-    """Whether the process that owns a temporary (NAME.tmp-PID, .staging-HOST-PID) still runs."""
+    """Whether a process of this host still runs (the writer of a temporary, files.is_abandoned)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -6,6 +6,7 @@ user would, on real files damaged the way the issue's reproductions damaged them
 import json
 import os
 import shutil
+import socket
 
 import numpy as np
 import pytest
@@ -142,13 +143,17 @@ def prepare_csv_args(output_dir):
 
 
 def test_prepare_removes_a_killed_prepares_leftovers(tmp_path):
+    """This host's, by its dead pid; another host's (on a shared disk) is left to its writer,
+    which may be writing it still: a pid is no one's here."""
     out = tmp_path / 'csv'
     out.mkdir()
     dead_pid = 2 ** 22 + 1  # above pid_max's default: no live process has it
-    leftover = out / f'train-00000-of-00002.csv.tmp-{dead_pid}'
-    leftover.write_text('1,2,3,4,0\n')
+    leftover = out / f'train-00000-of-00002.csv.tmp-{socket.gethostname()}-{dead_pid}'
+    another_hosts = out / f'train-00001-of-00002.csv.tmp-another-host-{dead_pid}'
+    for temporary in (leftover, another_hosts):
+        temporary.write_text('1,2,3,4,0\n')
     run_module('input_fns.prepare', *prepare_csv_args(out))
-    assert not leftover.exists()
+    assert not leftover.exists() and another_hosts.exists()
     manifest = json.load(open(out / 'manifest.json'))
     for shard in manifest['splits']['train']['shards']:  # sizes the input check compares
         assert shard['bytes'] == os.path.getsize(out / shard['file']) and shard['records'] == 5

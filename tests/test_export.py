@@ -1,9 +1,11 @@
 """Export pieces that need no training: renaming Estimator's signatures, leftovers of killed exports."""
 import os
 import socket
+import time
 
 from tensorflow.core.protobuf import saved_model_pb2
 
+from common import files
 from trainer.serving import export
 
 
@@ -40,11 +42,16 @@ def test_renames_of_absent_signatures_change_nothing(tmp_path):
 
 
 def test_leftovers_of_dead_exporters_are_removed(tmp_path):
-    """Only this machine's: a process id says nothing about another machine's exporter."""
+    """This machine's by their dead pid; another machine's only once days old: a process id says
+    nothing about another machine's exporter."""
     dead_pid = 2 ** 22 + 12345  # above the default pid_max: no such process
     host = socket.gethostname()
-    kept = [f'.staging-{host}-{os.getpid()}', f'.staging-otherhost-{dead_pid}', '7']
-    for name in [f'.staging-{host}-{dead_pid}', f'7.old-{dead_pid}'] + kept:
+    kept = [f'.staging-{host}-{os.getpid()}', f'.staging-otherhost-{dead_pid}', '7',
+            f'7.old-otherhost-{dead_pid}']
+    old_foreign = f'.staging-otherhost-{os.getpid()}'
+    for name in [f'.staging-{host}-{dead_pid}', f'7.old-{host}-{dead_pid}', old_foreign] + kept:
         (tmp_path / name).mkdir()
+    days_ago = time.time() - files.FOREIGN_TEMPORARY_MAX_AGE_SECS - 60
+    os.utime(tmp_path / old_foreign, (days_ago, days_ago))
     export._remove_leftovers(str(tmp_path))
     assert sorted(os.listdir(tmp_path)) == sorted(kept)

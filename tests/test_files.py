@@ -1,6 +1,7 @@
 """common.files and common.paths on ram:// (TF's in-memory filesystem), a local disk, a real S3
 server and a GCS one (fake-gcs-server through TF's own gs://)."""
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -190,6 +191,49 @@ def test_a_flag_error_after_reading_a_bucket_model_dir_is_exit_2(s3_bucket):
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2, result.stderr[-2000:]
     assert "error: Unknown command line flag 'train_step'" in result.stderr
+
+
+def test_a_temporary_is_named_for_its_host_and_pid_and_put_in_place_whole(root):
+    """In a bucket the object is written at its final path (it appears whole when closed); a
+    block that raises leaves no temporary, and the old file where there is a rename."""
+    files.makedirs(root)
+    final = paths.join(root, 'train-00000-of-00001.tfrecord')
+    files.write_bytes_atomic(final, b'old')
+    with files.written_in_place(final) as temporary:
+        in_bucket = root.startswith(paths.OBJECT_STORE_SCHEMES)
+        assert temporary == (final if in_bucket else
+                             f'{final}.tmp-{socket.gethostname()}-{os.getpid()}')
+        with files.open_file(temporary, 'wb') as f:
+            f.write(b'whole')
+        assert files.read_bytes(final) == (b'whole' if in_bucket else b'old')
+    assert files.read_bytes(final) == b'whole' and files.listdir(root) == [os.path.basename(final)]
+    with pytest.raises(RuntimeError):
+        with files.written_in_place(final) as temporary:
+            with files.open_file(temporary, 'wb') as f:
+                f.write(b'half')
+            raise RuntimeError('stopped midway')
+    assert files.listdir(root) == ([] if in_bucket else [os.path.basename(final)])
+
+
+def test_clean_up_removes_only_temporaries_whose_writer_is_provably_gone(tmp_path):
+    """A pid says nothing about another host's process (NFS): another host's temporary stays
+    until it is days old, whatever its pid; this host's goes once its pid no longer runs."""
+    dead_pid = 2 ** 22 + 4321  # above pid_max's default: no live process has it
+    host = socket.gethostname()
+    names = {'this host, dead pid': f'a.tfrecord.tmp-{host}-{dead_pid}',
+             'this host, live pid': f'b.tfrecord.tmp-{host}-{os.getpid()}',
+             'another host, a pid alive here': f'c.tfrecord.tmp-other-host-{os.getpid()}',
+             'another host, a pid dead here': f'd.tfrecord.tmp-other-host-{dead_pid}',
+             'no host (an older release), a pid dead here': f'e.tfrecord.tmp-{dead_pid}',
+             'another host, untouched for days': f'f.tfrecord.tmp-other-host-{os.getpid()}',
+             'not a temporary': 'g.tfrecord'}
+    for name in names.values():
+        (tmp_path / name).write_bytes(b'x')
+    days_ago = time.time() - files.FOREIGN_TEMPORARY_MAX_AGE_SECS - 60
+    os.utime(tmp_path / names['another host, untouched for days'], (days_ago, days_ago))
+    files.remove_abandoned_temporaries(str(tmp_path))
+    removed = {what for what, name in names.items() if not (tmp_path / name).exists()}
+    assert removed == {'this host, dead pid', 'another host, untouched for days'}
 
 
 def test_json_value_makes_numpy_and_tensorflow_values_plain_json():

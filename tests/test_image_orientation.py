@@ -1,6 +1,7 @@
-"""A JPEG's EXIF orientation: read in the graph and the photo turned upright, for `prepare images`,
-face photos and the exports alike; a WebP's or TIFF's turned as it is converted; anything else (no
-tag, another format, a broken tag) left as stored."""
+"""A photo's EXIF orientation: a JPEG's read in the graph and the photo turned upright, for `prepare
+images` and the exports alike; every photo turned by Pillow in Python, where a WebP, TIFF, HEIC or
+AVIF is converted and a face photo stored; anything else (no tag, another format, a broken tag)
+left as stored."""
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -28,7 +29,7 @@ def test_each_orientation_is_turned_upright_in_either_byte_order_after_any_app0(
     for where in ({}, {'little_endian': True}, {'after_jfif': True, 'ifd_offset': 20}):
         encoded = tf.constant(stored_jpeg(orientation, **where))
         assert image_orientation.exif_orientation(encoded).numpy() == orientation
-        assert image_orientation.may_have_orientation(encoded.numpy())
+        assert converted_images.is_turned(encoded.numpy()) == (orientation != 1)
         decoded = image_records.decode_any_image(encoded, 3).numpy()
         assert decoded.shape == UPRIGHT.shape
         assert np.abs(decoded.astype(int) - UPRIGHT).max() <= 2, (orientation, where)
@@ -36,8 +37,8 @@ def test_each_orientation_is_turned_upright_in_either_byte_order_after_any_app0(
 
 @pytest.mark.parametrize('orientation', range(1, 9))
 def test_a_webp_tiff_heic_or_avif_photo_is_converted_upright(orientation):
-    """libwebp reads no orientation, and libtiff flips a photo but does not turn it (5-8);
-    libheif turns a HEIC by its irot and imir boxes, and its EXIF tag is not applied again."""
+    """Pillow turns a WebP or TIFF by its EXIF tag; libheif turns a HEIC by its irot and imir
+    boxes, and its EXIF tag (which says the same) is not applied again."""
     stored = np.ascontiguousarray(STORED_AS[orientation](UPRIGHT))
     for encoded, as_stored in ((webp_with_orientation(orientation), tiny_webp_pixels()),
                                (tiff_bytes(stored, orientation), stored),
@@ -66,7 +67,7 @@ def test_what_has_no_readable_orientation_is_left_as_stored():
     }
     for what, encoded in unreadable.items():
         assert image_orientation.exif_orientation(tf.constant(encoded)).numpy() == 1, what
-    assert not any(map(image_orientation.may_have_orientation, (jpeg, png, b'')))
+        assert not converted_images.is_turned(encoded), what
     np.testing.assert_array_equal(image_records.decode_any_image(tf.constant(png), 3), UPRIGHT)
 
 
@@ -87,3 +88,23 @@ def test_a_face_photo_is_stored_upright_by_prepare_and_served_upright(channels, 
         for what, face in faces.items():
             error = np.abs(face.numpy() - upright).max() * 255
             assert error <= 2, (orientation, what, error)  # JPEG's, re-encoded at quality 95
+
+
+@pytest.mark.parametrize('orientation', range(1, 9))
+def test_a_tiff_heic_or_avif_face_photo_is_stored_upright(orientation, tmp_path):
+    """prepare faces turns the other formats by the same Python path: stored as an upright JPEG."""
+    geometry = face_images.FaceGeometry(image_size=32, channels=3, crop_fraction=1.0)
+    upright = face_images.decode_face(tf.constant(tf.io.encode_jpeg(
+        UPRIGHT, quality=100, chroma_downsampling=False).numpy()), geometry).numpy()
+    stored = np.ascontiguousarray(STORED_AS[orientation](UPRIGHT))
+    reader = face_photos.PhotoReader(str(tmp_path), strict=True)
+    # JPEG's error at quality 95; an AVIF's YUV adds a few levels.
+    for name, encoded, tolerance in (('tiff', tiff_bytes(stored, orientation), 2),
+                                     ('heic', heic_bytes(stored, orientation), 2),
+                                     ('avif', avif_bytes(stored, orientation), 6)):
+        (tmp_path / f'{orientation}.{name}').write_bytes(encoded)
+        prepared = reader.read(f'{orientation}.{name}')
+        assert prepared.startswith(b'\xff\xd8') and not converted_images.is_turned(prepared)
+        error = np.abs(face_images.decode_face(tf.constant(prepared), geometry).numpy()
+                       - upright).max() * 255
+        assert error <= tolerance, (name, error)

@@ -140,7 +140,7 @@ def test_a_webp_tiff_or_heic_photo_is_prepared_as_the_same_photo_in_png(tmp_path
                           ('png', encode(tiny_webp_pixels(), 'png'))):
         write_image_tree(tmp_path / name, per_class=2)
         (tmp_path / name / 'cat' / f'web.{name}').write_bytes(encoded)
-        # Two workers: the WebP is read in a worker process, which loads tensorflow-io itself.
+        # Two workers: the WebP is read in a worker process, which loads Pillow itself.
         prepare(tmp_path / name, tmp_path / f'{name}_out', validation_fraction=0.0,
                 decode_workers=2)
     png = split_pixels(tmp_path / 'png_out', 'train', [16, 24, 3])
@@ -194,8 +194,7 @@ def test_greyscale_and_skipped_bad_images_are_counted(tmp_path):
      'photos: its folders (test, train) are splits, not classes; give the training split\'s folder '
      'of class folders (--source_dir=ROOT/train)'),
     ({'cat/1.png': 'png', 'dog/2.webp': 'cut_webp'},
-     '/dog/2.webp: not a decodable PNG, JPEG, GIF, BMP, WebP, TIFF, HEIC or AVIF image (contents '
-     'could not be decoded as WebP'),
+     '/dog/2.webp: not a decodable PNG, JPEG, GIF, BMP, WebP, TIFF, HEIC or AVIF image (WebP: '),
     ({'cat/1.png': 'png', 'dog/2.heic': 'cut_heic'},
      '/dog/2.heic: not a decodable PNG, JPEG, GIF, BMP, WebP, TIFF, HEIC or AVIF image (HEIC: '),
     ({'cat/1.png': 'png', 'dog/2.avif': 'cut_avif'},

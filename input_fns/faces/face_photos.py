@@ -1,8 +1,10 @@
 """A face photo as `prepare faces` and `prepare face_pairs` read it: stored as a JPEG upright, and
 checked to decode as training decodes it. Training decodes only the central crop of a JPEG
-(tf.io.decode_and_crop_jpeg: the fastest decode there is), so a photo in any other format (PNG,
-WebP, HEIC, AVIF...: input_fns/images/converted_images.py) and a CMYK JPEG, which libjpeg makes no grey
-from, are stored re-encoded as an RGB JPEG (quality 95, no chroma subsampling)."""
+(tf.io.decode_and_crop_jpeg: the fastest decode there is) and reads no EXIF (reading the tag in
+its pipeline more than halved LFW's pairs/s), so a photo in any other format (PNG, WebP, HEIC,
+AVIF...), a CMYK JPEG, which libjpeg makes no grey from, and a JPEG that its EXIF orientation
+turns (a phone's portrait photo, stored sideways) are stored re-encoded upright as an RGB JPEG
+by input_fns/images/converted_images.py (quality 95, no chroma subsampling, its EXIF dropped)."""
 from typing import Dict
 
 import tensorflow as tf
@@ -11,7 +13,7 @@ from absl import logging
 from common import files, paths
 from common.errors import op_error_summary, UserError
 from input_fns.faces import face_images
-from input_fns.images import converted_images, image_orientation
+from input_fns.images import converted_images
 
 
 @tf.function(input_signature=[tf.TensorSpec([], tf.string)])
@@ -21,17 +23,6 @@ def decode_as_training_does(jpeg):
     accepts a PNG named .jpg, which training's decode_and_crop_jpeg refuses)."""
     return [face_images.decode_face(jpeg, face_images.FaceGeometry(
         image_size=8, channels=channels, crop_fraction=1.0)) for channels in (1, 3)]
-
-
-@tf.function(input_signature=[tf.TensorSpec([], tf.string)])
-def as_upright_jpeg(encoded):
-    """PNG, GIF (its first frame), BMP or JPEG bytes as an RGB JPEG, turned as a JPEG's EXIF
-    orientation says (a phone's portrait photo is stored sideways; the other formats come
-    upright), the tag dropped with the rest of EXIF. Training reads no EXIF (reading the tag in
-    its pipeline more than halved LFW's pairs/s), so prepare stores every photo upright."""
-    image = tf.io.decode_image(encoded, channels=3, dtype=tf.uint8, expand_animations=False)
-    image = image_orientation.upright(image, image_orientation.exif_orientation(encoded))
-    return tf.io.encode_jpeg(image, quality=95, chroma_downsampling=False)
 
 
 def _training_reads_as_is(data: bytes) -> bool:
@@ -46,11 +37,8 @@ def _training_reads_as_is(data: bytes) -> bool:
 
 def stored_photo(data: bytes) -> bytes:
     """What prepare stores of a photo's bytes, once it has checked that training decodes them."""
-    if not _training_reads_as_is(data):
-        data = as_upright_jpeg(tf.constant(converted_images.decodable(data))).numpy()
-    elif (image_orientation.may_have_orientation(data) and  # ~1 ms a photo: most have no EXIF
-          int(image_orientation.exif_orientation(tf.constant(data))) != 1):
-        data = as_upright_jpeg(tf.constant(data)).numpy()
+    if not _training_reads_as_is(data) or converted_images.is_turned(data):
+        data = converted_images.upright_jpeg(data)
     decode_as_training_does(tf.constant(data))
     return data
 

@@ -1,32 +1,39 @@
-"""Photos that tf.io.decode_image does not read: WebP (common in folders saved from the web),
-TIFF (scanners, microscopes, cameras' lossless exports), HEIC (an iPhone's own format, and
-many Android phones') and AVIF (HEIF with AV1 inside: Android's and the web's newer format).
-WebP and TIFF are decoded by tensorflow-io (already installed, for s3://), HEIC by libheif
-(pillow-heif), AVIF by Pillow's libavif (its dav1d decoder); each is handed on as PNG bytes,
-the same pixels (a TIFF's first page, a HEIF's primary image; alpha kept) turned upright as the
-file says (as a JPEG's are), to the decode every other photo goes through.
+"""Photos in Python: the one place outside the graph that opens a photo and turns it upright.
 
-In Python only, never in an exported graph: TF Serving has none of these decoders, so an export
-takes PNG, JPEG, GIF or BMP, and `prepare images` and `--mode=predict` convert the others before
-it (a client of TF Serving converts its own).
+Pillow opens it (with pillow-heif's plugin for HEIC; Pillow's own libwebp, libtiff and libavif
+for the rest) and PIL.ImageOps.exif_transpose turns it as its orientation says: a JPEG's,
+WebP's or TIFF's EXIF tag, a HEIF's irot and imir boxes (which pillow-heif and Pillow's AVIF
+plugin report as that tag, dropping any EXIF tag that says otherwise, so no turn is made twice).
+Used for what tf.io.decode_image does not read (WebP: folders saved from the web; TIFF: scanners,
+cameras' lossless exports; HEIC: an iPhone's own format; AVIF: HEIF with AV1 inside, Android's
+newer format), handed on as PNG bytes (a TIFF's first page, a HEIF's primary image; alpha kept),
+and for a face photo `prepare faces` stores re-encoded (upright_jpeg).
+
+Never in an exported graph: TF Serving has none of these decoders, so an export takes PNG,
+JPEG, GIF or BMP and turns a JPEG by its EXIF tag itself (image_orientation, the graph's one
+path), and `prepare images` and `--mode=predict` convert the others before it (a client of TF
+Serving converts its own).
 """
 import io
 import struct
+import warnings
 from typing import Optional
 
 import numpy as np
 import tensorflow as tf
 
-from input_fns.images import image_orientation
-
 EXTENSIONS = ('.webp', '.tif', '.tiff', '.heic', '.heif', '.hif', '.avif')
 # Every format a photo may come in, for messages.
 FORMATS = 'PNG, JPEG, GIF, BMP, WebP, TIFF, HEIC or AVIF'
 # The ftyp brands of HEIF files whose images are HEVC (ISO/IEC 23008-12 Annex B), which
-# libheif's decoder here reads, and of those whose images are AV1 (AVIF), which it does not.
+# libheif's decoder here reads, and of those whose images are AV1 (AVIF), which Pillow reads.
 _HEVC_BRANDS = (b'heic', b'heix', b'heim', b'heis', b'hevc', b'hevx', b'hevm', b'hevs')
 _AV1_BRANDS = (b'avif', b'avis')
 _HEIF_BRANDS = (b'mif1', b'msf1')  # HEIF whatever its codec: a codec's brand must be compatible
+_NAMES = {'webp': 'WebP', 'tiff': 'TIFF', 'heic': 'HEIC', 'avif': 'AVIF'}
+_ORIENTATION_TAG = 0x0112
+# Pillow's modes that a PNG holds as 8-bit channels, as TensorFlow's decoders give them.
+_EIGHT_BIT_MODES = ('L', 'LA', 'RGB', 'RGBA')
 
 
 def format_of(encoded: bytes) -> Optional[str]:
@@ -54,62 +61,69 @@ def _is_heif_of(encoded: bytes, codec_brands) -> bool:
                                      any(brand in codec_brands for brand in compatible))
 
 
+def _opened(encoded: bytes):
+    """A PIL image of the bytes (decoded when its pixels are first asked for)."""
+    from PIL import Image  # Pillow and libheif load on first use: only once such a photo is met
+    if format_of(encoded) == 'heic':
+        import pillow_heif
+        pillow_heif.register_heif_opener()  # once is enough; again is a dictionary update
+    return Image.open(io.BytesIO(encoded))
+
+
+def upright(encoded: bytes):
+    """The photo's first frame or page as a PIL image, decoded and turned as its orientation
+    says; tf.errors.InvalidArgumentError naming the format for one that does not decode (as
+    TensorFlow's decoders raise, so callers catch one error)."""
+    from PIL import Image, ImageOps, UnidentifiedImageError
+    kind = _NAMES.get(format_of(encoded))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')  # a cut file's warning, beside the error below
+            with _opened(encoded) as image:
+                return ImageOps.exif_transpose(image)  # a copy, loaded, even if not turned
+    except UnidentifiedImageError:
+        reason = f'{kind}: cut short or damaged' if kind else 'Unknown image file format'
+    except (OSError, ValueError, SyntaxError, RuntimeError, EOFError,  # Pillow's, libheif's
+            Image.DecompressionBombError) as e:
+        reason = f'{kind or "image"}: {e}'
+    raise tf.errors.InvalidArgumentError(None, None, reason)
+
+
+def is_turned(encoded: bytes) -> bool:
+    """Whether the photo's EXIF orientation turns it (reads its header only, decodes nothing);
+    False where Pillow cannot read the header (the decoder that needs it will say why)."""
+    try:
+        with _opened(encoded) as image:
+            return image.getexif().get(_ORIENTATION_TAG, 1) in range(2, 9)
+    except (OSError, ValueError, SyntaxError, RuntimeError, EOFError):
+        return False
+
+
+def _eight_bit(image):
+    """The image as L, LA, RGB or RGBA: a 16-bit grey one by its high byte (as libpng's and
+    libtiff's 8-bit reads take it: Pillow's own conversion clips it at 255)."""
+    if image.mode in _EIGHT_BIT_MODES:
+        return image
+    from PIL import Image
+    if image.mode.startswith('I;16'):
+        return Image.fromarray((np.asarray(image).astype(np.uint16) >> 8).astype(np.uint8))
+    return image.convert('RGBA' if image.has_transparency_data else 'RGB')
+
+
 def decodable(encoded: bytes) -> bytes:
-    """The bytes as they are, or a WebP's, TIFF's, HEIC's or AVIF's as PNG;
+    """The bytes as they are, or a WebP's, TIFF's, HEIC's or AVIF's as PNG, upright;
     tf.errors.InvalidArgumentError for one that does not decode."""
-    kind = format_of(encoded)
-    if kind is None:
+    if format_of(encoded) is None:
         return encoded
-    if kind in ('heic', 'avif'):
-        pixels = _heic_pixels(encoded) if kind == 'heic' else _avif_pixels(encoded)
-        return tf.io.encode_png(pixels[..., np.newaxis] if pixels.ndim == 2 else pixels).numpy()
-    import tensorflow_io  # its ops load on import (a second or so): only once such a photo is met
-    if kind == 'webp':  # libwebp leaves the orientation to its caller
-        image = tensorflow_io.image.decode_webp(encoded)
-        orientation = image_orientation.tiff_orientation(_webp_exif(encoded))
-        if orientation != 1:
-            image = image_orientation.upright(image, orientation)
-    else:
-        image = tensorflow_io.experimental.image.decode_tiff(encoded)
-        orientation = image_orientation.tiff_orientation(encoded)
-        if orientation > 4:  # libtiff flipped it as for orientation - 4 and did not transpose
-            image = image_orientation.upright(
-                image_orientation.upright(image, orientation - 4), orientation)
-    return tf.io.encode_png(image).numpy()
+    png = io.BytesIO()
+    _eight_bit(upright(encoded)).save(png, format='PNG', compress_level=1)  # decoded next: fast
+    return png.getvalue()
 
 
-def _heic_pixels(encoded: bytes) -> np.ndarray:
-    """A HEIC's primary image as uint8 [height, width, channels], turned as its irot and imir
-    boxes say. libheif applies them; the EXIF orientation a phone also writes says the same turn
-    (HEIF readers must ignore it), so it is not applied again."""
-    import pillow_heif  # libheif loads on import: only once such a photo is met
-    try:
-        heif = pillow_heif.open_heif(io.BytesIO(encoded), convert_hdr_to_8bit=True)
-        pixels = np.asarray(heif)
-    except (ValueError, RuntimeError, EOFError) as e:  # libheif's word for a damaged file
-        raise tf.errors.InvalidArgumentError(None, None, f'HEIC: {e}') from None
-    return pixels
-
-
-def _avif_pixels(encoded: bytes) -> np.ndarray:
-    """An AVIF's primary image as uint8 [height, width(, channels)], upright. Pillow reports its
-    irot and imir boxes as an EXIF orientation (and drops any EXIF tag that says otherwise),
-    which exif_transpose applies."""
-    from PIL import Image, ImageOps  # libavif loads with Pillow's plugin: only once one is met
-    try:
-        with Image.open(io.BytesIO(encoded), formats=['AVIF']) as image:
-            return np.asarray(ImageOps.exif_transpose(image))
-    except (OSError, ValueError, SyntaxError) as e:  # Pillow's words for a damaged file
-        raise tf.errors.InvalidArgumentError(None, None, f'AVIF: {e}') from None
-
-
-def _webp_exif(encoded: bytes) -> bytes:
-    """The TIFF data of a WebP's EXIF chunk, b'' where it has none."""
-    at = 12  # after 'RIFF', the size, 'WEBP': chunks of a name, a 32-bit size, data, padding
-    while at + 8 <= len(encoded):
-        name, size = encoded[at:at + 4], struct.unpack_from('<I', encoded, at + 4)[0]
-        if name == b'EXIF':
-            data = encoded[at + 8:at + 8 + size]
-            return data[6:] if data.startswith(b'Exif\x00\x00') else data
-        at += 8 + size + (size & 1)
-    return b''
+def upright_jpeg(encoded: bytes) -> bytes:
+    """Any photo as an RGB JPEG, upright, at quality 95 without chroma subsampling, its EXIF
+    dropped (a GIF's first frame; alpha dropped as TensorFlow's 3-channel decode drops it)."""
+    jpeg = io.BytesIO()
+    _eight_bit(upright(encoded)).convert('RGB').save(jpeg, format='JPEG', quality=95,
+                                                     subsampling=0)
+    return jpeg.getvalue()

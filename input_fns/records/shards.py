@@ -13,7 +13,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from common import files, paths, process_lock, progress
+from common import files, paths, progress
 from common.files import write_json_atomic
 
 MANIFEST_NAME = 'manifest.json'
@@ -76,17 +76,6 @@ def set_schema(output_dir: str, schema: Dict) -> None:
     _set_manifest_fields(output_dir, schema=schema)
 
 
-def remove_killed_writers_files(output_dir: str) -> None:
-    """Temporary files (NAME.tmp-PID) that a killed job left: they match the shard globs."""
-    if not paths.is_local(output_dir):  # in a bucket shards are written whole, never as NAME.tmp-PID
-        return
-    for path in files.glob(paths.join(output_dir, '*.tmp-*')):
-        pid = path.rsplit('.tmp-', 1)[1]
-        if pid.isdigit() and not process_lock.pid_alive(int(pid)):
-            logging.info('removing %s, left by a killed prepare (pid %s)', path, pid)
-            files.remove(path)
-
-
 def remove_stale_shards(output_dir: str, split: str, keep: Iterable[str], suffix: str) -> None:
     keep = set(keep)
     for path in files.glob(paths.join(output_dir, f'{split}-*-of-*{suffix}')):
@@ -126,7 +115,7 @@ def write_split(output_dir: str,
     if num_shards < 1:
         raise ValueError(f'num_shards must be >= 1, got {num_shards}')
     files.makedirs(output_dir)
-    remove_killed_writers_files(output_dir)
+    files.remove_abandoned_temporaries(output_dir)
     _set_manifest_split(output_dir, split, None, dataset)
 
     order = np.random.RandomState(seed).permutation(num_records)
@@ -180,12 +169,10 @@ class _SplitProgress:
 
 def _write_shard(final_path: str, record_indices, make_record: Callable[[int], Optional[bytes]],
                  open_writer: Callable, progress_log: _SplitProgress) -> int:
-    """Writes one shard whole (through a temporary name where renames are atomic); returns
-    the records written (make_record's Nones are skipped)."""
-    # In a bucket an object appears whole when closed: no temporary name (no atomic rename).
-    temp_path = final_path if paths.is_bucket(final_path) else f'{final_path}.tmp-{os.getpid()}'
-    written, complete = 0, False
-    try:
+    """Writes one shard whole (files.written_in_place); returns the records written
+    (make_record's Nones are skipped)."""
+    written = 0
+    with files.written_in_place(final_path) as temp_path:
         with open_writer(temp_path) as writer:
             for record_index in record_indices:
                 record = make_record(int(record_index))
@@ -193,11 +180,4 @@ def _write_shard(final_path: str, record_indices, make_record: Callable[[int], O
                 if record is not None:
                     writer.write(record)
                     written += 1
-        if temp_path != final_path:
-            files.rename(temp_path, final_path)
-        complete = True
-    finally:
-        # Stopped midway (an error, SIGTERM), a bucket's writer still closed its object.
-        if temp_path != final_path or not complete:
-            files.remove(temp_path)
     return written

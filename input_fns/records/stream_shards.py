@@ -8,7 +8,6 @@ the manifest lists them and the schema in one write. A bad row found midway (or 
 the data prepared before as it was.
 """
 import contextlib
-import os
 from typing import Dict, List
 
 import tensorflow as tf
@@ -25,15 +24,13 @@ class SplitWriter:
         self.output_dir, self.split = output_dir, split
         self.names = [shards.shard_name(split, index, num_shards) for index in range(num_shards)]
         self.final_paths = [paths.join(output_dir, name) for name in self.names]
-        # In a bucket an object appears whole when closed: no temporary name (no atomic rename).
-        self.temp_paths = [path if paths.is_bucket(path) else f'{path}.tmp-{os.getpid()}'
-                           for path in self.final_paths]
+        self.temporaries = [files.Temporary(path) for path in self.final_paths]
         self.counts = [0] * num_shards
         self.written = 0
         self._writers = []
 
     def open(self) -> None:
-        self._writers = [tf.io.TFRecordWriter(path) for path in self.temp_paths]
+        self._writers = [tf.io.TFRecordWriter(temporary.path) for temporary in self.temporaries]
 
     def write(self, record: bytes) -> None:
         index = self.written % len(self._writers)
@@ -47,15 +44,13 @@ class SplitWriter:
         self._writers = []
 
     def remove_temporaries(self) -> None:
-        for temp, final in zip(self.temp_paths, self.final_paths):
-            if temp != final or files.exists(temp):
-                files.remove(temp)
+        for temporary in self.temporaries:
+            temporary.discard()
 
     def publish(self) -> List[Dict]:
         """Renames the shards into place; their manifest entries ({file, records, bytes})."""
-        for temp, final in zip(self.temp_paths, self.final_paths):
-            if temp != final:
-                files.rename(temp, final)
+        for temporary in self.temporaries:
+            temporary.put_in_place()
         shards.remove_stale_shards(self.output_dir, self.split, self.names, shards.SHARD_SUFFIX)
         return [{'file': name, 'records': count, 'bytes': files.size(path)}
                 for name, count, path in zip(self.names, self.counts, self.final_paths)]
@@ -65,7 +60,7 @@ class SplitWriter:
 def streamed_splits(output_dir: str, shard_counts: Dict[str, int]):
     """{split: SplitWriter} to write records into; on an error every temporary is removed."""
     files.makedirs(output_dir)
-    shards.remove_killed_writers_files(output_dir)
+    files.remove_abandoned_temporaries(output_dir)
     writers = {split: SplitWriter(output_dir, split, count) for split, count in shard_counts.items()}
     try:
         for writer in writers.values():

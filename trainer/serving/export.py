@@ -12,9 +12,7 @@ EXPORT_DIR is also TF Serving's base path; the pointers EXPORT_DIR/best and EXPO
 are small files naming a version's step (a bucket has no symlinks).
 """
 import dataclasses
-import os
 import re
-import socket
 import time
 from typing import Dict, List, Optional
 
@@ -22,12 +20,13 @@ import numpy as np
 from absl import logging
 from tensorflow.core.protobuf import saved_model_pb2
 
-from common import file_trees, files, paths, process_lock, termination
+from common import file_trees, files, paths, termination
 from trainer.model_dir import checkpoint_fit, checkpoints
 from trainer.serving import warmup
 
 COMPLETE_MARKER = 'export_complete.json'
 STAGING_PREFIX = '.staging-'
+_SWAPPED_OUT = re.compile(rf'\d+{re.escape(file_trees.SWAPPED_OUT_MARK)}.+')  # STEP.old-HOST-PID
 SAVED_MODEL_PB = 'saved_model.pb'
 EXTRA_DIR = 'assets.extra'  # TF Serving's folder for files beside the model (warm-up requests)
 THRESHOLD_FILE = 'threshold.json'
@@ -129,14 +128,15 @@ def write_pointer(export_dir: str, name: str, step: int) -> None:
 
 
 def _remove_leftovers(export_dir: str) -> None:
-    """Staging folders of this machine's exports killed midway (kill -9 skips the cleanup below);
-    another machine's are left alone (readers ignore them)."""
-    pattern = re.compile(rf'(?:{re.escape(STAGING_PREFIX)}{re.escape(socket.gethostname())}'
-                         r'|\d+\.old)-(\d+)')
+    """Staging folders (.staging-HOST-PID) and swapped-out versions (STEP.old-HOST-PID) of exports
+    killed midway (kill -9 skips the cleanup below), by the rule for temporaries
+    (files.is_abandoned: this machine's whose pid is gone; another machine's only after days)."""
     for name in files.listdir(export_dir):
-        match = pattern.fullmatch(name)
-        if match and not process_lock.pid_alive(int(match.group(1))):
-            file_trees.remove_tree(paths.join(export_dir, name))
+        path = paths.join(export_dir, name)
+        mark = (STAGING_PREFIX if name.startswith(STAGING_PREFIX) else
+                file_trees.SWAPPED_OUT_MARK if _SWAPPED_OUT.fullmatch(name) else None)
+        if mark and files.is_abandoned(path, mark):
+            file_trees.remove_tree(path)
 
 
 def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path: str,
@@ -146,7 +146,7 @@ def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path:
     created_here = not files.isdir(export_dir)
     _remove_leftovers(export_dir)
     final_dir = paths.join(export_dir, str(step))
-    staging_base = paths.join(export_dir, f'{STAGING_PREFIX}{socket.gethostname()}-{os.getpid()}')
+    staging_base = paths.join(export_dir, f'{STAGING_PREFIX}{files.writer_tag()}')
     try:
         with checkpoint_fit.restoring(checkpoint_path):
             staged = estimator.export_saved_model(staging_base, receiver_fn,

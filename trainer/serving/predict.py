@@ -199,7 +199,7 @@ def predict_rest_bodies(saved_model_dir: str, body_paths: List[str],
 
 def _read_image(path: str) -> bytes:
     try:
-        data = converted_images.decodable(files.read_bytes(path))  # WebP, TIFF, HEIC: as PNG
+        data = converted_images.decodable(files.read_bytes(path))  # WebP, TIFF, HEIC, AVIF: as PNG
         tf.io.decode_image(data, expand_animations=False)
     except tf.errors.NotFoundError:
         raise UserError(f'{path}: no such file')

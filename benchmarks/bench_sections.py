@@ -16,7 +16,7 @@ from benchmarks import baselines, gpu_use, machine, precision_bench, python_work
 from benchmarks.bench_data import copies_of_people, face_photo_root, total_bytes
 from benchmarks.bench_report import progress
 from input_fns import (face_images, face_pairs, face_records, image_records, parallel_python,
-                       prepare, prepare_faces, shards)
+                       prepare, prepare_faces, stream_shards)
 from models import registry
 from trainer.cluster import devices
 from trainer.observe import timing
@@ -71,7 +71,7 @@ def convert_mnist(images, labels, work_dir, results):
                                num_shards=10, num_eval_shards=1, seed=0)
     raw_seconds = time.perf_counter() - start
     start = time.perf_counter()
-    shards.write_split(float_dir, 'train', len(labels),
+    stream_shards.write_split(float_dir, 'train', len(labels),
                        lambda i: baselines.encode_floatlist_example(images[i], labels[i]),
                        num_shards=10, seed=0, dataset='mnist_floatlist',
                        features={'image': 'float list', 'label': 'int64'}, sources=['bench'])

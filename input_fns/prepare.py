@@ -31,7 +31,7 @@ from absl import flags
 from common import bucket_probe, cli, files, paths, store_retries
 from common.errors import UserError
 from input_fns import (csv_records, digit_sources, example_tables, image_records, prepare_csv,
-                       prepare_faces, prepare_flags, prepare_images, shards)
+                       prepare_faces, prepare_flags, prepare_images, stream_shards)
 
 DATASETS = ('mnist', 'digits', 'faces', 'face_pairs', 'csv', 'examples', 'images', 'csv_example')
 
@@ -47,7 +47,7 @@ def write_digit_splits(output_dir: str, dataset: str, splits: Dict, num_shards: 
                        num_eval_shards: int, seed: int) -> Dict:
     entries = {}
     for split, (images, labels, sources) in splits.items():
-        entries[split] = shards.write_split(
+        entries[split] = stream_shards.write_split(
             output_dir, split, len(labels),
             lambda i, images=images, labels=labels: image_records.encode_example(images[i], labels[i]),
             num_shards=num_shards if split == 'train' else num_eval_shards,
@@ -149,5 +149,5 @@ def main(argv):
 if __name__ == '__main__':
     prepare_flags.define_flags()
     cli.run(main, own_modules=['input_fns.prepare_flags'], user_errors=(UserError,),
-            stopped_message='no half-written shard is left (each is renamed when complete, or '
-                            'removed); run the same command again')
+            stopped_message="no half-written shard is left (a split's shards are put in place "
+                            'once all are written, or removed); run the same command again')

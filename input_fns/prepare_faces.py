@@ -14,7 +14,7 @@ from absl import logging
 
 from common import files, paths
 from common.errors import UserError
-from input_fns import face_photos, face_records, lfw_files, shards
+from input_fns import face_photos, face_records, lfw_files, shards, stream_shards
 from input_fns.lfw_files import Pair
 
 
@@ -113,7 +113,7 @@ def write_pair_split(output_dir: str, split: str, pairs: List[Pair],
         return face_records.encode_pair(jpegs[0], jpegs[1], pair.same, pair.fold)
 
     num_same = sum(p.same for p in pairs)
-    entry = shards.write_split(
+    entry = stream_shards.write_split(
         output_dir, split, len(pairs), make_record, num_shards, seed, dataset='face_pairs',
         features=face_records.PAIR_MANIFEST_FEATURES, sources=sources,
         extra={'kind': 'pairs', 'num_same': num_same, 'num_different': len(pairs) - num_same,
@@ -145,7 +145,7 @@ def write_people_split(output_dir: str, split: str, names: List[str],
                                           [f'{name}/{photo}' for photo, _ in readable],
                                           identity[name], name)
 
-    entry = shards.write_split(
+    entry = stream_shards.write_split(
         output_dir, split, len(names), make_record, num_shards, seed, dataset='faces',
         features=face_records.PERSON_MANIFEST_FEATURES, sources=[reader.root],
         extra={'kind': 'people', 'layout_version': face_records.PEOPLE_LAYOUT_VERSION,

@@ -22,7 +22,7 @@ from absl import logging
 from common import files, paths, progress
 from common.errors import UserError, op_error_summary
 from input_fns import (class_folders, converted_images, file_patterns, image_records,
-                       parallel_python, python_workers, shards)
+                       parallel_python, python_workers, shards, stream_shards)
 from input_fns import labels_file as labels_file_module
 from input_fns import split as data_split
 
@@ -152,7 +152,7 @@ def prepare_images(*, source_dir: str, output_dir: str, image_size: str, channel
     for name, indices in members.items():
         if not len(indices):
             continue
-        entries[name] = shards.write_split(
+        entries[name] = stream_shards.write_split(
             output_dir, name, len(indices),
             lambda i, indices=indices: image_records.encode_example(pixels[indices[i]],
                                                                     labels[indices[i]]),

@@ -17,8 +17,9 @@
       [--channels=3] [--resize=pad|crop|stretch] [--validation_fraction=0.2] \
       [--labels_file=labels.csv [--label=COLUMN]]   # ROOT/<class>/*.png, or ROOT/* in labels.csv
 
-Shards are named SPLIT-00000-of-00010.tfrecord; records are shuffled with --seed
-before writing, so reading the shards in shuffled order is enough.
+Shards are named SPLIT-00000-of-00010.tfrecord; every split's records are written in a random
+order over the whole split, --seed's (recorded in manifest.json; the same seed writes the same
+shards), so reading the shards in shuffled order is enough.
 """
 import inspect
 import sys

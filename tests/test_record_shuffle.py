@@ -89,7 +89,7 @@ def test_a_table_sorted_by_its_label_is_written_mixed_and_trains_as_the_shuffled
         _, labels = next(iter(input_fn()))
         assert 16 <= sum(LABELS[label] for label in labels.numpy()) <= 48
         accuracy[order] = validation_accuracy(str(out), tmp_path / order / 'model')
-    # Before: sorted 0.45, shuffled 0.99 (the sorted table's first half is all 'neg'). Now the
+    # Before: sorted 0.45, shuffled 0.95 (the sorted table's first half is all 'neg'). Now the
     # same rows make the same shards, in whatever order they come.
     assert accuracy['sorted'] > 0.9 and accuracy['shuffled'] > 0.9, accuracy
     assert shard_bytes(tmp_path / 'sorted' / 'data') == shard_bytes(tmp_path / 'shuffled' / 'data')

@@ -18,7 +18,7 @@ from benchmarks.bench_report import progress
 from input_fns.faces import face_images, face_pairs, face_records, prepare_faces
 from input_fns.images import image_records
 from input_fns.prepare import command as prepare
-from input_fns.records import parallel_python, shards
+from input_fns.records import parallel_python, stream_shards
 from models import registry
 from trainer.cluster import devices
 from trainer.observe import timing
@@ -73,7 +73,7 @@ def convert_mnist(images, labels, work_dir, results):
                                num_shards=10, num_eval_shards=1, seed=0)
     raw_seconds = time.perf_counter() - start
     start = time.perf_counter()
-    shards.write_split(float_dir, 'train', len(labels),
+    stream_shards.write_split(float_dir, 'train', len(labels),
                        lambda i: baselines.encode_floatlist_example(images[i], labels[i]),
                        num_shards=10, seed=0, dataset='mnist_floatlist',
                        features={'image': 'float list', 'label': 'int64'}, sources=['bench'])

@@ -12,7 +12,7 @@ import tensorflow as tf
 from common.errors import UserError
 from helpers import assert_one_line_error, run_module, run_prepare
 from input_fns.faces import face_images, face_pairs, prepare_faces, synthetic_faces
-from input_fns.records import shards
+from input_fns.records import stream_shards
 
 GEOMETRY = face_images.FaceGeometry(image_size=32)
 
@@ -35,7 +35,7 @@ def shard_dirs(tmp_path_factory):
     written = synthetic_faces.write_faces(root, num_people=6, min_photos=2, size=48, seed=1)
     photos = [(name, path) for name, paths in sorted(written.items()) for path in paths]
     old = str(tmp_path_factory.mktemp('layout_1'))
-    shards.write_split(old, 'train', len(photos), lambda i: encode_layout_1_photo(
+    stream_shards.write_split(old, 'train', len(photos), lambda i: encode_layout_1_photo(
         open(photos[i][1], 'rb').read(), i % 6, photos[i][0]), num_shards=2, seed=0,
         dataset='faces', features={}, sources=[root], extra={'kind': 'photos'})
     new = str(tmp_path_factory.mktemp('layout_2'))

@@ -16,7 +16,7 @@ from common import files, paths
 from common.errors import UserError
 from input_fns.faces import face_photos, face_records, lfw_files
 from input_fns.faces.lfw_files import Pair
-from input_fns.records import shards
+from input_fns.records import shards, stream_shards
 
 
 def split_people(people: Dict[str, List[str]], people_file: str, fraction: float,
@@ -114,7 +114,7 @@ def write_pair_split(output_dir: str, split: str, pairs: List[Pair],
         return face_records.encode_pair(jpegs[0], jpegs[1], pair.same, pair.fold)
 
     num_same = sum(p.same for p in pairs)
-    entry = shards.write_split(
+    entry = stream_shards.write_split(
         output_dir, split, len(pairs), make_record, num_shards, seed, dataset='face_pairs',
         features=face_records.PAIR_MANIFEST_FEATURES, sources=sources,
         extra={'kind': 'pairs', 'num_same': num_same, 'num_different': len(pairs) - num_same,
@@ -146,7 +146,7 @@ def write_people_split(output_dir: str, split: str, names: List[str],
                                           [f'{name}/{photo}' for photo, _ in readable],
                                           identity[name], name)
 
-    entry = shards.write_split(
+    entry = stream_shards.write_split(
         output_dir, split, len(names), make_record, num_shards, seed, dataset='faces',
         features=face_records.PERSON_MANIFEST_FEATURES, sources=[reader.root],
         extra={'kind': 'people', 'layout_version': face_records.PEOPLE_LAYOUT_VERSION,

@@ -24,7 +24,7 @@ from common.errors import op_error_summary, UserError
 from input_fns.images import (class_folders, converted_images, image_records,
                               labels_file as labels_file_module)
 from input_fns.records import (file_patterns, parallel_python, python_workers, shards,
-                               split as data_split)
+                               split as data_split, stream_shards)
 
 DECODED, UNDECODABLE = 1, 0
 CHUNK_SIZE = 16
@@ -152,7 +152,7 @@ def prepare_images(*, source_dir: str, output_dir: str, image_size: str, channel
     for name, indices in members.items():
         if not len(indices):
             continue
-        entries[name] = shards.write_split(
+        entries[name] = stream_shards.write_split(
             output_dir, name, len(indices),
             lambda i, indices=indices: image_records.encode_example(pixels[indices[i]],
                                                                     labels[indices[i]]),

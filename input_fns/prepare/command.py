@@ -17,8 +17,9 @@
       [--channels=3] [--resize=pad|crop|stretch] [--validation_fraction=0.2] \
       [--labels_file=labels.csv [--label=COLUMN]]   # ROOT/<class>/*.png, or ROOT/* in labels.csv
 
-Shards are named SPLIT-00000-of-00010.tfrecord; records are shuffled with --seed
-before writing, so reading the shards in shuffled order is enough.
+Shards are named SPLIT-00000-of-00010.tfrecord; every split's records are written in a random
+order over the whole split, --seed's (recorded in manifest.json; the same seed writes the same
+shards), so reading the shards in shuffled order is enough.
 """
 import inspect
 import sys
@@ -32,7 +33,7 @@ from common import bucket_probe, files, paths, store_retries
 from common.errors import UserError
 from input_fns.faces import prepare_faces
 from input_fns.images import digit_sources, image_records, prepare_images
-from input_fns.records import shards
+from input_fns.records import stream_shards
 from input_fns.tables import csv_records, example_tables, prepare_csv
 
 DATASETS = ('mnist', 'digits', 'faces', 'face_pairs', 'csv', 'examples', 'images', 'csv_example')
@@ -49,7 +50,7 @@ def write_digit_splits(output_dir: str, dataset: str, splits: Dict, num_shards: 
                        num_eval_shards: int, seed: int) -> Dict:
     entries = {}
     for split, (images, labels, sources) in splits.items():
-        entries[split] = shards.write_split(
+        entries[split] = stream_shards.write_split(
             output_dir, split, len(labels),
             lambda i, images=images, labels=labels: image_records.encode_example(images[i], labels[i]),
             num_shards=num_shards if split == 'train' else num_eval_shards,

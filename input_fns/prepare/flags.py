@@ -61,7 +61,9 @@ def define_flags():
                       '(listed in manifest.json) instead of stopping at the first.')
     flags.DEFINE_integer('decode_workers', 0, 'images: worker processes decoding the images; 0: '
                          'one per CPU core; 1: none, decoded in the prepare process.', lower_bound=0)
-    flags.DEFINE_integer('seed', 0, 'Seed for the hold-out split and the record order.')
+    flags.DEFINE_integer('seed', 0, 'Seed for the hold-out split and the record order: every '
+                         'split is written in a random order over all its records, the same for '
+                         'the same seed and records (manifest.json records it).')
 
 
 def define_table_flags():

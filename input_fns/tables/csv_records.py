@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from common import files
 from common.errors import UserError
-from input_fns.records import listed_files, pipeline, shards
+from input_fns.records import listed_files, pipeline, stream_shards
 
 CSV_SUFFIX = '.csv'
 FEATURE_KEY = 'inputs'
@@ -34,7 +34,7 @@ def example_rows(num_rows: int, num_features: int, seed: int):
 def write_example_split(output_dir: str, split: str, num_shards: int, rows_per_shard: int,
                         num_features: int, seed: int):
     values, labels = example_rows(num_shards * rows_per_shard, num_features, seed)
-    return shards.write_split(
+    return stream_shards.write_split(
         output_dir, split, len(labels), lambda i: format_row(values[i], labels[i]),
         num_shards=num_shards, seed=seed, dataset='csv_example',
         features={'columns': f'{num_features} floats, then the label (1 if their sum > 0, else 0)'},

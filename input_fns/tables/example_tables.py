@@ -158,16 +158,17 @@ def prepare_examples(*, source: str, label: str, output_dir: Optional[str], task
     data_split.check_fraction(validation_fraction)
     rows = ((record, _typed(example, path, number, columns, dtypes), record)
             for path, number, example, record in _records(path_list))
-    writers, skipped = table_splits.write_table(output_dir, rows, stats, label,
-                                                validation_fraction, num_shards, num_eval_shards,
-                                                f'--source={source}', split)
-    entries = {name: dict(skipped=skipped[name], features=dict(zip(columns, dtypes)),
-                          sources=path_list, seed=seed,
-                          extra={'skipped_because': 'the label is missing',
-                                 **stats.split_entry_extra(name)})
-               for name in writers}
-    schema = {**stats.schema(ignored), 'source': source}
-    return stream_shards.publish(output_dir, writers, entries, 'examples', schema)
+    counts = table_splits.shard_counts(num_shards, num_eval_shards, validation_fraction, split)
+    with stream_shards.streamed_splits(output_dir, counts, seed) as writers:
+        skipped = table_splits.write_table(writers, rows, stats, label, validation_fraction,
+                                           f'--source={source}', split)
+        entries = {name: dict(skipped=skipped[name], features=dict(zip(columns, dtypes)),
+                              sources=path_list, seed=seed,
+                              extra={'skipped_because': 'the label is missing',
+                                     **stats.split_entry_extra(name)})
+                   for name in writers}
+        schema = {**stats.schema(ignored), 'source': source}
+        return stream_shards.publish(output_dir, writers, entries, 'examples', schema)
 
 
 def _text_type(name: str, values: List[str], known_types: Dict[str, str]) -> str:

@@ -1,6 +1,7 @@
 """`prepare csv`: a user's table (CSV files or an Excel workbook) -> tf.Example shards and their
 schema, in one streaming pass: each row typed (input_fns/tables/csv_tables.py), added to the training
-split's statistics and written to its split's shard (input_fns/tables/table_splits.py)."""
+split's statistics and taken by its split's writer (input_fns/tables/table_splits.py), which writes the
+shards in a seeded random order over the whole split (input_fns/records/stream_shards.py)."""
 from typing import Dict, List, Optional
 
 from absl import logging
@@ -46,15 +47,18 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
                                     (schema_from, trained), table.date_formats)
     encoder = table_records.RowEncoder(table.names, table.dtypes)
     rows = ((key.encode(), values, encoder.encode(values)) for key, values in table.typed_rows())
-    writers, skipped = table_splits.write_table(output_dir, rows, stats, label, validation_fraction,
-                                   num_shards, num_eval_shards, f'--source={source}', split)
-    schema = table.reading.record_in(stats.schema(table.ignored))
-    schema['label']['missing'] = sum(skipped.values())
-    entries = {split: dict(skipped=skipped[split], features=dict(zip(table.names, table.dtypes)),
-                           sources=table.paths, seed=seed,
-                           extra={'skipped_because': 'the label is missing',
-                                  'validation_fraction': validation_fraction,
-                                  **stats.split_entry_extra(split)})
-               for split in writers}
-    return stream_shards.publish(output_dir, writers, entries, 'csv',
-                                 {**schema, 'source': source, 'csv_format': csv_format.to_json()})
+    counts = table_splits.shard_counts(num_shards, num_eval_shards, validation_fraction, split)
+    with stream_shards.streamed_splits(output_dir, counts, seed) as writers:
+        skipped = table_splits.write_table(writers, rows, stats, label, validation_fraction,
+                                           f'--source={source}', split)
+        schema = table.reading.record_in(stats.schema(table.ignored))
+        schema['label']['missing'] = sum(skipped.values())
+        features = dict(zip(table.names, table.dtypes))
+        entries = {split: dict(skipped=skipped[split], features=features, sources=table.paths,
+                               seed=seed,
+                               extra={'skipped_because': 'the label is missing',
+                                      'validation_fraction': validation_fraction,
+                                      **stats.split_entry_extra(split)})
+                   for split in writers}
+        schema.update(source=source, csv_format=csv_format.to_json())
+        return stream_shards.publish(output_dir, writers, entries, 'csv', schema)

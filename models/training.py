@@ -117,6 +117,16 @@ def estimator_loss(per_example_losses, mode):
     return tf.reduce_mean(per_example_losses)
 
 
+def regularized(loss, regularization_losses=()):
+    """The training loss with the layers' regularization losses (a Keras model's `losses`)
+    added: what training minimizes and reports; evaluation's loss stays the data's alone, so
+    it compares across models."""
+    if not regularization_losses:
+        return loss
+    return tf.add_n([loss, *(precision.float32(term) for term in regularization_losses)],
+                    name='regularized_loss')
+
+
 def scalar_summary(tag, value):
     """A training summary under exactly `tag`, like Estimator's own `loss`.
 

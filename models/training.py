@@ -149,6 +149,7 @@ def train_op(loss, params, batch_accuracy=None, update_ops=()):
 
     update_ops (e.g. a Keras model's batch-norm moving averages) run with each step.
     """
+    mark_model_variables()
     rate = learning_rate(params)
     scalar_summary('learning_rate', rate)
     if batch_accuracy is not None:
@@ -164,6 +165,19 @@ def train_op(loss, params, batch_accuracy=None, update_ops=()):
         with tf.control_dependencies(decay):
             return optimizer.apply_gradients(
                 gradients, global_step=tf.compat.v1.train.get_or_create_global_step())
+
+
+def mark_model_variables():
+    """Puts the graph's variables so far, but the global step, in the MODEL_VARIABLES
+    collection: the model's own (weights, batch-norm statistics), not the optimizer's slots,
+    loss scale and averages that train_op and its wrappers make after. A warm start
+    (--warm_start_from) fills these, and only these."""
+    marked = {variable.name for variable in
+              tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.MODEL_VARIABLES)}
+    step = tf.compat.v1.train.get_global_step()
+    for variable in tf.compat.v1.global_variables():
+        if variable is not step and variable.name not in marked:
+            tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.MODEL_VARIABLES, variable)
 
 
 def decayed_kernels(variables, rate, weight_decay: float):

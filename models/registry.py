@@ -6,6 +6,7 @@ and listing it in MODEL_MODULES.
 import dataclasses
 from typing import Callable, Dict, List, Optional, Tuple
 
+from common.errors import UserError
 from common.registry import Registry
 
 MODEL_MODULES = ('models.mnist_cnn', 'models.face_diff', 'models.face_siamese',
@@ -48,6 +49,9 @@ _MODELS: Registry[ModelSpec] = Registry('model', MODEL_MODULES)
 
 def register(spec: ModelSpec) -> ModelSpec:
     if spec.keras_model is None:
+        if spec.head is not None:  # a model_fn makes its own EstimatorSpec: it would be ignored
+            raise UserError(f'{spec.model_fn.__module__} registers model {spec.name!r} with '
+                            f'head={spec.head!r} and a model_fn; head= is for a keras_model')
         return _MODELS.register(spec.name, spec, spec.model_fn.__module__)
     from models import keras_model  # TensorFlow's import, for Keras models only
     module = spec.keras_model.__module__

@@ -1,6 +1,7 @@
 """Keras models the tests register through trainer/api.py (ModelSpec keras_model=...), once a
 process: a digits CNN (a functional model on tf.keras.Input, with batch norm, an L2 penalty
-and a head layer named logits) and a one-unit linear model whose losses are known exactly."""
+and a head layer named logits), a one-unit linear model whose losses are known exactly, and a
+network over a table's schema (the canned head's)."""
 import tensorflow as tf
 
 from trainer import api
@@ -33,3 +34,16 @@ CNN_SPEC = api.register_model(api.ModelSpec(
 LINEAR_SPEC = api.register_model(api.ModelSpec(
     LINEAR, None, dict(api.TRAINING_PARAMS), 'csv_features', num_features=LINEAR_FEATURES,
     keras_model=build_linear))
+
+
+def build_table(params, inputs):
+    schema = params['schema']
+    return tf.keras.Sequential([
+        tf.keras.layers.DenseFeatures(api.table_feature_columns(schema)),
+        tf.keras.layers.Dense(api.table_logits_dimension(schema), name='logits',
+                              kernel_regularizer=tf.keras.regularizers.l2(LINEAR_PENALTY))])
+
+
+TABLE_SPEC = api.register_model(api.ModelSpec(
+    'keras_test_table', None, dict(api.TRAINING_PARAMS), 'table', schema_kind='table',
+    keras_model=build_table))

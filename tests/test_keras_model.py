@@ -1,6 +1,7 @@
 """Keras models (ModelSpec keras_model=BUILD, issue 70): trained, evaluated, exported and served
 by every mode through the service's head, with the layers' regularization losses and batch-norm
-updates; from a --usr_dir as from here; their mistakes are one line naming the model."""
+updates (from a --usr_dir: tests/test_warm_start_from.py's killed job); their mistakes are one
+line naming the model."""
 import json
 import math
 import os
@@ -10,11 +11,11 @@ import pytest
 import tensorflow as tf
 
 from common.errors import UserError
-from helpers import REPO, run_module
-from keras_models import CNN, CNN_SPEC, LINEAR_FEATURES, LINEAR_PENALTY, LINEAR_SPEC
-from models import registry
+from keras_models import CNN, CNN_SPEC, LINEAR_FEATURES, LINEAR_PENALTY, LINEAR_SPEC, TABLE_SPEC
+from models import keras_model, registry
 from trainer import api
 from trainer.config.settings import Settings
+from trainer.input_kinds.table import Table
 from trainer.model_dir.metric_goal import MetricGoal
 from trainer.run.mode_runners import RUNNERS
 
@@ -36,6 +37,29 @@ def test_regularization_losses_join_the_training_loss_only():
             train_loss, eval_losses = session.run([trained.loss, evaluated.loss])
     assert train_loss == pytest.approx(math.log(2) + LINEAR_PENALTY * LINEAR_FEATURES, rel=1e-5)
     assert eval_losses == pytest.approx([math.log(2)] * 3, rel=1e-5)
+
+
+def test_a_keras_model_over_a_table_takes_the_canned_head_and_its_penalty():
+    """Over the table head (a dict of features into DenseFeatures): the canned head adds the
+    penalty to its loss and reports it in evaluation as regularization_loss."""
+    schema = Table().example_schemas()[1]  # three classes: a, b, c
+    params = {**TABLE_SPEC.default_params, 'schema': schema}
+    with tf.Graph().as_default():
+        tf.compat.v1.train.get_or_create_global_step()
+        features = {'number': tf.constant([0.5, -0.5]), 'text': tf.constant(['a', 'b'])}
+        spec = TABLE_SPEC.model_fn(features, tf.constant(['a', 'c']),
+                                   tf.estimator.ModeKeys.EVAL, params)
+        [kernel] = [variable for variable in tf.compat.v1.global_variables()
+                    if variable.name.endswith('logits/kernel:0')]
+        value, update = spec.eval_metric_ops['regularization_loss']
+        with tf.compat.v1.Session() as session:
+            session.run([tf.compat.v1.global_variables_initializer(),
+                         tf.compat.v1.local_variables_initializer(),
+                         tf.compat.v1.tables_initializer()])
+            session.run(update)
+            penalty, weights = session.run([value, kernel])
+    assert weights.shape[-1] == 3
+    assert penalty == pytest.approx(LINEAR_PENALTY * (weights ** 2).sum(), rel=1e-5)
 
 
 def digits_settings(digit_shards, tmp_path, mode, **overrides):
@@ -79,17 +103,6 @@ def test_every_mode_runs_a_keras_model(digit_shards, tmp_path, capsys):
     assert prediction['classes'] in range(10) and len(prediction['probabilities']) == 10
 
 
-def test_a_keras_model_from_a_usr_dir_trains(digit_shards, tmp_path):
-    """docs/your-model.md's Keras example, registered by a --usr_dir module through api."""
-    model_dir = str(tmp_path / 'model')
-    run_module('trainer.main', f'--usr_dir={os.path.join(REPO, "docs", "your-model", "keras_cnn")}',
-               '--model=keras_cnn', '--mode=train', f'--model_dir={model_dir}',
-               f'--train_files={digit_shards.train_pattern}', '--train_steps=2',
-               '--batch_size=16', '--keras_cnn_filters=4')
-    assert tf.train.load_variable(os.path.join(model_dir, 'model.ckpt-2'),
-                                  'logits/kernel').shape[-1] == 10
-
-
 def build_compiled(params, inputs):
     model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
     model.compile(optimizer='sgd', loss='mse')
@@ -104,7 +117,6 @@ def build_compiled(params, inputs):
 def test_a_build_function_that_returns_no_uncompiled_model(build, message):
     spec = registry.ModelSpec('keras_test_wrong', None, dict(api.TRAINING_PARAMS), 'csv_features',
                               num_features=LINEAR_FEATURES, keras_model=build)
-    from models import keras_model
     spec = keras_model.completed(spec, __name__)  # as register() makes it, unregistered
     with tf.Graph().as_default(), pytest.raises(UserError, match=message):
         graph_spec(spec, tf.estimator.ModeKeys.TRAIN, {'inputs': tf.zeros([2, 4])}, tf.ones([2]))
@@ -112,9 +124,11 @@ def test_a_build_function_that_returns_no_uncompiled_model(build, message):
 
 @pytest.mark.parametrize('fields, message', [
     (dict(model_fn=CNN_SPEC.model_fn), 'with both model_fn and keras_model; give one of them'),
-    (dict(input_kind='house_records'),
-     "with head=None over input kind 'house_records'; name its head: classification, binary, table"),
+    (dict(input_kind='house_records'), "with head=None over input kind 'house_records'; name "
+                                       'its head: classification, binary, table'),
     (dict(head='regression'), "with head='regression'"),
+    (dict(keras_model=None, model_fn=CNN_SPEC.model_fn, head='binary'),
+     "with head='binary' and a model_fn; head= is for a keras_model"),
     (dict(default_params={'keras_test_classes': 3}),
      'whose default_params lack learning_rate, optimizer; start them from api.TRAINING_PARAMS'),
 ])

@@ -89,8 +89,8 @@ def define_training(d):
     d.string('warm_start_vars', '.*', 'With --warm_start_from: the model\'s variables it '
              'fills, a regular expression matched at the start of each name (weights and '
              'batch-norm statistics; never the global step or the optimizer\'s slots). '
-             '\'^(?!logits/)\' leaves a layer named logits to start afresh: a head for other '
-             'classes.')
+             '\'^(?!logits/)\' leaves a layer named logits (of a functional Keras model) to '
+             'start afresh: a head for other classes.')
     d.integer('save_checkpoints_steps', 500, 'Save a checkpoint every N steps.', lower_bound=1)
     d.integer('keep_checkpoint_max', 5, 'Checkpoints to keep (0 keeps all).', lower_bound=0)
     d.integer('log_every_n_steps', 100, 'Log progress and write summaries every N steps.',

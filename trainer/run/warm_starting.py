@@ -17,7 +17,7 @@ before anything in model_dir changes (Experiment.check_checkpoint_fits builds th
 import dataclasses
 import os
 import re
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import tensorflow as tf
 from absl import logging
@@ -92,11 +92,18 @@ def with_warm_start(model_fn, warm_start: Optional[WarmStart]):
     if warm_start is None:
         return model_fn
 
+    said = []  # the graph is built aside first (Experiment.check_checkpoint_fits): one line
+
     def model_fn_warm_starting(features, labels, mode, params, config):  # the names Estimator reads
         spec = model_fn(features, labels, mode, params, config)
         if mode == tf.estimator.ModeKeys.TRAIN:
-            tf.compat.v1.train.warm_start(warm_start.checkpoint,
-                                          vars_to_warm_start=chosen_variables(warm_start))
+            chosen, afresh = chosen_variables(warm_start)
+            if not said:
+                logging.info('%s: %d variables from %s; %d start afresh%s', warm_start.flag(),
+                             len(chosen), warm_start.checkpoint, len(afresh),
+                             f': {_shown(afresh)}' if afresh else '')
+                said.append(True)
+            tf.compat.v1.train.warm_start(warm_start.checkpoint, vars_to_warm_start=chosen)
         return spec
 
     return model_fn_warm_starting
@@ -112,9 +119,10 @@ def _shown(names) -> str:
     return ', '.join(names[:NAMES_SHOWN]) + more
 
 
-def chosen_variables(warm_start: WarmStart) -> List:
+def chosen_variables(warm_start: WarmStart) -> Tuple[List, List[str]]:
     """The model's variables (in the graph being built) that --warm_start_vars matches and the
-    source holds; a UserError when it holds none of them or one in another shape."""
+    source holds, and the names of the others, which start afresh; a UserError when it holds
+    none of them or one in another shape."""
     model = (tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.MODEL_VARIABLES)
              or tf.compat.v1.trainable_variables())  # a model_fn with an optimizer of its own
     pattern = re.compile(warm_start.variables)
@@ -137,13 +145,10 @@ def chosen_variables(warm_start: WarmStart) -> List:
                     for variable in found if saved[_name(variable)] != variable.shape.as_list()]
     if other_shapes:
         name, theirs, ours = other_shapes[0]
-        scope = name.split('/')[0]
+        layer = name.rsplit('/', 1)[0]  # logits/kernel's layer, logits
         raise UserError(f'{warm_start.flag()}: {name} is {theirs} there, {ours} in the model '
                         f'({len(other_shapes)} such); leave those out with '
-                        f'--warm_start_vars=\'^(?!{scope}/)\' (a head for other classes starts '
+                        f'--warm_start_vars=\'^(?!{layer}/)\' (a head for other classes starts '
                         'afresh)')
     found_names = {_name(variable) for variable in found}
-    afresh = [_name(variable) for variable in model if _name(variable) not in found_names]
-    logging.info('%s: %d variables from %s; %d start afresh%s', warm_start.flag(), len(found),
-                 warm_start.checkpoint, len(afresh), f': {_shown(afresh)}' if afresh else '')
-    return found
+    return found, [_name(variable) for variable in model if _name(variable) not in found_names]

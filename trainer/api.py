@@ -22,7 +22,8 @@ Models:
                                  below (classification or table): they weigh it by class
   train_op(loss, params, batch_accuracy=None, update_ops=())
                                  optimizer and learning-rate schedule from params, loss
-                                 scaling under --precision=mixed_float16
+                                 scaling under --precision=mixed_float16; the variables made
+                                 before it are the model's, those --warm_start_from fills
   softmax_losses(labels, logits, smoothing), sigmoid_losses(...), label_smoothing(params, mode)
                                  per-example losses with params' label smoothing (training only)
   float32(tensor)                logits and losses stay float32 under mixed precision

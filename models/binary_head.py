@@ -13,9 +13,11 @@ SAME_PERSON_THRESHOLD = 'same_person_threshold'
 
 
 def binary_estimator_spec(logits, labels, mode, params, predictions=None, export_outputs=None,
-                          update_ops=(), eval_pictures_fn=None, train_loss=None):
+                          update_ops=(), eval_pictures_fn=None, train_loss=None,
+                          regularization_losses=()):
     """eval_pictures_fn(labels, logits): more evaluation pictures ({name: metric op}), if any.
-    train_loss: what training minimizes instead of the pairs' logistic loss, if given."""
+    train_loss: what training minimizes instead of the pairs' logistic loss, if given;
+    regularization_losses (a Keras model's `losses`) are added to it."""
     logits = tf.identity(tf.reshape(precision.float32(logits), [-1]), name='logits')
     probability = tf.sigmoid(logits, name='probability')
     predictions = {'probability': probability, 'logit': logits, **(predictions or {})}
@@ -50,6 +52,7 @@ def binary_estimator_spec(logits, labels, mode, params, predictions=None, export
                                     name='train_accuracy')
     if train_loss is not None:
         loss = train_loss
+    loss = training.regularized(loss, regularization_losses)
     return tf.estimator.EstimatorSpec(
         mode, loss=loss, train_op=training.train_op(loss, params, batch_accuracy, update_ops))
 

@@ -7,12 +7,12 @@ from models import class_weights, eval_pictures, precision, training
 
 
 def classification_estimator_spec(logits, labels, mode, params, images=None,
-                                  class_names=None, update_ops=()):
+                                  class_names=None, update_ops=(), regularization_losses=()):
     """logits [batch, N]; labels int [batch] in 0..N-1. images [batch, H, W, C], when given,
     adds the most confident mistakes to the evaluation pictures (beside the confusion matrix).
     class_names, when given: what the classify signature names each class (else '0'...'N-1'),
     the pictures' legend, each class's accuracy in evaluation, and a prediction's class_name
-    and score."""
+    and score. regularization_losses (a Keras model's `losses`) are added to training's loss."""
     num_classes = logits.shape[-1]
     logits = tf.identity(precision.float32(logits), name='logits')
     probabilities = tf.nn.softmax(logits, name='probabilities')
@@ -52,5 +52,6 @@ def classification_estimator_spec(logits, labels, mode, params, images=None,
 
     batch_accuracy = tf.reduce_mean(
         tf.cast(tf.equal(tf.cast(labels, tf.int64), classes), tf.float32), name='train_accuracy')
+    loss = training.regularized(loss, regularization_losses)
     return tf.estimator.EstimatorSpec(
         mode, loss=loss, train_op=training.train_op(loss, params, batch_accuracy, update_ops))

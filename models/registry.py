@@ -6,6 +6,7 @@ and listing it in MODEL_MODULES.
 import dataclasses
 from typing import Callable, Dict, List, Optional, Tuple
 
+from common.errors import UserError
 from common.registry import Registry
 
 MODEL_MODULES = ('models.mnist_cnn', 'models.face_diff', 'models.face_siamese',
@@ -16,7 +17,9 @@ MODEL_MODULES = ('models.mnist_cnn', 'models.face_diff', 'models.face_siamese',
 @dataclasses.dataclass(frozen=True)
 class ModelSpec:
     name: str
-    model_fn: Callable  # model_fn(features, labels, mode, params) -> tf.estimator.EstimatorSpec
+    # model_fn(features, labels, mode, params) -> tf.estimator.EstimatorSpec; or None with
+    # keras_model, from which register() makes it (models/keras_model.py).
+    model_fn: Optional[Callable]
     # Every param the model_fn reads: the trainer hands it these, overridden by the settings
     # (trainer.config.settings.model_fn_params, the one place they are merged).
     default_params: Dict
@@ -34,13 +37,25 @@ class ModelSpec:
     # training refuses a --distribution strategy and a TF_CONFIG cluster with workers or
     # parameter servers (trainer/run/experiment.py).
     single_process: bool = False
+    # keras_model(params, inputs) -> an uncompiled tf.keras.Model whose output is the logits
+    # of `head` ('classification', 'binary', 'table'; default: the input kind's), trained and
+    # served by the service's heads (models/keras_model.py). Give model_fn=None with it.
+    keras_model: Optional[Callable] = None
+    head: Optional[str] = None
 
 
 _MODELS: Registry[ModelSpec] = Registry('model', MODEL_MODULES)
 
 
 def register(spec: ModelSpec) -> ModelSpec:
-    return _MODELS.register(spec.name, spec, spec.model_fn.__module__)
+    if spec.keras_model is None:
+        if spec.head is not None:  # a model_fn makes its own EstimatorSpec: it would be ignored
+            raise UserError(f'{spec.model_fn.__module__} registers model {spec.name!r} with '
+                            f'head={spec.head!r} and a model_fn; head= is for a keras_model')
+        return _MODELS.register(spec.name, spec, spec.model_fn.__module__)
+    from models import keras_model  # TensorFlow's import, for Keras models only
+    module = spec.keras_model.__module__
+    return _MODELS.register(spec.name, keras_model.completed(spec, module), module)
 
 
 def module_of(name: str) -> str:

@@ -25,16 +25,18 @@ def table_logits_dimension(schema: Dict) -> int:
     return table_columns.head(schema).logits_dimension
 
 
-def table_estimator_spec(features, labels, mode, logits, params, update_ops=()):
+def table_estimator_spec(features, labels, mode, logits, params, update_ops=(),
+                         regularization_losses=()):
     """logits [batch, table_logits_dimension(schema)] -> the canned head's EstimatorSpec, trained
-    by train_op (params' optimizer and learning-rate schedule)."""
+    by train_op (params' optimizer and learning-rate schedule); regularization_losses (a Keras
+    model's `losses`) are added to training's loss, by the canned head."""
     if params.get('label_smoothing'):
         raise UserError(f'--label_smoothing={params["label_smoothing"]}: the table head has no '
                         'label smoothing; leave it 0')
     features, schema = with_class_weights(features, labels, mode, params, params['schema'])
     spec = table_columns.head(schema).create_estimator_spec(
         features=features, mode=mode, logits=precision.float32(logits), labels=labels,
-        train_op_fn=lambda loss: training.train_op(loss, params, update_ops=update_ops))
+        regularization_losses=list(regularization_losses) or None, train_op_fn=lambda loss: training.train_op(loss, params, update_ops=update_ops))
     return with_pictures(spec, labels, schema)
 
 

@@ -117,6 +117,16 @@ def estimator_loss(per_example_losses, mode):
     return tf.reduce_mean(per_example_losses)
 
 
+def regularized(loss, regularization_losses=()):
+    """The training loss with the layers' regularization losses (a Keras model's `losses`)
+    added: what training minimizes and reports; evaluation's loss stays the data's alone, so
+    it compares across models."""
+    if not regularization_losses:
+        return loss
+    return tf.add_n([loss, *(precision.float32(term) for term in regularization_losses)],
+                    name='regularized_loss')
+
+
 def scalar_summary(tag, value):
     """A training summary under exactly `tag`, like Estimator's own `loss`.
 
@@ -139,6 +149,7 @@ def train_op(loss, params, batch_accuracy=None, update_ops=()):
 
     update_ops (e.g. a Keras model's batch-norm moving averages) run with each step.
     """
+    mark_model_variables()
     rate = learning_rate(params)
     scalar_summary('learning_rate', rate)
     if batch_accuracy is not None:
@@ -184,6 +195,19 @@ class WeightDecayed(tf.compat.v1.train.Optimizer):
 
     def variables(self):
         return self._optimizer.variables()
+
+
+def mark_model_variables():
+    """Puts the graph's variables so far, but the global step, in the MODEL_VARIABLES
+    collection: the model's own (weights, batch-norm statistics), not the optimizer's slots,
+    loss scale and averages that train_op and its wrappers make after. A warm start
+    (--warm_start_from) fills these, and only these."""
+    marked = {variable.name for variable in
+              tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.MODEL_VARIABLES)}
+    step = tf.compat.v1.train.get_global_step()
+    for variable in tf.compat.v1.global_variables():
+        if variable is not step and variable.name not in marked:
+            tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.MODEL_VARIABLES, variable)
 
 
 def decayed_kernels(variables, rate, weight_decay: float):

@@ -22,6 +22,8 @@ DOC_FILES = ['README.md', 'BUILD.md'] + sorted(
 QUICK_START_MARKER = '<!-- quick-start'
 TABLES_MARKER = '<!-- tables:'  # docs/your-data.md's block
 IMAGES_MARKER = '<!-- images:'  # and its image-folder block
+KERAS_MARKER = '<!-- keras:'  # docs/your-model.md's Keras model
+WARM_START_MARKER = '<!-- warm start:'  # and its fine-tuning of it
 FENCE = re.compile(r'^```[^\n]*\n(.*?)^```', re.MULTILINE | re.DOTALL)
 INLINE_CODE = re.compile(r'`([^`]+)`')
 # What the run.sh subcommand runs: `  trainer) exec "$py" -m trainer.main "$@" ;;`
@@ -328,7 +330,10 @@ def run_block(commands, tmp_path):
     top_level = tracked_top_level_names()
     for path in (path for command in commands for path in repo_paths(command, top_level)):
         os.makedirs(tmp_path / os.path.dirname(path), exist_ok=True)
-        shutil.copy(os.path.join(REPO, path), tmp_path / path)
+        if os.path.isdir(os.path.join(REPO, path)):  # a --usr_dir folder
+            shutil.copytree(os.path.join(REPO, path), tmp_path / path, dirs_exist_ok=True)
+        else:
+            shutil.copy(os.path.join(REPO, path), tmp_path / path)
     outputs = []
     for command in commands:
         args = [re.sub(r'^--train_steps=\d+$', f'--train_steps={QUICK_START_TRAIN_STEPS}', arg)
@@ -394,3 +399,22 @@ def test_your_data_images_block_runs(tmp_path):
     names = answers['classify']['classes'].numpy().tolist()
     assert names == [[name.encode() for name in sorted(NAMES)]]
     assert answers['predict']['class_name'].numpy()[0].decode() in NAMES
+
+
+@pytest.mark.slow  # each command a process: ./run.sh test-slow
+def test_your_model_keras_and_warm_start_blocks_run(tmp_path):
+    """docs/your-model.md's Keras model, then its fine-tuning onto three classes warm-started from
+    it (the head left out), in one folder."""
+    import tensorflow as tf
+    outputs = run_block(marked_block_commands('docs/your-model.md', KERAS_MARKER), tmp_path)
+    [prediction] = predictions_printed(outputs)
+    assert prediction['image'] == 'docs/seven.png' and prediction['classes'] in range(10)
+    outputs = run_block(marked_block_commands('docs/your-model.md', WARM_START_MARKER), tmp_path)
+    results = [json.loads(line) for command, stdout in outputs if '--mode=evaluate' in command.args
+               for line in stdout.splitlines()]
+    assert [result['global_step'] for result in results] == [0, int(QUICK_START_TRAIN_STEPS)]
+    source = tf.train.latest_checkpoint(str(tmp_path / 'runs' / 'keras_cnn'))
+    fine_tuned = str(tmp_path / 'runs' / 'three_digits' / 'model.ckpt-0')
+    assert (tf.train.load_variable(fine_tuned, 'conv2d/kernel')
+            == tf.train.load_variable(source, 'conv2d/kernel')).all()
+    assert tf.train.load_variable(fine_tuned, 'logits/kernel').shape[-1] == 3

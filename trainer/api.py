@@ -6,8 +6,13 @@ built-in models are their first users: they use exactly these (tests/test_usr_di
 
 Models:
   ModelSpec(name, model_fn, default_params, input_kind, image_shape=(), num_features=0,
-            schema_kind=None, single_process=False)  schema_kind: built from a prepared data
-                                 set's schema; single_process: training refuses distribution
+            schema_kind=None, single_process=False, keras_model=None, head=None)
+                                 schema_kind: built from a prepared data set's schema;
+                                 single_process: training refuses distribution;
+                                 keras_model(params, inputs) -> an uncompiled tf.keras.Model
+                                 of the logits, with model_fn=None: the service makes the
+                                 model_fn, with `head` ('classification', 'binary', 'table';
+                                 default: the input kind's) (models/keras_model.py)
   register_model(spec)           makes spec.name a --model choice, each param a flag
   TRAINING_PARAMS                the params train_op reads (optimizer, learning rate and its
                                  schedule, warm-up, label smoothing, weight averaging and
@@ -17,7 +22,8 @@ Models:
                                  below (classification or table): they weigh it by class
   train_op(loss, params, batch_accuracy=None, update_ops=())
                                  optimizer and learning-rate schedule from params, loss
-                                 scaling under --precision=mixed_float16
+                                 scaling under --precision=mixed_float16; the variables made
+                                 before it are the model's, those --warm_start_from fills
   softmax_losses(labels, logits, smoothing), sigmoid_losses(...), label_smoothing(params, mode)
                                  per-example losses with params' label smoothing (training only)
   float32(tensor)                logits and losses stay float32 under mixed precision
@@ -26,9 +32,11 @@ Models:
                                  example once, whatever --batch_size)
   scalar_summary(tag, value)     a training summary under exactly that tag
   classification_estimator_spec(logits, labels, mode, params, images=None, class_names=None,
-                                update_ops=())
+                                update_ops=(), regularization_losses=())
                                  the N-class head: loss, accuracy, evaluation pictures,
-                                 serving_default and classify signatures
+                                 serving_default and classify signatures; each head adds
+                                 regularization_losses (a Keras model's `losses`) to
+                                 training's loss
   binary_estimator_spec(logits, labels, mode, params, ...)
                                  the one-logit head: loss, accuracy, AUC, PR curve
   embedding_pair_spec(...)       the one-logit head of a pair model that embeds each input
@@ -40,7 +48,8 @@ Over a table (input_kind='table', schema_kind='table': params['schema'] is the m
   table_feature_columns(schema, embedding_dimension=8)
                                  the features as the deep canned models read them
   table_logits_dimension(schema) 1 for a binary or regression label, else the classes
-  table_estimator_spec(features, labels, mode, logits, params, update_ops=())
+  table_estimator_spec(features, labels, mode, logits, params, update_ops=(),
+                       regularization_losses=())
                                  the canned models' head: their metrics, pictures and signatures
 Input kinds (what feeds a model: input_fns, serving receiver, signature names):
   InputKind                      the base class; InputOptions, what input flags it gets

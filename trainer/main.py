@@ -33,7 +33,7 @@ from trainer.usr_dir import command_line as usr_dir  # noqa: E402
 FLAGS = flags.FLAGS
 # Flags that name files or folders: each may be in a bucket (gs://, s3://).
 PATH_FLAGS = ('model_dir', 'train_files', 'eval_files', 'threshold_files', 'export_dir',
-              'saved_model')
+              'saved_model', 'warm_start_from')
 
 
 def run(settings: Settings, arguments):

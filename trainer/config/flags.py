@@ -81,6 +81,16 @@ def define_training(d):
     d.integer('learning_rate_decay_steps', None, 'Decay the learning rate 10x every this many '
               'steps (exponentially); default: the model\'s own (constant).', lower_bound=0)
     d.string('optimizer', None, f'{flag_checks.OPTIMIZER_NAMES}; default: the model\'s own.')
+    d.string('warm_start_from', None, 'train, train_and_evaluate: a trained model_dir (its '
+             'latest checkpoint), a checkpoint path (MODEL_DIR/model.ckpt-N) or an export '
+             '(EXPORT_DIR/STEP, EXPORT_DIR/best) whose values start the model\'s variables, '
+             'only while --model_dir has no checkpoint of its own (a resumed run goes on from '
+             'its own). A variable it lacks starts afresh.')
+    d.string('warm_start_vars', '.*', 'With --warm_start_from: the model\'s variables it '
+             'fills, a regular expression matched at the start of each name (weights and '
+             'batch-norm statistics; never the global step or the optimizer\'s slots). '
+             '\'^(?!logits/)\' leaves a layer named logits (of a functional Keras model) to '
+             'start afresh: a head for other classes.')
     d.integer('save_checkpoints_steps', 500, 'Save a checkpoint every N steps.', lower_bound=1)
     d.integer('keep_checkpoint_max', 5, 'Checkpoints to keep (0 keeps all).', lower_bound=0)
     d.integer('log_every_n_steps', 100, 'Log progress and write summaries every N steps.',

@@ -42,6 +42,8 @@ class Settings:
     final_train_steps: Optional[int] = None
     # Parsed from --model_params and the model-param flags: what overrides the model's defaults.
     model_param_overrides: Dict = dataclasses.field(default_factory=dict)
+    warm_start_from: Optional[str] = FLAG_DEFAULTS['warm_start_from']
+    warm_start_vars: str = FLAG_DEFAULTS['warm_start_vars']
     save_checkpoints_steps: int = FLAG_DEFAULTS['save_checkpoints_steps']
     keep_checkpoint_max: int = FLAG_DEFAULTS['keep_checkpoint_max']
     log_every_n_steps: int = FLAG_DEFAULTS['log_every_n_steps']

@@ -113,6 +113,12 @@ def resolve(model_dir: str, which: str) -> List[Tuple[int, str]]:
     return chosen
 
 
+def has_checkpoints(model_dir: str) -> bool:
+    """Whether model_dir holds a checkpoint's files, whatever its state file says (training
+    resumes from them: prepare_to_resume)."""
+    return files.isdir(model_dir) and bool(_listed_by_files(model_dir))
+
+
 def _listed_by_files(model_dir: str) -> List[Tuple[int, str]]:
     """(step, path) of every checkpoint with an .index file, oldest first, state file or not."""
     found = [(int(m.group(1)), path[:-len('.index')])

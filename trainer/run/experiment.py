@@ -23,11 +23,12 @@ from trainer.evaluation.export_policy import LedgerExports
 from trainer.input_kinds import registry as input_kinds
 from trainer.model_dir import checkpoint_fit, checkpoints, ledger, run_files, train_lock
 from trainer.observe import hparams, tuner_metrics
-from trainer.run import data_schema, hooks, job_end, model_fn_checks
+from trainer.run import data_schema, hooks, job_end, model_fn_checks, warm_starting
 from trainer.serving import export
 
 
-def build_estimator(settings: Settings, spec, plan: devices.Plan) -> tf.estimator.Estimator:
+def build_estimator(settings: Settings, spec, plan: devices.Plan,
+                    warm_start: warm_starting.WarmStart = None) -> tf.estimator.Estimator:
     tf_config.role()  # a bad TF_CONFIG: one line, not RunConfig's traceback
     devices.log_plan(plan)
     config = tf.estimator.RunConfig(
@@ -38,9 +39,10 @@ def build_estimator(settings: Settings, spec, plan: devices.Plan) -> tf.estimato
         log_step_count_steps=None,  # ProgressHook logs instead
         # Given here, not by replace(): the constructor alone sets up the distribute coordinator.
         train_distribute=plan.strategy() if plan.sync_workers else None)
-    model_fn = checkpoint_fit.with_checkpoint_check(precision.with_policy(
-        training.with_weight_averaging(model_fn_checks.checked(spec.model_fn, spec.name)),
-        plan.precision), spec.name)
+    model_fn = warm_starting.with_warm_start(checkpoint_fit.with_checkpoint_check(
+        precision.with_policy(training.with_weight_averaging(
+            model_fn_checks.checked(spec.model_fn, spec.name)), plan.precision), spec.name),
+        warm_start)
     return tf.estimator.Estimator(model_fn, config=plan.run_config(config),
                                   params=data_schema.estimator_params(settings, spec))
 
@@ -188,8 +190,9 @@ class Experiment:
         fits stops training before anything in model_dir changes
         (checkpoint_fit.with_checkpoint_check). A model built from its data's schema is built so
         even without a checkpoint: whether it fits the data (the label's task, the features its
-        params name) shows only then."""
-        if not tf.train.latest_checkpoint(self.settings.model_dir) and self.spec.schema is None:
+        params name) shows only then; so is one warm-started, whose source must fit it."""
+        if (not tf.train.latest_checkpoint(self.settings.model_dir) and self.spec.schema is None
+                and not self.settings.warm_start_from):
             return
         with tf.Graph().as_default():
             features, labels = tf.nest.map_structure(
@@ -247,4 +250,5 @@ def build(settings: Settings, spec) -> Experiment:
     spec = data_schema.with_schema(settings, spec)
     input_kinds.check_options(spec, settings.input_options)
     plan = devices.from_settings(settings)
-    return Experiment(settings, spec, build_estimator(settings, spec, plan), plan)
+    estimator = build_estimator(settings, spec, plan, warm_starting.plan(settings))
+    return Experiment(settings, spec, estimator, plan)

@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import http.client
 import http.server
+import os
 import random
 import socket
 import struct
@@ -232,6 +233,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return
         if fault == 'stall':
             time.sleep(proxy.schedule.stall_secs(kind, n))
+        time.sleep(proxy.latency_secs)
         status, reason, headers, answer = proxy.forward(self.command, self.path, self.headers, body)
         self.send_response(status, reason)
         for name, value in headers:
@@ -264,15 +266,18 @@ class _ProxyServer(http.server.ThreadingHTTPServer):
 class FaultProxy(ServedInThread):
     """The proxy on 127.0.0.1:port (a free one unless told), forwarding to upstream
     ('http://127.0.0.1:PORT'); store: 's3' or 'gcs' (how requests are classified and errors
-    worded). Use as a context manager; .url is what a client points at instead of upstream."""
+    worded); latency_secs: added to every forwarded request, as a store's distance does (requests
+    in parallel wait it out together). Use as a context manager; .url is what a client points at
+    instead of upstream."""
 
     def __init__(self, upstream: str, mix: FaultMix = NO_FAULTS, seed: int = 0,
-                 store: str = 's3', port: int = 0):
+                 store: str = 's3', port: int = 0, latency_secs: float = 0.0):
         parts = urllib.parse.urlsplit(upstream)
         self.upstream_host, self.upstream_port = parts.hostname, parts.port or 80
         self.classify, self.error_body = STORES[store]
         self.counts = Counts()
         self.schedule = Schedule(mix, seed)
+        self.latency_secs = latency_secs
         self._server = _ProxyServer(('127.0.0.1', port), _Handler)
         self._server.proxy = self
         self.port = self._server.server_address[1]
@@ -300,3 +305,24 @@ class FaultProxy(ServedInThread):
             return response.status, response.reason, passed, answer
         finally:
             connection.close()
+
+
+@contextlib.contextmanager
+def in_front_of(store: str, server, **proxy_options):
+    """A FaultProxy (proxy_options: mix, seed, latency_secs) between this process's children and
+    the test server of store: 's3' (tests/s3_server.py's: S3_ENDPOINT in os.environ points at the
+    proxy) or 'gs' (tests/gcs_server.py's: its TLS proxy forwards to this one); put back after."""
+    if store == 's3':
+        with FaultProxy(server.env['S3_ENDPOINT'], **proxy_options) as proxy:
+            os.environ['S3_ENDPOINT'] = proxy.url
+            try:
+                yield proxy
+            finally:
+                os.environ['S3_ENDPOINT'] = server.env['S3_ENDPOINT']
+        return
+    with FaultProxy(f'http://127.0.0.1:{server.port}', store='gcs', **proxy_options) as proxy:
+        server.proxy.upstream = ('127.0.0.1', proxy.port)
+        try:
+            yield proxy
+        finally:
+            server.proxy.upstream = ('127.0.0.1', server.port)

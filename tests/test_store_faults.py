@@ -3,7 +3,6 @@ retries of its own small objects (common/files.in_store), the checks of what a f
 never leave (tests/flow_checks.py) and, under ./run.sh test-slow, the whole flow on s3:// under
 each fault mix: prepare, train beside an eval job, export, predict. A step stopped by the store
 is one line naming the path and the operation, and the same command then resumes it."""
-import contextlib
 import dataclasses
 import http.client
 import http.server
@@ -24,7 +23,8 @@ from common.errors import StoreError, UserError
 from helpers import REPO, default_sigint
 from input_fns.records import shards
 from tests import flow_checks
-from tests.store_faults import FAULTS, KINDS, MIXES, FaultMix, FaultProxy, Schedule, s3_kind
+from tests.store_faults import (FAULTS, KINDS, MIXES, FaultMix, FaultProxy, Schedule,
+                                in_front_of, s3_kind)
 from tests.threaded_server import serving
 from trainer.model_dir import checkpoints, ledger, train_lock
 from trainer.evaluation import eval_job
@@ -535,29 +535,10 @@ def print_table(store, mix, table, counts):
 def faulty_store(request, tmp_path_factory):
     """(store, a new bucket's URL, a function mix -> a context with the commands' requests going
     through a FaultProxy of that mix, the server's endpoint restored after)."""
-    if request.param == 's3':
-        server = request.getfixturevalue('s3_server')
-
-        @contextlib.contextmanager
-        def through(mix):
-            with FaultProxy(server.env['S3_ENDPOINT'], mix, seed=38) as proxy:
-                os.environ['S3_ENDPOINT'] = proxy.url  # the commands' store, through the proxy
-                try:
-                    yield proxy
-                finally:
-                    os.environ['S3_ENDPOINT'] = server.env['S3_ENDPOINT']
-        return 's3', 's3://' + server.make_bucket('faults'), through
-    server = request.getfixturevalue('gcs_server')
-
-    @contextlib.contextmanager
-    def through(mix):
-        with FaultProxy(f'http://127.0.0.1:{server.port}', mix, seed=38, store='gcs') as proxy:
-            server.proxy.upstream = ('127.0.0.1', proxy.port)  # TLS proxy -> faults -> server
-            try:
-                yield proxy
-            finally:
-                server.proxy.upstream = ('127.0.0.1', server.port)
-    return 'gs', 'gs://' + server.make_bucket('faults'), through
+    server = request.getfixturevalue('s3_server' if request.param == 's3' else 'gcs_server')
+    store = 's3' if request.param == 's3' else 'gs'
+    return (store, f'{store}://' + server.make_bucket('faults'),
+            lambda mix: in_front_of(store, server, mix=mix, seed=38))
 
 
 # The whole service over a faulty store, per store and mix. errors-5% on both stores is in

@@ -7,7 +7,8 @@ Training on small records (table rows, windows=True): the same interleave -> win
 each parsed at once and permuted as a whole (the share read and parsed once and kept in memory,
 permuted whole each epoch, when it fits) -> repeat -> cut into batches -> prefetch: no work per
 record in tf.data's element machinery, which costs more than a table row's parse.
-Evaluation: files in sorted order, one deterministic pass, no dropped remainder.
+Evaluation: files in sorted order, eight read at a time, their records taken in turn: one
+deterministic pass, no dropped remainder.
 """
 import os
 import re
@@ -32,16 +33,20 @@ IN_MEMORY_BYTES = 64 << 20
 
 
 def list_record_files(file_pattern: str, flag_name: str = 'file pattern') -> List[str]:
-    """Expands a glob, or comma-separated globs (`\\,` is a comma in a path), into sorted files."""
+    """Expands a glob, or comma-separated globs (`\\,` is a comma in a path), into sorted files:
+    one listing a pattern; a shard its folder's manifest lists and the pattern names, missing
+    from the listing, is refused by name (listed_files.check_complete)."""
     files = []
     for pattern in file_patterns.split_patterns(file_pattern):
         file_patterns.check_not_a_folder(pattern, flag_name)
-        files.extend(common_files.glob(pattern))
-    files = sorted(set(file_patterns.data_files(files)))
+        matched = file_patterns.data_files(common_files.glob(pattern))
+        listed_files.check_complete(pattern, matched)
+        files.extend(matched)
+    files = sorted(set(files))
     if not files:
         raise UserError(f'{flag_name}: no files match {file_pattern!r}; check the path, or '
                         'write shards first with `python -m input_fns.prepare`')
-    if all(common_files.size(path) == 0 for path in files):  # training or evaluating on nothing
+    if not listed_files.any_records(files):  # training or evaluating on nothing
         raise UserError(f'{flag_name}: the {len(files)} file(s) matching {file_pattern!r} hold no '
                         'records (all empty); check the path, or write shards again with '
                         '`python -m input_fns.prepare`')
@@ -52,12 +57,12 @@ def check_record_files(files: List[str], feature_spec: Dict[str, tf.io.FixedLenF
                        check_example: Optional[Callable[[Dict, str], None]] = None) -> Callable:
     """Fails early, naming the file, on shards that a reader would choke on later.
 
-    Checks that each file is listed in its folder's manifest.json, and parses
-    the first record of each file against feature_spec. Returns the files' reader
-    (listed_files.check_listed's).
+    Checks that each file is listed in its folder's manifest.json at its size, and parses the
+    first record of each file no manifest vouches for, and of one shard of each listed split,
+    against feature_spec. Returns the files' reader (listed_files.check_listed's).
     """
-    reader = listed_files.check_listed(files)
-    for path in files:
+    reader, samples = listed_files.check_listed_samples(files)
+    for path in samples:
         try:
             first = next(iter(reader(path).take(1)), None)
         except tf.errors.OpError as e:
@@ -116,7 +121,7 @@ def process_record_dataset(files: List[str],
     cheap and whose parsed batch has the batch first in every tensor (table rows).
     """
     if not training:
-        dataset = reader(files)
+        dataset = _in_order(files, reader)
         dataset = dataset.batch(batch_size, drop_remainder=False)
         return _parse_and_prefetch(dataset, parse_batch, prefetch, deterministic=True)
 
@@ -129,6 +134,22 @@ def process_record_dataset(files: List[str],
     dataset = dataset.repeat()
     dataset = dataset.batch(batch_size, drop_remainder=True)
     return _parse_and_prefetch(dataset, parse_batch, prefetch, deterministic=False)
+
+
+# Evaluation reads this many files at once: in a bucket each file costs a round trip or more,
+# which a thousand shards one after another would wait out one by one.
+EVAL_PARALLEL_FILES = 8
+
+
+def _in_order(files: List[str], reader: Callable) -> tf.data.Dataset:
+    """The files' records in one fixed order: a record of each of EVAL_PARALLEL_FILES files in
+    turn, the files taken in the order given, read in parallel."""
+    if len(files) == 1:
+        return reader(files)
+    parallel = min(len(files), EVAL_PARALLEL_FILES)
+    return tf.data.Dataset.from_tensor_slices(files).interleave(
+        reader, cycle_length=parallel, block_length=1, num_parallel_calls=parallel,
+        deterministic=True)
 
 
 def _interleaved_blocks(files: List[str], seed: Optional[int], reader: Callable):
@@ -144,7 +165,7 @@ def _interleaved_blocks(files: List[str], seed: Optional[int], reader: Callable)
 
 def _windowed_batches(files, parse_batch, batch_size, seed, window, reader, prefetch):
     """Training batches cut from windows of records parsed at once and permuted as a whole."""
-    in_memory = sum(tf.io.gfile.stat(path).length for path in files) <= IN_MEMORY_BYTES
+    in_memory = listed_files.total_bytes(files) <= IN_MEMORY_BYTES
     # In memory, the records are parsed a window at a time before they are joined: the serialized
     # share is never held whole.
     windows = _interleaved_blocks(files, seed, reader).rebatch(window)

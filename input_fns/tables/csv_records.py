@@ -63,9 +63,10 @@ def parse_batch_fn(num_features: int):
 
 
 def check_csv_files(files, num_features: int) -> None:
-    """Fails early, naming the file, on shards whose first line the parser would reject."""
-    listed_files.check_listed(files)
-    for path in files:
+    """Fails early, naming the file, on shards whose first line the parser would reject (each
+    file no manifest vouches for, and a shard of each listed split)."""
+    _, samples = listed_files.check_listed_samples(files)
+    for path in samples:
         not_text = UserError(f'{path}: not a CSV text file (binary data on line 1); this model '
                              'reads CSV shards (one line an example: the features, then the label)')
         with tf.io.gfile.GFile(path, 'rb') as f:

@@ -63,7 +63,9 @@ def _file_rows(path: str, read_as: csv_files.CsvFormat, features: Dict[str, str]
     if path.endswith(('.json', '.jsonl')):
         yield 0, list(features)
         for line, row in _json_rows(path):
-            yield line, ['' if row.get(name) is None else str(row[name]) for name in features]
+            yield line, ['' if row.get(name) is None else
+                         json.dumps(row[name]) if isinstance(row[name], list) else str(row[name])
+                         for name in features]
         return
     rows = read_as.rows(path)
     yield 0, [column_choice.feature_name(name) for name in next(rows, (0, []))[1]]

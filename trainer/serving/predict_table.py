@@ -11,6 +11,7 @@ import itertools
 import json
 from typing import Dict, Iterator, List, Optional, Tuple
 
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
@@ -152,7 +153,11 @@ def predict_rows(signatures, saved_model_dir: str, row_files: List[str],
 
 def _run(signature, path: str, batch) -> List[Dict]:
     try:
-        outputs = signature(inputs=tf.constant([example for _, example in batch]))
+        # A loaded TF1 signature binds keyword inputs only after its first try has formatted
+        # them into an error it then drops (TF 2.15): in numpy's short form that takes 0.02 s
+        # a batch of 1,000 MNIST rows, in full 2.6 s or more.
+        with np.printoptions(threshold=6):
+            outputs = signature(inputs=tf.constant([example for _, example in batch]))
     except tf.errors.InvalidArgumentError as e:
         raise UserError(f'{path}: the model refused rows {batch[0][0]}-{batch[-1][0]} '
                         f'({op_error_summary(e)})') from None

@@ -101,6 +101,11 @@ def test_the_articles_records_train_a_dnn_classifier_and_predict_json_lines(digi
                             for image in images))
     lines = predict.predict_files(export, [str(rows)])
     assert [line['classes'] for line in lines] == ['0', '1', '2']
+    table = tmp_path / 'rows.csv'  # a CSV cell holding a JSON list
+    table.write_text('img_string,height\n' + ''.join(
+        '"' + json.dumps(image).replace('"', '""') + '",28\n' for image in images))
+    assert [line['classes'] for line in predict.predict_files(export, [str(table)])] == [
+        '0', '1', '2']
     body = tmp_path / 'body.json'  # TF Serving's REST row format, through serving_default
     body.write_text(json.dumps({'instances': [{'img_string': image, 'height': 28, 'width': 28}
                                               for image in images]}))

@@ -27,6 +27,7 @@ import tensorflow as tf
 from absl import logging
 
 from common.errors import UserError
+from features import value_lists
 from models import table_columns, tree_ensemble
 
 PARAMS = {'n_trees': 100, 'max_depth': 6, 'n_batches_per_layer': 1, 'learning_rate': 0.1,
@@ -106,6 +107,15 @@ class StopWhenGrown(tf.estimator.SessionRunHook):
             run_context.request_stop()
 
 
+def refuse_lists(entries: List[Dict]) -> None:
+    for entry in entries:
+        if value_lists.is_list(entry):
+            raise UserError(f'feature {entry["name"]!r}: '
+                            f'{value_lists.describe(value_lists.form(entry))}, where boosted '
+                            'trees split on one value a feature; train dnn_ or linear_ models '
+                            f'on it, or leave it out with prepare --ignore_columns={entry["name"]}')
+
+
 def boosted_trees_fn(features, labels, mode, head, schema, params):
     check_params(params)
     entries = [entry for entry in table_columns.features(schema) if entry['dtype'] != 'words']
@@ -114,6 +124,7 @@ def boosted_trees_fn(features, labels, mode, head, schema, params):
         logging.log_first_n(logging.WARNING, 'boosted trees split on one value a feature and '
                             'leave out %s (free text: the linear and dnn models read its words)',
                             1, ', '.join(texts))
+    refuse_lists(entries)
     if not entries:
         raise UserError('the schema has no feature with a value in the training split; '
                         'boosted trees need at least one')

@@ -8,16 +8,25 @@ as text); the deep part embeds them, the linear part takes them as indicators, w
 """
 from typing import Dict, List
 
+import numpy as np
 import tensorflow as tf
 
 from common.errors import UserError
-from features import model_features
+from features import model_features, value_lists
 
 fc = tf.feature_column
+# How a fixed-length number list is normalized: by all its values' mean and std ('list') or
+# each position's ('position'). On MNIST as the article's records, dnn_classifier 2,000 steps:
+# 97.13% validation accuracy with 'list', 96.67% with 'position' (docs/your-data.md#lists).
+LIST_NORMALIZATION = 'list'
 
 
-def _normalizer(mean: float, std: float):
-    scale = 1.0 / std if std > 0 else 1.0
+def _normalizer(mean, std):
+    """(value - mean) / std, where std > 0; mean and std: numbers, or one for each position of a
+    fixed-length list."""
+    std = np.asarray(std, np.float32)
+    scale = np.where(std > 0, 1.0 / np.where(std > 0, std, 1.0), 1.0).astype(np.float32)
+    mean = np.asarray(mean, np.float32)
     return lambda values: (tf.cast(values, tf.float32) - mean) * scale
 
 
@@ -34,27 +43,51 @@ def boundaries(entry: Dict) -> List[float]:
 
 
 def numeric(entry: Dict):
-    return fc.numeric_column(entry['name'], normalizer_fn=_normalizer(entry['mean'], entry['std']))
+    """One number, or a fixed-length list as one [N] column, normalized: a list by the mean and
+    std of all its values, or of each position (LIST_NORMALIZATION)."""
+    length = value_lists.form(entry)
+    if length is None:
+        return fc.numeric_column(entry['name'],
+                                 normalizer_fn=_normalizer(entry['mean'], entry['std']))
+    if length == value_lists.RAGGED:
+        raise UserError(f'feature {entry["name"]!r}: lists of floats of any length, which the '
+                        'canned models cannot read as one column; leave it out with prepare '
+                        f'--ignore_columns={entry["name"]}, or read it in a model of your own '
+                        '(--usr_dir: docs/your-model.md)')
+    if LIST_NORMALIZATION == 'position':
+        mean, std = value_lists.position_means(entry), entry.get('position_std', entry['std'])
+    else:
+        mean, std = entry['mean'], entry['std']
+    return fc.numeric_column(entry['name'], shape=(length,), normalizer_fn=_normalizer(mean, std))
+
+
+def is_categorical(entry: Dict) -> bool:
+    """Looked up in a vocabulary: text, words, and variable-length lists of text or ints."""
+    return entry['dtype'] in model_features.CATEGORICAL or (
+        value_lists.is_ragged(entry) and entry['dtype'] != 'float')
 
 
 def categorical(entry: Dict):
-    return fc.categorical_column_with_vocabulary_list(entry['name'], entry['vocabulary'],
-                                                      num_oov_buckets=1)
+    """A value's place in the vocabulary (one bucket for the rest); a variable-length list's
+    values each, so the linear models sum their weights (multi-hot) and the deep ones average
+    their embeddings (an embedding bag)."""
+    return fc.categorical_column_with_vocabulary_list(
+        entry['name'], entry['vocabulary'], num_oov_buckets=1,
+        dtype=tf.int64 if entry['dtype'] == 'int' else tf.string)
 
 
 def deep_columns(schema: Dict, embedding_dimension: int) -> List:
-    """Numbers normalized; text embedded in embedding_dimension dimensions (free text: the mean
-    of its words')."""
-    return [numeric(entry) if entry['dtype'] not in model_features.CATEGORICAL
-            else fc.embedding_column(categorical(entry), embedding_dimension)
-            for entry in features(schema)]
+    """Numbers normalized; text embedded in embedding_dimension dimensions (free text and
+    variable-length lists: the mean of their values')."""
+    return [fc.embedding_column(categorical(entry), embedding_dimension)
+            if is_categorical(entry) else numeric(entry) for entry in features(schema)]
 
 
 def linear_columns(schema: Dict, params: Dict) -> List:
     """Numbers normalized, text as vocabulary columns, and the crosses of params['crosses']."""
     entries = features(schema)
-    columns = [numeric(entry) if entry['dtype'] not in model_features.CATEGORICAL
-               else categorical(entry) for entry in entries]
+    columns = [categorical(entry) if is_categorical(entry) else numeric(entry)
+               for entry in entries]
     by_name = {entry['name']: entry for entry in entries}
     for cross in parse_crosses(params.get('crosses', '')):
         parts = []
@@ -63,7 +96,7 @@ def linear_columns(schema: Dict, params: Dict) -> List:
                 raise UserError(f'--crosses: no feature {name!r}; the features: '
                                 f'{", ".join(by_name)}')
             entry = by_name[name]
-            parts.append(categorical(entry) if entry['dtype'] in model_features.CATEGORICAL else
+            parts.append(categorical(entry) if is_categorical(entry) else
                          fc.bucketized_column(fc.numeric_column(name), boundaries(entry)))
         columns.append(fc.crossed_column(parts, params['cross_hash_buckets']))
     return columns

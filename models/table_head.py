@@ -16,7 +16,8 @@ CLASS_WEIGHT = '__class_weight__'  # the feature the head weighs rows by under -
 def table_feature_columns(schema: Dict, embedding_dimension: int = 8) -> List:
     """The schema's features as the deep canned models read them: numbers normalized by the
     training split's mean and std, text embedded in embedding_dimension dimensions (one
-    bucket for other values). tf.keras.layers.DenseFeatures(columns)(features) is [batch, D]."""
+    bucket for other values; a list of any length, the mean of its values' embeddings).
+    tf.keras.layers.DenseFeatures(columns)(features) is [batch, D]."""
     return table_columns.deep_columns(schema, embedding_dimension)
 
 

@@ -622,7 +622,8 @@ def test_held_out_records_go_to_their_split_as_the_model_reads_them(tmp_path):
     assert not (tmp_path / 'manifest.json').exists()
 
 
-def test_a_glob_of_the_whole_folder_means_its_records_not_the_manifest_beside_them(tmp_path):
+def test_a_glob_of_the_whole_folder_means_its_records_not_the_manifest_beside_them(tmp_path,
+                                                                                   monkeypatch):
     records = [example(x=float(i), label=i % 2) for i in range(20)]
     (tmp_path / 'mine').mkdir()
     write_records(tmp_path / 'mine' / 'a', records[:12])
@@ -644,8 +645,11 @@ def test_a_glob_of_the_whole_folder_means_its_records_not_the_manifest_beside_th
                                         r"files: --source='.*mine/\*.csv'$"):
         run_prepare(prepare_csv.prepare_csv, **table_args(source=f'{tmp_path / "mine"}/'))
 
+    # A second value, in the second file's fourth record: past the sample the features' forms
+    # are read from (within it, x would be a list of any length: tests/test_list_features.py).
+    monkeypatch.setattr(example_tables, 'SAMPLE_RECORDS', 12)
     write_records(tmp_path / 'mine' / 'b', records[12:15] + [
-        example(x=[1.0, 2.0], label=0)])  # a second value, in the second file's fourth record
+        example(x=[1.0, 2.0], label=0)])
     with pytest.raises(UserError, match=r"mine/b record 4, feature 'x': 2 values, where the "
                                         r'first records hold one float'):
         run_prepare(example_tables.prepare_examples, **args)

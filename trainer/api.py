@@ -44,7 +44,8 @@ Models:
                                  evaluation pictures, as eval_metric_ops
   accuracy_of_each_class(labels, classes, class_names)
                                  eval_metric_ops: 'accuracy_of_class/NAME' for each class
-Over a table (input_kind='table', schema_kind='table': params['schema'] is the manifest's):
+Over a table (input_kind='table', schema_kind='table': params['schema'] is the manifest's;
+features: [batch] each, a fixed-length list [batch, N], one of any length a SparseTensor):
   table_feature_columns(schema, embedding_dimension=8)
                                  the features as the deep canned models read them
   table_logits_dimension(schema) 1 for a binary or regression label, else the classes

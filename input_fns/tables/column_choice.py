@@ -36,10 +36,11 @@ def ignored_columns(names: Optional[Sequence[str]], columns: Sequence[str], labe
 def warn_of_identifiers(columns: Sequence[str], dtypes: Sequence[str],
                         samples: Sequence[Sequence], label: str, where: str) -> None:
     """Logs each text column whose sample values all differ, and each int column counting up a
-    row at a time (a row number): identifiers, which fit the training rows and nothing after."""
+    row at a time (a row number): identifiers, which fit the training rows and nothing after
+    (a list feature is none)."""
     for column, dtype, values in zip(columns, dtypes, samples):
         if (column == label or len(values) < IDENTIFIER_MIN_ROWS
-                or len(set(values)) < len(values)):
+                or isinstance(values[0], list) or len(set(values)) < len(values)):
             continue
         if dtype == 'string' or (dtype == 'int' and _counts_up(values)):
             logging.warning('%s: column %r holds a different value in each of the first %d rows, '

@@ -28,9 +28,10 @@ class NumberStats:
         self._random = np.random.RandomState(seed)
         self._sample, self._keys = np.zeros(0), np.zeros(0)
 
-    def add(self, values: List, missing: int) -> None:
+    def add(self, values, missing: int) -> None:
+        """values: a list or array of numbers."""
         self.missing += missing
-        if not values:
+        if not len(values):
             return
         chunk = np.asarray(values, np.float64)
         finite = np.isfinite(chunk)
@@ -65,6 +66,64 @@ class NumberStats:
                 'std': (self.m2 / self.count) ** 0.5, 'min': as_type(self.min),
                 'max': as_type(self.max),
                 'quantiles': [float(q) for q in np.quantile(self._sample, QUANTILES)]}
+
+
+class FixedListStats:
+    """A fixed-length number list's (features/value_lists.py): NumberStats of all its values (the
+    list's mean and std, which normalize it: docs/your-data.md#lists), count and missing of the
+    records, and the mean and std at each position (a missing list's fill)."""
+
+    def __init__(self, seed: int, length: int):
+        self.values = NumberStats(seed)
+        self.length, self.count, self.missing = length, 0, 0
+        self.mean, self.m2 = np.zeros(length), np.zeros(length)
+
+    def add(self, values: List[List], missing: int) -> None:
+        self.missing += missing
+        if not values:
+            return
+        chunk = np.asarray(values, np.float64)
+        self.values.add(chunk.ravel(), 0)
+        n, total = len(chunk), self.count + len(chunk)
+        delta = chunk.mean(axis=0) - self.mean  # Chan et al.'s combination, at each position
+        self.m2 += (((chunk - chunk.mean(axis=0)) ** 2).sum(axis=0)
+                    + delta ** 2 * self.count * n / total)
+        self.mean += delta * n / total
+        self.count = total
+
+    def summary(self, dtype: str) -> Dict:
+        values = self.values.summary(dtype)
+        summary = {**values, 'count': self.count, 'missing': self.missing,
+                   'shape': [self.length]}
+        if self.count:
+            summary.update(position_mean=[round(float(v), 6) for v in self.mean],
+                           position_std=[round(float(v), 6) for v in
+                                         np.sqrt(self.m2 / self.count)])
+        return summary
+
+
+class RaggedStats:
+    """A variable-length list's (features/value_lists.py): its values' statistics (StringStats'
+    vocabulary for text and ints, NumberStats for floats), the records holding one (count) or
+    none (missing), and the values a record holds on average and at most."""
+
+    def __init__(self, values):
+        self.values = values
+        self.count = self.missing = self.total = self.most = 0
+
+    def add(self, values: List[List], missing: int) -> None:
+        self.missing += missing
+        self.count += len(values)
+        flat = [value for row in values for value in row]
+        self.total += len(flat)
+        self.most = max([self.most] + [len(row) for row in values])
+        self.values.add(flat, 0)
+
+    def summary(self, dtype: str) -> Dict:
+        summary = self.values.summary(dtype)
+        return {**summary, 'count': self.count, 'missing': self.missing, 'ragged': True,
+                'values_per_record': round(self.total / self.count, 2) if self.count else 0.0,
+                'max_values': self.most}
 
 
 class StringStats:

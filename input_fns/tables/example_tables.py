@@ -1,7 +1,8 @@
 """`prepare examples`: a user's TFRecord files of tf.Example, described by a schema.
 
-The features and their types come from a sample of the records (int64_list -> int,
-float_list -> float, bytes_list -> string, one value each); the statistics from every record.
+The features, their types and their list forms come from a sample of the records
+(input_fns/tables/example_values.py: int64_list int, float_list float, bytes_list text; one
+value, a fixed-length list or one of any length); the statistics from every record.
 Without --output_dir the records are read where they are: manifest.json, written beside them,
 lists them as one split (--split, default train) with their sizes, and the schema. With
 --output_dir they are resharded into train and validation splits by a hash of each record,
@@ -19,12 +20,12 @@ from google.protobuf.message import DecodeError
 
 from common import files, paths
 from common.errors import op_error_summary, UserError
-from features import free_text, iso_dates
+from features import free_text, iso_dates, value_lists
 from input_fns.records import file_patterns, shards, split as data_split, stream_shards
-from input_fns.tables import column_choice, held_out, table_records, table_schema, table_splits
+from input_fns.tables import (column_choice, example_values, held_out, table_schema,
+                              table_splits)
 
 SAMPLE_RECORDS = 10_000
-_KINDS = {'int64_list': 'int', 'float_list': 'float', 'bytes_list': 'string'}
 GZIP_MAGIC = b'\x1f\x8b'
 
 
@@ -65,58 +66,6 @@ def _parse(path: str, number: int, serialized: bytes) -> tf.train.Example:
     return example
 
 
-def _column_types(sample, label: str, where: str) -> Tuple[List[str], List[str]]:
-    """The features (sorted) and their types, from a sample of Examples."""
-    kinds: Dict[str, str] = {}
-    for example in sample:
-        for name, feature in example.features.feature.items():
-            kinds.setdefault(name, feature.WhichOneof('kind'))
-    if label not in kinds:
-        raise UserError(f'--label={label}: {where} has no such feature; its features: '
-                        f'{", ".join(sorted(kinds))}')
-    for name in kinds:
-        if column_choice.feature_name(name) != name:
-            raise UserError(f'{where}: feature {name!r} has a name TensorFlow cannot take in a '
-                            'model; rename it in the records')
-    columns = sorted(kinds)
-    return columns, [_KINDS.get(kinds[name], 'string') for name in columns]
-
-
-def _typed(example, path: str, number: int, columns: List[str], dtypes: List[str]) -> List:
-    values = []
-    for name, dtype in zip(columns, dtypes):
-        feature = example.features.feature.get(name)
-        kind = feature.WhichOneof('kind') if feature is not None else None
-        found = list(getattr(feature, kind).value) if kind else []
-        if not found:
-            values.append(None)
-            continue
-        read_as = 'string' if dtype in table_schema.TEXT_DTYPES else dtype
-        if _KINDS.get(kind) != read_as or len(found) > 1:
-            what = f'{len(found)} values' if len(found) > 1 else kind
-            raise UserError(f'{path} record {number}, feature {name!r}: {what}, where the first '
-                            f'records hold one {dtype}; the canned models take one int, float or '
-                            'text value per feature: write such records with one value each')
-        value = found[0]
-        if dtype == 'int' and value == table_records.INT_MISSING:
-            raise UserError(f'{path} record {number}, feature {name!r}: {value}, the value that '
-                            'marks a missing int; leave the feature out of such records, or '
-                            'write it as text (bytes_list) if it is an ID')
-        if dtype in table_schema.TEXT_DTYPES:
-            try:
-                value = value.decode('utf-8')
-            except UnicodeDecodeError:
-                raise UserError(f'{path} record {number}, feature {name!r}: bytes that are not '
-                                'text; the canned models take numbers and text') from None
-            if dtype == 'date' and not iso_dates.is_dates([value]):
-                raise UserError(f'{path} record {number}, feature {name!r}: {value!r} is not a '
-                                'date of the calendar (YYYY-MM-DD), as the first records\' are; '
-                                'write it as they do, or leave the feature out with '
-                                '--ignore_columns')
-        values.append(value)
-    return values
-
-
 def prepare_examples(*, source: str, label: str, output_dir: Optional[str], task: Optional[str],
                      max_vocabulary: int, weight_column: Optional[str], split: Optional[str],
                      validation_fraction: float, num_shards: int, num_eval_shards: int, seed: int,
@@ -133,17 +82,14 @@ def prepare_examples(*, source: str, label: str, output_dir: Optional[str], task
     path_list = file_patterns.source_files(source, 'a glob of TFRecord files', '*')
     sample = [(path, number, example) for path, number, example, _ in
               itertools.islice(_records(path_list), SAMPLE_RECORDS)]
-    columns, dtypes = _column_types([example for _, _, example in sample], label,
-                                    f'--source={source}')
-    ignored = column_choice.ignored_columns(ignore_columns, columns, label, weight_column)
-    columns, dtypes = zip(*[(name, dtype) for name, dtype in zip(columns, dtypes)
-                            if name not in ignored])
-    columns, dtypes = list(columns), list(dtypes)
+    columns, dtypes, forms, ignored = _features_of(sample, label, f'--source={source}', trained,
+                                                   ignore_columns, weight_column)
     label_index = columns.index(label)
-    typed_sample = [_typed(example, path, number, columns, dtypes)
+    typed_sample = [example_values.typed(example, path, number, columns, dtypes, forms)
                     for path, number, example in sample]
     present = [[value for value in column if value is not None] for column in zip(*typed_sample)]
-    dtypes = [_text_type(name, values, known_types) if dtype == 'string' and name != label
+    dtypes = [_text_type(name, values, known_types)
+              if dtype == 'string' and name != label and name not in forms
               else dtype for name, dtype, values in zip(columns, dtypes, present)]
     _check_trained_types(columns, dtypes, known_types, schema_from, f'--source={source}')
     column_choice.warn_of_identifiers(columns, dtypes, present, label, f'--source={source}')
@@ -151,12 +97,13 @@ def prepare_examples(*, source: str, label: str, output_dir: Optional[str], task
     task = task or table_schema.infer_task(dtypes[label_index], label_values)
     statistics_of = split or 'train'
     stats = table_schema.TableStats(columns, dtypes, label, task, max_vocabulary, seed,
-                                    weight_column, statistics_of, (schema_from, trained))
+                                    weight_column, statistics_of, (schema_from, trained),
+                                    forms=forms)
     if not output_dir:
         return _describe_in_place(path_list, stats, columns, dtypes, statistics_of, source,
                                   ignored)
     data_split.check_fraction(validation_fraction)
-    rows = ((record, _typed(example, path, number, columns, dtypes), record)
+    rows = ((record, example_values.typed(example, path, number, columns, dtypes, forms), record)
             for path, number, example, record in _records(path_list))
     counts = table_splits.shard_counts(num_shards, num_eval_shards, validation_fraction, split)
     with stream_shards.streamed_splits(output_dir, counts, seed) as writers:
@@ -169,6 +116,23 @@ def prepare_examples(*, source: str, label: str, output_dir: Optional[str], task
                    for name in writers}
         schema = {**stats.schema(ignored), 'source': source}
         return stream_shards.publish(output_dir, writers, entries, 'examples', schema)
+
+
+def _features_of(sample, label: str, where: str, trained: Optional[Dict], ignore_columns,
+                 weight_column) -> Tuple[List[str], List[str], Dict, List[str]]:
+    """The features the records are read as: (names, types, list forms, those ignored); with
+    --schema_from, a list feature's form is the training data's."""
+    columns, dtypes, forms = example_values.column_types(
+        [example for _, _, example in sample], label, where)
+    ignored = column_choice.ignored_columns(ignore_columns, columns, label, weight_column)
+    kept = [(name, dtype) for name, dtype in zip(columns, dtypes) if name not in ignored]
+    forms = {name: found for name, found in forms.items() if name not in ignored}
+    if trained:
+        names = {name for name, _ in kept}
+        forms = {**forms, **{entry['name']: value_lists.form(entry)
+                             for entry in trained['features'] if entry['name'] in names}}
+        forms = {name: found for name, found in forms.items() if found is not None}
+    return [name for name, _ in kept], [dtype for _, dtype in kept], forms, ignored
 
 
 def _text_type(name: str, values: List[str], known_types: Dict[str, str]) -> str:
@@ -205,7 +169,7 @@ def _describe_in_place(path_list, stats, columns, dtypes, split, source, ignored
     counts = dict.fromkeys(path_list, 0)
     chunk = []
     for path, number, example, _ in _records(path_list):
-        values = _typed(example, path, number, columns, dtypes)
+        values = example_values.typed(example, path, number, columns, dtypes, stats.forms)
         if values[stats.label_index] is None:
             raise UserError(f'{path} record {number}: no {columns[stats.label_index]!r} (the '
                             'label); pass --output_dir to reshard the records without such ones')

@@ -12,7 +12,7 @@ import dataclasses
 from typing import Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from common.errors import UserError
-from features import iso_dates
+from features import iso_dates, value_lists
 from input_fns.tables import csv_files, number_formats, table_records, table_schema
 
 FLOAT_OVERFLOWS = ('error', 'inf')
@@ -20,7 +20,8 @@ _WHAT = {'int': 'an int', 'float': 'a finite number'}
 _BEYOND = {'int': "int64's range (up to 19 digits), which the records hold",
            'float': "float32's range (±3.4e38), which the records hold"}
 # The features' fields a reading keeps (the export's copy of the schema: reading_record).
-_ENTRY_FIELDS = ('name', 'column', 'dtype', 'format', 'number_style')
+_ENTRY_FIELDS = ('name', 'column', 'dtype', 'format', 'number_style', 'shape',
+                 value_lists.RAGGED)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,6 +32,8 @@ class TableReading:
     float_overflow: str = 'error'
     styles: Mapping[str, number_formats.NumberStyle] = dataclasses.field(default_factory=dict)
     date_formats: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    # {list column: its form}: read as a JSON list (features/value_lists.py)
+    list_forms: Mapping[str, value_lists.Form] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def of_schema(cls, schema: Optional[Dict], na_values: Optional[Sequence[str]] = None,
@@ -49,7 +52,9 @@ class TableReading:
             {column: number_formats.NumberStyle(**entry['number_style'])
              for column, entry in columns.items() if 'number_style' in entry},
             {column: entry.get('format', 'iso') for column, entry in columns.items()
-             if entry['dtype'] == 'date'})
+             if entry['dtype'] == 'date'},
+            {column: value_lists.form(entry) for column, entry in columns.items()
+             if value_lists.is_list(entry)})
 
     def record_in(self, schema: Dict) -> Dict:
         """The schema with this reading in it: its missing markers, float overflow, and each
@@ -79,7 +84,7 @@ class TableReading:
         styles = {}
         for column, values in zip(columns, present):
             recorded = self.styles.get(column)
-            if dtypes.get(column) in table_schema.TEXT_DTYPES:
+            if dtypes.get(column) in table_schema.TEXT_DTYPES or column in self.list_forms:
                 continue
             if recorded and recorded.decimal == csv_format.decimal:
                 styles[column] = recorded
@@ -110,12 +115,16 @@ class RowReader:
         self._converters = [self._converter(column, dtype) for column, dtype in zip(columns, dtypes)]
         # Each number's range, checked after the fast path: int64's less INT_MISSING, float32's.
         limits = {'int': table_records.INT_RANGE, 'float': table_records.FLOAT32_RANGE}
-        self._ranged = [(index, *limits[dtype]) for index, dtype in enumerate(dtypes)
-                        if dtype in limits]
+        self._ranged = [(index, *limits[dtype]) for index, (column, dtype)
+                        in enumerate(zip(columns, dtypes))
+                        if dtype in limits and column not in reading.list_forms]
         self.overflowed: Dict[str, int] = {}  # floats read as ±inf, by column
 
     def _converter(self, column: str, dtype: str):
         """A column's field -> its value (ValueError if it is none): the fast path of typed."""
+        if column in self.reading.list_forms:
+            list_form = self.reading.list_forms[column]
+            return lambda text: value_lists.parse_json_list(text, dtype, list_form)
         number = float if self.decimal == '.' else table_schema.decimal_comma_float
         convert = ({'int': int, 'float': number, 'string': str, 'text': str}.get(dtype) or
                    (lambda text: iso_dates.check(text, self.reading.date_formats[column])))
@@ -143,6 +152,13 @@ class RowReader:
                 for column, dtype, field in zip(self.columns, self.dtypes, fields)]
 
     def _value(self, path: str, line: int, column: str, dtype: str, field: str):
+        if column in self.reading.list_forms:
+            try:
+                return self._converters[self.columns.index(column)](field)
+            except ValueError as e:
+                raise UserError(f'{path} line {line}, column {column!r}: {e}; the model takes '
+                                f'{value_lists.describe(self.reading.list_forms[column])} '
+                                f'({dtype}): fix that row') from None
         style = self.reading.styles.get(column)
         try:
             value = table_schema.parse_value(

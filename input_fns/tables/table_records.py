@@ -13,7 +13,7 @@ from typing import Dict, List, Optional
 
 import tensorflow as tf
 
-from features import date_parts, free_text, model_features
+from features import date_parts, free_text, model_features, value_lists
 from input_fns.records import pipeline
 
 _FLOAT = struct.Struct('<f')
@@ -61,6 +61,13 @@ class RowEncoder:
 
     @staticmethod
     def _feature(dtype: str, value) -> bytes:
+        if isinstance(value, list):  # a list feature (features/value_lists.py)
+            if dtype in _BYTES:
+                return _field(b'\x0a', b''.join(_field(b'\x0a', item.encode()) for item in value))
+            if dtype == 'int':
+                return _field(b'\x1a', _field(b'\x0a', b''.join(
+                    _varint(item & 0xFFFFFFFFFFFFFFFF) for item in value)))
+            return _field(b'\x12', _field(b'\x0a', struct.pack(f'<{len(value)}f', *value)))
         if dtype in _BYTES:
             return _field(b'\x0a', _field(b'\x0a', value.encode()))
         if dtype == 'int':
@@ -85,9 +92,13 @@ def tf_dtype(dtype: str) -> tf.DType:
 
 def fill_value(entry: Dict):
     """What a missing value of a feature reads as: its mean (an int column's, rounded), or ''
-    (text; a date's parts then read as its mean days and no category)."""
+    (text; a date's parts then read as its mean days and no category); a fixed-length list's,
+    its mean at each position (value_lists.position_means)."""
     if entry['dtype'] in _BYTES:
         return ''
+    if isinstance(value_lists.form(entry), int):
+        return [int(round(mean)) if entry['dtype'] == 'int' else float(mean)
+                for mean in value_lists.position_means(entry)]
     mean = entry.get('mean', 0.0)
     return int(round(mean)) if entry['dtype'] == 'int' else float(mean)
 
@@ -128,13 +139,22 @@ def with_derived(features: Dict[str, tf.Tensor], schema: Dict) -> Dict[str, tf.T
     return derived
 
 
-def feature_spec(schema: Dict, with_label: bool = True) -> Dict[str, tf.io.FixedLenFeature]:
+def _feature_spec(entry: Dict):
+    """A fixed-length list as [N] values, a variable-length one as a RaggedTensor (which the
+    training pipeline permutes and rebatches; the model gets it as a SparseTensor:
+    make_input_fn), one value as []."""
+    dtype, list_form = tf_dtype(entry['dtype']), value_lists.form(entry)
+    if list_form == value_lists.RAGGED:
+        return tf.io.RaggedFeature(dtype, row_splits_dtype=tf.int64)
+    return tf.io.FixedLenFeature([list_form] if list_form else [], dtype,
+                                 default_value=parsed_default(entry))
+
+
+def feature_spec(schema: Dict, with_label: bool = True) -> Dict:
     """tf.io.parse_example's spec: every feature with what a missing one parses as; with_label:
     the label, required, and the weight column, if any (1 when missing), which serving takes
     neither of."""
-    spec = {entry['name']: tf.io.FixedLenFeature([], tf_dtype(entry['dtype']),
-                                                 default_value=parsed_default(entry))
-            for entry in schema['features']}
+    spec = {entry['name']: _feature_spec(entry) for entry in schema['features']}
     if with_label:
         label = schema['label']
         spec[label['name']] = tf.io.FixedLenFeature([], tf_dtype(label['dtype']))
@@ -172,5 +192,15 @@ def make_input_fn(file_pattern: str, schema: Dict, batch_size: int, training: bo
     at its sizes; the first record of each parses as the schema says), not mid-training."""
     files = pipeline.list_record_files(file_pattern, flag_name)
     reader = pipeline.check_record_files(files, feature_spec(schema))
-    return pipeline.record_input_fn(files, parse_batch_fn(schema), batch_size, training, seed,
-                                    shuffle_buffer, reader=reader, windows=True)
+    input_fn = pipeline.record_input_fn(files, parse_batch_fn(schema), batch_size, training, seed,
+                                        shuffle_buffer, reader=reader, windows=True)
+    if not any(value_lists.is_ragged(entry) for entry in schema['features']):
+        return input_fn
+    return lambda: input_fn().map(_ragged_as_sparse)
+
+
+def _ragged_as_sparse(features, labels):
+    """Variable-length lists as SparseTensors, which feature columns take (RaggedTensors they
+    do not), for the canned models and api.table_feature_columns alike."""
+    return {name: value.to_sparse() if isinstance(value, tf.RaggedTensor) else value
+            for name, value in features.items()}, labels

@@ -17,7 +17,7 @@ import math
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from common.errors import UserError
-from features import iso_dates, model_features
+from features import iso_dates, model_features, value_lists
 from input_fns.tables import column_choice, column_stats, label_classes, table_records
 
 DTYPES = ('int', 'float', 'date', 'string', 'text')
@@ -126,10 +126,17 @@ class TableStats:
     def __init__(self, columns: List[str], dtypes: List[str], label: str, task: str,
                  max_vocabulary: int, seed: int = 0, weight: Optional[str] = None,
                  statistics_of: str = 'train', trained_from: Tuple[Optional[str], Optional[Dict]]
-                 = (None, None), date_formats: Optional[Dict[str, str]] = None):
+                 = (None, None), date_formats: Optional[Dict[str, str]] = None,
+                 forms: Optional[Dict[str, value_lists.Form]] = None):
         """trained_from: for a held-out split, (--schema_from, the training data's schema);
-        date_formats: {date column: its format}, if not ISO."""
+        date_formats: {date column: its format}, if not ISO; forms: {list column: its form}
+        (features/value_lists.py)."""
         self.columns, self.dtypes, self.label, self.task = columns, dtypes, label, task
+        self.forms = forms = forms or {}
+        for column in filter(None, (label, weight)):
+            if forms.get(column) is not None:
+                raise UserError(f'feature {column!r}: {value_lists.describe(forms[column])}; a '
+                                'label or weight is one value a record: write it so')
         self.label_index, self.statistics_of = columns.index(label), statistics_of
         self.classes = (label_classes.LabelClasses(label, dtypes[self.label_index],
                                                    *trained_from)
@@ -144,7 +151,14 @@ class TableStats:
                                 f'per row (pass --column_types={weight}:float if it is one)')
         self.stats = []
         for index, dtype in enumerate(dtypes):
-            if index == self.label_index and task == 'classification':
+            list_form = forms.get(columns[index])
+            if list_form == value_lists.RAGGED:
+                self.stats.append(column_stats.RaggedStats(
+                    column_stats.NumberStats(seed + index) if dtype == 'float'
+                    else column_stats.StringStats(max_vocabulary)))
+            elif list_form is not None:
+                self.stats.append(column_stats.FixedListStats(seed + index, list_form))
+            elif index == self.label_index and task == 'classification':
                 self.stats.append(column_stats.StringStats(label_classes.MAX_CLASSES))
             elif dtype == 'string':
                 self.stats.append(column_stats.StringStats(max_vocabulary))
@@ -184,7 +198,8 @@ class TableStats:
             if column == self.weight:
                 weight = entry
             elif index != self.label_index:
-                if dtype in ('int', 'float') and entry['count'] and entry['missing']:
+                if (dtype in ('int', 'float') and entry['count'] and entry['missing']
+                        and not value_lists.is_list(entry)):
                     entry['missing_indicator'] = True  # features/model_features.py
                 features.append(entry)
         label = self.stats[self.label_index]

@@ -1,6 +1,7 @@
 """Table shards of tf.Example (input_fns/tables/table_records.py), read as the model's schema says.
 
-Serving: `serving_default` takes one tensor per feature ([N] each, named as in the schema), so TF
+Serving: `serving_default` takes one tensor per feature ([N] each, named as in the schema; a
+fixed-length list [N, length], one of any length [N, M] padded: _served), so TF
 Serving's REST body {"instances": [{"age": 39, "workclass": "Private", ...}]} reaches it;
 `classify` (classifiers) or `regress` (regressors) take serialized tf.Example protos, TF
 Serving's Classify and Regress APIs; `predict_examples` is the full prediction on tf.Examples.
@@ -10,6 +11,7 @@ from typing import Dict
 import numpy as np
 import tensorflow as tf
 
+from features import value_lists
 from input_fns.tables import table_reading, table_records
 from trainer.input_kinds import base, registry
 
@@ -38,16 +40,18 @@ class Table(base.WithoutAugmentation, base.RecordFileKind):
         what it derives from them (a date's parts, a number's missing: with_derived)."""
         feature_spec = table_records.feature_spec(spec.schema, with_label=False)
 
+        entries = {entry['name']: entry for entry in spec.schema['features']}
+
         def receiver_fn():
             examples = tf.compat.v1.placeholder(tf.string, [None], name='examples')
             parsed = tf.io.parse_example(examples, feature_spec)
-            features = {name: tf.compat.v1.placeholder_with_default(parsed[name], [None],
-                                                                    name=name)
-                        for name in sorted(parsed)}
+            inputs, features = {}, {}
+            for name in sorted(parsed):
+                inputs[name], features[name] = _served(name, parsed[name], entries[name])
             return tf.estimator.export.ServingInputReceiver(
                 table_records.with_derived(features, spec.schema),
                 {tf.saved_model.CLASSIFY_INPUTS: examples},
-                receiver_tensors_alternatives={FEATURES_RECEIVER: features})
+                receiver_tensors_alternatives={FEATURES_RECEIVER: inputs})
 
         return receiver_fn
 
@@ -81,6 +85,21 @@ class Table(base.WithoutAugmentation, base.RecordFileKind):
         return table_reading.reading_record(spec.schema)
 
 
+def _served(name: str, parsed, entry: Dict):
+    """(the features receiver's input, what the model gets) of a parsed feature: [N] for one
+    value, [N, length] for a fixed-length list; a variable-length list is input as [N, M]
+    padded with value_lists.PADDING, and the model gets its SparseTensor, as in training."""
+    list_form = value_lists.form(entry)
+    if list_form != value_lists.RAGGED:
+        served = tf.compat.v1.placeholder_with_default(
+            parsed, [None] + ([list_form] if list_form else []), name=name)
+        return served, served
+    pad = value_lists.PADDING[entry['dtype']]
+    padded = tf.compat.v1.placeholder_with_default(
+        parsed.to_tensor(default_value=tf.constant(pad, parsed.dtype)), [None, None], name=name)
+    return padded, value_lists.dense_to_sparse(padded, entry['dtype'])
+
+
 _NUMPY_DTYPES = {'int': np.int64, 'float': np.float32, 'date': object, 'string': object,
                  'text': object}
 
@@ -91,10 +110,13 @@ def _dtype(schema: Dict, name: str) -> str:
 
 def typical_row(schema: Dict) -> Dict:
     """{feature: its fill value}: each number's mean, each text's most frequent value, each
-    date's first (so warm-up runs a date through its parts)."""
-    return {entry['name']: (entry['vocabulary'][0] if entry.get('vocabulary')
-                            else entry.get('first', table_records.fill_value(entry)))
-            for entry in schema['features']}
+    date's first (so warm-up runs a date through its parts); a variable-length list, a list of
+    that one value."""
+    row = {entry['name']: (entry['vocabulary'][0] if entry.get('vocabulary')
+                           else entry.get('first', table_records.fill_value(entry)))
+           for entry in schema['features']}
+    return {name: [value] if value_lists.is_ragged(entry) else value
+            for (name, value), entry in zip(row.items(), schema['features'])}
 
 
 KIND = registry.register(Table())

@@ -196,7 +196,9 @@ class Experiment:
             return
         with tf.Graph().as_default():
             features, labels = tf.nest.map_structure(
-                lambda spec: tf.compat.v1.placeholder(spec.dtype, spec.shape),
+                lambda spec: (tf.compat.v1.sparse_placeholder  # a table's list of any length
+                              if isinstance(spec, tf.SparseTensorSpec) else
+                              tf.compat.v1.placeholder)(spec.dtype, spec.shape),
                 self.train_spec.input_fn().element_spec)
             self.estimator.model_fn(features, labels, tf.estimator.ModeKeys.TRAIN,
                                     self.estimator.config)

@@ -63,8 +63,18 @@ def signature_inputs(body: Dict, signature, method: str, where: str) -> Dict[str
     if missing or len(specs) > 1 and not isinstance(columns, dict):
         raise UserError(f'{where}: no value for {", ".join(missing)}; the signature takes '
                         f'{", ".join(sorted(specs))}')
-    return {name: tf.constant(_bytes(columns[name]), dtype=spec.dtype)
-            for name, spec in specs.items()}
+    return {name: _tensor(columns[name], spec, name, where) for name, spec in specs.items()}
+
+
+def _tensor(values, spec, name: str, where: str) -> tf.Tensor:
+    """An input's values as the model server batches them: one shape for every instance (a
+    variable-length list padded by the client: docs/your-data.md#lists)."""
+    try:
+        return tf.constant(_bytes(values), dtype=spec.dtype)
+    except (ValueError, TypeError) as error:
+        raise UserError(f'{where}: input {name!r} does not make one {spec.dtype.name} tensor '
+                        f'({str(error).splitlines()[0]}); give every instance the same shape '
+                        '(pad a list of any length with "" or -1)') from None
 
 
 def _rows_to_columns(rows: List, names: List[str], where: str) -> Dict[str, List]:

@@ -86,15 +86,42 @@ def csv_lines(rows: int, seed: int) -> str:
     return '\n'.join(','.join(row) for row in zip(*columns)) + '\n'
 
 
-def write_csv(path: str, rows: int = 0, gigabytes: float = 0.0) -> int:
-    """Writes the generated table with its header: `rows` rows, or `gigabytes` GB of them;
-    returns the rows written."""
+# The wide table (--table_csv_kind=wide): numbers and short text, as a sensor log or a feature
+# export writes them; about 150 bytes a row.
+WIDE_HEADER = ','.join([f'x{i}' for i in range(12)] + ['count', 'size', 'colour', 'shape',
+                                                        'label'])
+COLOURS = np.array(['red', 'green', 'blue', 'cyan', 'magenta', 'yellow', 'black', 'white'])
+SHAPES = np.array([f'shape-{i}' for i in range(40)])
+
+
+def wide_csv_lines(rows: int, seed: int) -> str:
+    """rows lines of the wide table (no header): 12 floats (1% of x0 empty), 2 ints, 2
+    categories and a class label of 3."""
+    rng = np.random.RandomState(seed)
+    numbers = rng.standard_normal((rows, 12)) * 10.0 ** rng.randint(-2, 4, 12)
+    floats = [np.char.mod('%.6g', numbers[:, i]) for i in range(12)]
+    floats[0] = np.where(rng.random_sample(rows) < 0.01, '', floats[0])
+    label = np.digitize(numbers[:, 1] / numbers[:, 1].std() + rng.standard_normal(rows), [-1, 1])
+    columns = floats + [rng.randint(0, 1000, rows).astype(str),
+                        rng.randint(-50_000, 2_000_000, rows).astype(str),
+                        rng.choice(COLOURS, rows), rng.choice(SHAPES, rows),
+                        np.array(['low', 'mid', 'high'])[label]]
+    return '\n'.join(','.join(row) for row in zip(*columns)) + '\n'
+
+
+CSV_KINDS = {'census': (HEADER, csv_lines, 'income'), 'wide': (WIDE_HEADER, wide_csv_lines, 'label')}
+
+
+def write_csv(path: str, rows: int = 0, gigabytes: float = 0.0, kind: str = 'census') -> int:
+    """Writes the generated table of `kind` (CSV_KINDS) with its header: `rows` rows, or
+    `gigabytes` GB of them; returns the rows written."""
     written, chunk = 0, 100_000
+    header, lines, _ = CSV_KINDS[kind]
     with open(path, 'w') as f:
-        f.write(HEADER + '\n')
+        f.write(header + '\n')
         while (written < rows) if rows else (f.tell() < gigabytes * 1e9):
             count = min(chunk, rows - written) if rows else chunk
-            f.write(csv_lines(count, seed=written))
+            f.write(lines(count, seed=written))
             written += count
     return written
 

@@ -28,9 +28,10 @@ class NumberStats:
         self._random = np.random.RandomState(seed)
         self._sample, self._keys = np.zeros(0), np.zeros(0)
 
-    def add(self, values: List, missing: int) -> None:
+    def add(self, values, missing: int) -> None:
+        """values: a list, or a NumPy array, of the chunk's present values."""
         self.missing += missing
-        if not values:
+        if not len(values):
             return
         chunk = np.asarray(values, np.float64)
         finite = np.isfinite(chunk)

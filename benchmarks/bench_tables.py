@@ -22,6 +22,7 @@ import tempfile
 import time
 
 import numpy as np
+import pyarrow.csv
 import tensorflow as tf
 from absl import flags
 
@@ -54,6 +55,9 @@ def define_flags():
                          'dnn_classifier row.', lower_bound=1)
     flags.DEFINE_float('table_csv_gb', 0.0, 'Instead of the rows: prepare a generated CSV of '
                        'this many GB, reporting rows/s and peak RSS.', lower_bound=0.0)
+    flags.DEFINE_enum('table_csv_kind', 'census', list(CSV_KINDS), 'The table --table_csv_gb '
+                      'writes: census (10 columns) or wide (12 floats, 2 ints, 2 categories and '
+                      'a label).')
 
 
 def targets():
@@ -134,6 +138,14 @@ def make_csv_dataset(path: str, batch_size: int):
         shuffle_buffer_size=10_000, shuffle_seed=0, num_parallel_reads=tf.data.AUTOTUNE)
 
 
+def make_csv_pass(path: str, batch_size: int) -> int:
+    """One pass of make_csv_dataset over the CSV, unshuffled: its parse; the rows read."""
+    dataset = tf.data.experimental.make_csv_dataset(
+        path, batch_size, label_name='income', na_value='NA', num_epochs=1, shuffle=False,
+        num_parallel_reads=tf.data.AUTOTUNE)
+    return sum(int(tf.shape(labels)[0]) for _, labels in dataset)
+
+
 def table_rows(work_dir: str, results, measure, dataset_turn, training_turn) -> str:
     """Sections 12 and 13 into results (bench_report's Results, bench_sections' measure and
     dataset_turn, and a training_turn(spec, input_fn, batch_size)); returns what the data was."""
@@ -145,9 +157,19 @@ def table_rows(work_dir: str, results, measure, dataset_turn, training_turn) -> 
                            weight_column=None, validation_fraction=0.0, num_shards=10,
                            num_eval_shards=1, seed=0)
     seconds = time.perf_counter() - started
-    section, batch_size = '12 tables', FLAGS.batch_size
+    section, batch_size, megabytes = '12 tables', FLAGS.batch_size, os.path.getsize(source) / 1e6
     results.add('tables.prepare', section, 'prepare csv (one process): rows/s',
-                [FLAGS.table_rows / seconds], 'rows/s', f'{seconds:.1f} s with writing')
+                [FLAGS.table_rows / seconds], 'rows/s',
+                f'{megabytes / seconds:.1f} MB/s, {seconds:.1f} s with writing')
+    for key, name, read in (('tables.arrow_parse', "pyarrow's read_csv, the parse alone",
+                             lambda: pyarrow.csv.read_csv(source)),
+                            ('tables.make_csv_dataset_pass', 'make_csv_dataset, one pass',
+                             lambda: make_csv_pass(source, batch_size))):
+        started = time.perf_counter()
+        read()
+        parse = time.perf_counter() - started
+        results.add(key, section, f'{name}: rows/s', [FLAGS.table_rows / parse], 'rows/s',
+                    f'{megabytes / parse:.1f} MB/s; prepare csv at {parse / seconds:.2f}x it')
     pattern = os.path.join(data, 'train-*')
     schema = file_patterns.read_schema(pattern, 'the bench')
     input_fn = table_records.make_input_fn(pattern, schema, batch_size, True)
@@ -184,18 +206,23 @@ def high_water_mb(pid: int) -> float:
 
 
 def large_csv_figure(gigabytes: float) -> dict:
-    """Prepares a generated CSV of `gigabytes` GB in a child process: rows/s and its peak RSS."""
+    """Prepares a generated CSV of `gigabytes` GB (--table_csv_kind) in a child process: rows/s,
+    MB/s and its peak RSS, beside pyarrow's read_csv of the same file (the parse alone)."""
     folder = tempfile.mkdtemp(prefix='table_bench-')
     try:
         source = os.path.join(folder, 'big.csv')
         started = time.perf_counter()
-        rows = write_csv(source, gigabytes=gigabytes)
+        rows = write_csv(source, gigabytes=gigabytes, kind=FLAGS.table_csv_kind)
         size = os.path.getsize(source)
         print(f'wrote {size / 1e9:.2f} GB, {rows:,} rows in {time.perf_counter() - started:.0f} s',
               flush=True)
         started = time.perf_counter()
+        pyarrow.csv.read_csv(source)
+        parse_seconds = time.perf_counter() - started
+        started = time.perf_counter()
         child = subprocess.Popen([sys.executable, '-m', 'input_fns.prepare', 'csv',
-                                  f'--source={source}', '--label=income',
+                                  f'--source={source}',
+                                  f'--label={CSV_KINDS[FLAGS.table_csv_kind][2]}',
                                   f'--output_dir={folder}/shards', '--num_shards=20'],
                                  stdout=subprocess.DEVNULL)
         peak_mb = 0.0
@@ -206,7 +233,9 @@ def large_csv_figure(gigabytes: float) -> dict:
             raise RuntimeError(f'prepare csv exited {child.returncode}')
         seconds = time.perf_counter() - started
         return {'csv_bytes': size, 'rows': rows, 'seconds': seconds, 'rows_per_sec': rows / seconds,
-                'mb_per_sec': size / 1e6 / seconds, 'peak_rss_mb': peak_mb}
+                'mb_per_sec': size / 1e6 / seconds, 'peak_rss_mb': peak_mb,
+                'arrow_parse_mb_per_sec': size / 1e6 / parse_seconds,
+                'against_arrow_parse': parse_seconds / seconds}
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

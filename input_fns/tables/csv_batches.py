@@ -177,7 +177,7 @@ class FileBatches:
             present = np.logical_not(missing.to_numpy(zero_copy_only=False))
             if dtype in ('string', 'text'):
                 return example_batches.TypedColumn(present, texts=fields)
-            if self._plain[index]:
+            if dtype in _LIMITS and self._plain[index]:
                 column = self._plain_numbers(dtype, fields, missing, present)
                 if column is not None:
                     return column

@@ -24,7 +24,10 @@ class TypedColumn:
         """The present values: numbers as a NumPy array, texts as a list of str."""
         if self.numbers is not None:
             return self.numbers[self.present]
-        return self.texts.filter(pa.array(self.present)).to_pylist()
+        # One str a distinct value, gathered by its dictionary's indices: far fewer objects made.
+        encoded = self.texts.filter(pa.array(self.present)).dictionary_encode()
+        distinct = np.array(encoded.dictionary.to_pylist(), object)
+        return distinct[encoded.indices.to_numpy(zero_copy_only=False)].tolist()
 
     def take(self, rows: np.ndarray) -> 'TypedColumn':
         """The column's values of these rows (indices)."""

@@ -22,6 +22,7 @@ import tempfile
 import time
 
 import numpy as np
+import pyarrow.csv
 import tensorflow as tf
 from absl import flags
 
@@ -54,6 +55,9 @@ def define_flags():
                          'dnn_classifier row.', lower_bound=1)
     flags.DEFINE_float('table_csv_gb', 0.0, 'Instead of the rows: prepare a generated CSV of '
                        'this many GB, reporting rows/s and peak RSS.', lower_bound=0.0)
+    flags.DEFINE_enum('table_csv_kind', 'census', list(CSV_KINDS), 'The table --table_csv_gb '
+                      'writes: census (10 columns) or wide (12 floats, 2 ints, 2 categories and '
+                      'a label).')
 
 
 def targets():
@@ -86,15 +90,42 @@ def csv_lines(rows: int, seed: int) -> str:
     return '\n'.join(','.join(row) for row in zip(*columns)) + '\n'
 
 
-def write_csv(path: str, rows: int = 0, gigabytes: float = 0.0) -> int:
-    """Writes the generated table with its header: `rows` rows, or `gigabytes` GB of them;
-    returns the rows written."""
+# The wide table (--table_csv_kind=wide): numbers and short text, as a sensor log or a feature
+# export writes them; about 150 bytes a row.
+WIDE_HEADER = ','.join([f'x{i}' for i in range(12)] + ['count', 'size', 'colour', 'shape',
+                                                        'label'])
+COLOURS = np.array(['red', 'green', 'blue', 'cyan', 'magenta', 'yellow', 'black', 'white'])
+SHAPES = np.array([f'shape-{i}' for i in range(40)])
+
+
+def wide_csv_lines(rows: int, seed: int) -> str:
+    """rows lines of the wide table (no header): 12 floats (1% of x0 empty), 2 ints, 2
+    categories and a class label of 3."""
+    rng = np.random.RandomState(seed)
+    numbers = rng.standard_normal((rows, 12)) * 10.0 ** rng.randint(-2, 4, 12)
+    floats = [np.char.mod('%.6g', numbers[:, i]) for i in range(12)]
+    floats[0] = np.where(rng.random_sample(rows) < 0.01, '', floats[0])
+    label = np.digitize(numbers[:, 1] / numbers[:, 1].std() + rng.standard_normal(rows), [-1, 1])
+    columns = floats + [rng.randint(0, 1000, rows).astype(str),
+                        rng.randint(-50_000, 2_000_000, rows).astype(str),
+                        rng.choice(COLOURS, rows), rng.choice(SHAPES, rows),
+                        np.array(['low', 'mid', 'high'])[label]]
+    return '\n'.join(','.join(row) for row in zip(*columns)) + '\n'
+
+
+CSV_KINDS = {'census': (HEADER, csv_lines, 'income'), 'wide': (WIDE_HEADER, wide_csv_lines, 'label')}
+
+
+def write_csv(path: str, rows: int = 0, gigabytes: float = 0.0, kind: str = 'census') -> int:
+    """Writes the generated table of `kind` (CSV_KINDS) with its header: `rows` rows, or
+    `gigabytes` GB of them; returns the rows written."""
     written, chunk = 0, 100_000
+    header, lines, _ = CSV_KINDS[kind]
     with open(path, 'w') as f:
-        f.write(HEADER + '\n')
+        f.write(header + '\n')
         while (written < rows) if rows else (f.tell() < gigabytes * 1e9):
             count = min(chunk, rows - written) if rows else chunk
-            f.write(csv_lines(count, seed=written))
+            f.write(lines(count, seed=written))
             written += count
     return written
 
@@ -105,6 +136,14 @@ def make_csv_dataset(path: str, batch_size: int):
     return tf.data.experimental.make_csv_dataset(
         path, batch_size, label_name='income', na_value='NA', num_epochs=None, shuffle=True,
         shuffle_buffer_size=10_000, shuffle_seed=0, num_parallel_reads=tf.data.AUTOTUNE)
+
+
+def make_csv_pass(path: str, batch_size: int) -> int:
+    """One pass of make_csv_dataset over the CSV, unshuffled: its parse; the rows read."""
+    dataset = tf.data.experimental.make_csv_dataset(
+        path, batch_size, label_name='income', na_value='NA', num_epochs=1, shuffle=False,
+        num_parallel_reads=tf.data.AUTOTUNE)
+    return sum(int(tf.shape(labels)[0]) for _, labels in dataset)
 
 
 def table_rows(work_dir: str, results, measure, dataset_turn, training_turn) -> str:
@@ -118,9 +157,19 @@ def table_rows(work_dir: str, results, measure, dataset_turn, training_turn) -> 
                            weight_column=None, validation_fraction=0.0, num_shards=10,
                            num_eval_shards=1, seed=0)
     seconds = time.perf_counter() - started
-    section, batch_size = '12 tables', FLAGS.batch_size
+    section, batch_size, megabytes = '12 tables', FLAGS.batch_size, os.path.getsize(source) / 1e6
     results.add('tables.prepare', section, 'prepare csv (one process): rows/s',
-                [FLAGS.table_rows / seconds], 'rows/s', f'{seconds:.1f} s with writing')
+                [FLAGS.table_rows / seconds], 'rows/s',
+                f'{megabytes / seconds:.1f} MB/s, {seconds:.1f} s with writing')
+    for key, name, read in (('tables.arrow_parse', "pyarrow's read_csv, the parse alone",
+                             lambda: pyarrow.csv.read_csv(source)),
+                            ('tables.make_csv_dataset_pass', 'make_csv_dataset, one pass',
+                             lambda: make_csv_pass(source, batch_size))):
+        started = time.perf_counter()
+        read()
+        parse = time.perf_counter() - started
+        results.add(key, section, f'{name}: rows/s', [FLAGS.table_rows / parse], 'rows/s',
+                    f'{megabytes / parse:.1f} MB/s; prepare csv at {parse / seconds:.2f}x it')
     pattern = os.path.join(data, 'train-*')
     schema = file_patterns.read_schema(pattern, 'the bench')
     input_fn = table_records.make_input_fn(pattern, schema, batch_size, True)
@@ -157,18 +206,23 @@ def high_water_mb(pid: int) -> float:
 
 
 def large_csv_figure(gigabytes: float) -> dict:
-    """Prepares a generated CSV of `gigabytes` GB in a child process: rows/s and its peak RSS."""
+    """Prepares a generated CSV of `gigabytes` GB (--table_csv_kind) in a child process: rows/s,
+    MB/s and its peak RSS, beside pyarrow's read_csv of the same file (the parse alone)."""
     folder = tempfile.mkdtemp(prefix='table_bench-')
     try:
         source = os.path.join(folder, 'big.csv')
         started = time.perf_counter()
-        rows = write_csv(source, gigabytes=gigabytes)
+        rows = write_csv(source, gigabytes=gigabytes, kind=FLAGS.table_csv_kind)
         size = os.path.getsize(source)
         print(f'wrote {size / 1e9:.2f} GB, {rows:,} rows in {time.perf_counter() - started:.0f} s',
               flush=True)
         started = time.perf_counter()
+        pyarrow.csv.read_csv(source)
+        parse_seconds = time.perf_counter() - started
+        started = time.perf_counter()
         child = subprocess.Popen([sys.executable, '-m', 'input_fns.prepare', 'csv',
-                                  f'--source={source}', '--label=income',
+                                  f'--source={source}',
+                                  f'--label={CSV_KINDS[FLAGS.table_csv_kind][2]}',
                                   f'--output_dir={folder}/shards', '--num_shards=20'],
                                  stdout=subprocess.DEVNULL)
         peak_mb = 0.0
@@ -179,7 +233,9 @@ def large_csv_figure(gigabytes: float) -> dict:
             raise RuntimeError(f'prepare csv exited {child.returncode}')
         seconds = time.perf_counter() - started
         return {'csv_bytes': size, 'rows': rows, 'seconds': seconds, 'rows_per_sec': rows / seconds,
-                'mb_per_sec': size / 1e6 / seconds, 'peak_rss_mb': peak_mb}
+                'mb_per_sec': size / 1e6 / seconds, 'peak_rss_mb': peak_mb,
+                'arrow_parse_mb_per_sec': size / 1e6 / parse_seconds,
+                'against_arrow_parse': parse_seconds / seconds}
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

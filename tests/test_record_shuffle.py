@@ -18,7 +18,7 @@ from helpers import make_digit_arrays, run_prepare
 from input_fns.images import image_records
 from input_fns.prepare import command as prepare
 from input_fns.records import pipeline, record_shuffle, stream_shards
-from input_fns.tables import prepare_csv, table_records
+from input_fns.tables import csv_batches, prepare_csv, table_records
 
 LABELS = {b'neg': 0, b'pos': 1}
 
@@ -167,7 +167,9 @@ def test_buckets_fit_the_budget_and_are_removed(tmp_path, small_budget):
                                        'validation-00000-of-00001.tfrecord']
 
 
-def test_a_bad_row_after_the_buckets_leaves_neither_them_nor_a_shard(tmp_path, small_budget):
+def test_a_bad_row_after_the_buckets_leaves_neither_them_nor_a_shard(tmp_path, small_budget,
+                                                                    monkeypatch):
+    monkeypatch.setattr(csv_batches, 'BLOCK_BYTES', 4096)  # batches before the bad row's
     source = write_table(tmp_path / 'table.csv', 'sorted', rows=3000)
     with open(source, 'a') as f:
         f.write('1.0,2.0,pos,extra\n')

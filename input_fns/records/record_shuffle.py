@@ -25,7 +25,7 @@ import itertools
 import os
 import secrets
 import tempfile
-from typing import Iterator, Optional
+from typing import Iterator, List, Optional
 
 import numpy as np
 from absl import logging
@@ -68,6 +68,11 @@ class _HeldRecords:
         self.data += record
         self.keys.append(key)
         self.lengths.append(len(record))
+
+    def add_many(self, keys: List[int], records: List[bytes]) -> None:
+        self.data += b''.join(records)
+        self.keys.extend(keys)
+        self.lengths.extend(map(len, records))
 
     def held_bytes(self) -> int:
         return len(self.data) + INDEX_BYTES_PER_RECORD * len(self.keys)
@@ -161,6 +166,18 @@ class RecordShuffler:
             self._buckets.add(key, record)
             return
         self._held.add(key, record)
+        if self._held.held_bytes() > MEMORY_BYTES:
+            self._spill()
+
+    def add_many(self, records: List[bytes]) -> None:
+        """add() of each record; held, all of them before the budget is checked."""
+        keys = [self.key(record) for record in records]
+        self.count += len(records)
+        if self._buckets is not None:
+            for key, record in zip(keys, records):
+                self._buckets.add(key, record)
+            return
+        self._held.add_many(keys, records)
         if self._held.held_bytes() > MEMORY_BYTES:
             self._spill()
 

@@ -46,6 +46,9 @@ class SplitWriter:
     def write(self, record: bytes) -> None:
         self.records.add(record)
 
+    def write_many(self, records: List[bytes]) -> None:
+        self.records.add_many(records)
+
     def write_shards(self) -> None:
         """The records in the seed's order, cut into the shards in turn (as evenly as counts go)."""
         bounds = np.linspace(0, self.written, len(self.names) + 1).astype(int)

@@ -29,7 +29,7 @@ class NumberStats:
         self._sample, self._keys = np.zeros(0), np.zeros(0)
 
     def add(self, values, missing: int) -> None:
-        """values: a list or array of numbers."""
+        """values: a list, or a NumPy array, of the chunk's present values."""
         self.missing += missing
         if not len(values):
             return

@@ -15,7 +15,8 @@ from absl import logging
 
 from common.errors import UserError
 from features import free_text, iso_dates
-from input_fns.tables import column_choice, csv_files, number_formats, table_reading, table_schema
+from input_fns.tables import (column_choice, csv_batches, csv_files, number_formats, table_reading,
+                              table_schema)
 
 SAMPLE_ROWS = 10_000  # rows the column types and the task are inferred from
 
@@ -141,6 +142,23 @@ class Table:
                                 'files with the same columns in --source')
             for line, fields in rows:
                 yield row_key(fields), self._reader.typed(path, line, fields)
+        self._warn_of_overflow()
+
+    def typed_batches(self) -> Iterator[csv_batches.Batch]:
+        """typed_rows' rows a batch at a time: a CSV file's read whole columns at a time
+        (input_fns/tables/csv_batches.py), a workbook's rows in turn."""
+        if self.format.workbook:
+            rows = self.typed_rows()
+            while chunk := list(itertools.islice(rows, csv_batches.ROW_PATH_BATCH)):
+                yield csv_batches.rows_batch([key.encode() for key, _ in chunk],
+                                             [values for _, values in chunk], self.dtypes)
+            return
+        for path in self.paths:
+            yield from csv_batches.FileBatches(path, self.format, self.header, self._reader,
+                                               row_key, self.paths[0])
+        self._warn_of_overflow()
+
+    def _warn_of_overflow(self) -> None:
         for column, count in self._reader.overflowed.items():
             logging.warning('column %r: %d values beyond float32 (±3.4e38) stored as inf of '
                             'their sign, as --float_overflow=inf says', column, count)

@@ -1,14 +1,16 @@
 """`prepare csv`: a user's table (CSV files or an Excel workbook) -> tf.Example shards and their
-schema, in one streaming pass: each row typed (input_fns/tables/csv_tables.py), added to the training
-split's statistics and taken by its split's writer (input_fns/tables/table_splits.py), which writes the
-shards in a seeded random order over the whole split (input_fns/records/stream_shards.py)."""
+schema, in one streaming pass: each batch of rows typed (input_fns/tables/csv_tables.py; a CSV's
+whole columns at a time, input_fns/tables/csv_batches.py), encoded (example_batches.py), added to
+the training split's statistics and taken by its split's writer (input_fns/tables/table_splits.py),
+which writes the shards in a seeded random order over the whole split
+(input_fns/records/stream_shards.py)."""
 from typing import Dict, List, Optional
 
 from absl import logging
 
 from common.errors import UserError
 from input_fns.records import file_patterns, split as data_split, stream_shards
-from input_fns.tables import (csv_tables, held_out, table_reading, table_records, table_schema,
+from input_fns.tables import (csv_tables, example_batches, held_out, table_reading, table_schema,
                               table_splits)
 
 
@@ -45,12 +47,12 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
     stats = table_schema.TableStats(table.columns, table.dtypes, label, table.task,
                                     max_vocabulary, seed, weight_column, split or 'train',
                                     (schema_from, trained), table.date_formats)
-    encoder = table_records.RowEncoder(table.names, table.dtypes)
-    rows = ((key.encode(), values, encoder.encode(values)) for key, values in table.typed_rows())
+    encoder = example_batches.BatchEncoder(table.names, table.dtypes)
     counts = table_splits.shard_counts(num_shards, num_eval_shards, validation_fraction, split)
     with stream_shards.streamed_splits(output_dir, counts, seed) as writers:
-        skipped = table_splits.write_table(writers, rows, stats, label, validation_fraction,
-                                           f'--source={source}', split)
+        skipped = table_splits.write_batches(writers, table.typed_batches(), encoder.encode, stats,
+                                             label, validation_fraction, f'--source={source}',
+                                             split)
         schema = table.reading.record_in(stats.schema(table.ignored))
         schema['label']['missing'] = sum(skipped.values())
         features = dict(zip(table.names, table.dtypes))

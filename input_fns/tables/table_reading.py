@@ -110,8 +110,8 @@ class RowReader:
                  reading: TableReading, decimal: str, advice: Advice):
         self.width, self.columns, self.dtypes = len(header), list(columns), list(dtypes)
         self.reading, self.decimal, self._advice = reading, decimal, advice
-        self._indices = [list(header).index(column) for column in columns]
-        self._every_field = self._indices == list(range(len(header)))
+        self.indices = [list(header).index(column) for column in columns]  # in the header
+        self._every_field = self.indices == list(range(len(header)))
         self._converters = [self._converter(column, dtype) for column, dtype in zip(columns, dtypes)]
         # Each number's range, checked after the fast path: int64's less INT_MISSING, float32's.
         limits = {'int': table_records.INT_RANGE, 'float': table_records.FLOAT32_RANGE}
@@ -137,7 +137,7 @@ class RowReader:
                             f'{self.width} columns; fix that row (quote a field that holds a '
                             'comma)')
         if not self._every_field:
-            fields = [fields[index] for index in self._indices]
+            fields = [fields[index] for index in self.indices]
         fields = [field.strip() for field in fields]
         na_values = self.reading.na_values
         try:  # the fast way, one comprehension; the slow one below says what failed
@@ -150,6 +150,20 @@ class RowReader:
             pass
         return [None if field in na_values else self._value(path, line, column, dtype, field)
                 for column, dtype, field in zip(self.columns, self.dtypes, fields)]
+
+    def column_values(self, index: int, fields: List[str]) -> Optional[List]:
+        """One column's stripped fields of a batch of rows typed as typed's fast path types
+        them (None: missing); None where a field needs its slow path (not the column's type,
+        or beyond the records' range), which typed itself reads or refuses."""
+        convert, na_values = self._converters[index], self.reading.na_values
+        try:
+            values = [None if field in na_values else convert(field) for field in fields]
+        except ValueError:
+            return None
+        limits = next(((low, high) for ranged, low, high in self._ranged if ranged == index), None)
+        if limits and not all(value is None or limits[0] <= value <= limits[1] for value in values):
+            return None
+        return values
 
     def _value(self, path: str, line: int, column: str, dtype: str, field: str):
         if column in self.reading.list_forms:

@@ -173,14 +173,26 @@ class TableStats:
     def add_rows(self, rows: List[List], split: Optional[str] = None) -> None:
         """A chunk of typed rows of the statistics' split; of another split (held out), only
         the label's classes are counted."""
+        columns = list(zip(*rows))
+        present = [[value for value in column if value is not None] for column in columns]
+        self.add_columns(present, [len(column) - len(values) for column, values in
+                                   zip(columns, present)], split,
+                         [row[self.label_index] for row in rows])
+
+    def add_columns(self, present: List, missing: List[int], split: Optional[str] = None,
+                    labels: Optional[List] = None) -> None:
+        """add_rows of a chunk given by column: each column's present values (a list, or a
+        NumPy array of numbers) and its count of missing ones; labels: the chunk's label
+        values, where some are missing (by default, the label column's)."""
         split = split or self.statistics_of
         if self.classes:
-            self.classes.add(split, [row[self.label_index] for row in rows])
+            self.classes.add(split, _as_list(present[self.label_index] if labels is None
+                                             else labels))
         if split != self.statistics_of:
             return
-        for index, column in enumerate(zip(*rows)):
-            present = [value for value in column if value is not None]
-            self.stats[index].add(present, len(column) - len(present))
+        for index, (values, count) in enumerate(zip(present, missing)):
+            numbers = isinstance(self.stats[index], column_stats.NumberStats)
+            self.stats[index].add(values if numbers else _as_list(values), count)
 
     def split_entry_extra(self, split: str) -> Dict:
         """What the split's manifest entry says of its label (its class counts)."""
@@ -217,6 +229,11 @@ class TableStats:
         if self.weight is not None:
             schema['weight'] = weight  # each row's weight in the loss and metrics; 1 if missing
         return schema
+
+
+def _as_list(values) -> List:
+    """Python values (a NumPy array's as ints and floats), as the vocabularies count them."""
+    return values.tolist() if hasattr(values, 'tolist') else values
 
 
 def feature(schema: Dict, name: str) -> Optional[Dict]:

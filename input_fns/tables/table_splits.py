@@ -1,11 +1,13 @@
 """A prepared table's rows written to their splits' shards, each split's rows summarized into the
 schema's statistics a chunk at a time: `prepare csv`'s and `prepare examples`' last step."""
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
+import numpy as np
 from absl import logging
 
 from common.errors import UserError
 from input_fns.records import split as data_split
+from input_fns.tables import example_batches
 
 CHUNK_ROWS = 4096  # rows summarized at a time (numpy per column)
 
@@ -26,7 +28,7 @@ def write_table(writers: Dict, rows: Iterator[Tuple[bytes, List, bytes]], stats,
     rows without a label are skipped and counted.
     Returns {split: rows skipped}; the shards are written when they are published."""
     skipped = {split: 0 for split in writers}
-    chunks, counted = {split: [] for split in writers}, only_split or 'train'
+    chunks = {split: [] for split in writers}
     for count, (key, values, record) in enumerate(rows, 1):
         split = only_split or ('validation' if data_split.is_validation(
             key, validation_fraction) else 'train')
@@ -42,6 +44,13 @@ def write_table(writers: Dict, rows: Iterator[Tuple[bytes, List, bytes]], stats,
             logging.info('%s: %d rows read', what, count)
     for split, chunk in chunks.items():
         stats.add_rows(chunk, split)
+    _check_splits(writers, stats, label, what, only_split)
+    return skipped
+
+
+def _check_splits(writers: Dict, stats, label: str, what: str, only_split: Optional[str]) -> None:
+    """What write_table and write_batches refuse, or warn of, once every row is taken."""
+    counted = only_split or 'train'
     if stats.classes:
         stats.classes.refuse_untrained(counted, what)
         stats.classes.warn_unlearnable(counted)
@@ -49,4 +58,62 @@ def write_table(writers: Dict, rows: Iterator[Tuple[bytes, List, bytes]], stats,
         raise UserError(f'{what}: no {counted} rows (rows with a {label!r} value'
                         + ('' if only_split else ', outside --validation_fraction')
                         + '); give data with rows')
+
+
+class _Chunks:
+    """A split's rows of typed columns, handed to the statistics CHUNK_ROWS at a time (the
+    chunks write_table hands them, so the statistics come out the same)."""
+
+    def __init__(self, stats, split: str):
+        self.stats, self.split = stats, split
+        self._pending: List[List[example_batches.TypedColumn]] = []
+        self._rows = 0
+
+    def add(self, columns: List[example_batches.TypedColumn], rows: np.ndarray) -> None:
+        self._pending.append([column.take(rows) for column in columns])
+        self._rows += len(rows)
+        while self._rows >= CHUNK_ROWS:
+            self._hand_on(CHUNK_ROWS)
+
+    def flush(self) -> None:
+        self._hand_on(self._rows)
+
+    def _hand_on(self, rows: int) -> None:
+        if not self._pending:  # as write_table's last chunk of a split, an empty one
+            self.stats.add_rows([], self.split)
+            return
+        columns = [example_batches.TypedColumn.concat(list(parts)) for parts in zip(*self._pending)]
+        chunk = [column.take(np.arange(rows)) for column in columns]
+        rest = [column.take(np.arange(rows, self._rows)) for column in columns]
+        self._pending, self._rows = ([rest] if self._rows > rows else []), self._rows - rows
+        self.stats.add_columns([column.present_values() for column in chunk],
+                               [int((~column.present).sum()) for column in chunk], self.split)
+
+
+def write_batches(writers: Dict, batches: Iterator, encode: Callable, stats, label: str,
+                  validation_fraction: float, what: str, only_split: Optional[str] = None):
+    """write_table of rows a batch at a time (csv_batches.Batch: their split keys and typed
+    columns; encode: a batch's columns -> its records, as RowEncoder writes them), each split's
+    records and statistics taken whole. Returns {split: rows skipped}."""
+    skipped = {split: 0 for split in writers}
+    chunks, count = {split: _Chunks(stats, split) for split in writers}, 0
+    for batch in batches:
+        labelled = batch.columns[stats.label_index].present
+        held_out = (np.zeros(len(batch), bool) if only_split else
+                    data_split.validation_mask(batch.keys, validation_fraction))
+        records = encode(batch.columns)
+        for split, rows in ([(only_split, ~held_out)] if only_split else
+                            [('train', ~held_out), ('validation', held_out)]):
+            if split not in writers:
+                continue
+            skipped[split] += int((rows & ~labelled).sum())
+            kept = np.flatnonzero(rows & labelled)
+            writers[split].write_many([records[index] for index in kept.tolist()])
+            chunks[split].add(batch.columns, kept)
+        if count // 1_000_000 != (count + len(batch)) // 1_000_000:
+            logging.info('%s: %d rows read', what, count + len(batch))
+        count += len(batch)
+    for chunk in chunks.values():
+        chunk.flush()
+    _check_splits(writers, stats, label, what, only_split)
     return skipped

@@ -2,8 +2,11 @@
 process: a digits CNN (a functional model on tf.keras.Input, with batch norm, an L2 penalty
 and a head layer named logits), a one-unit linear model whose losses are known exactly, and a
 network over a table's schema (the canned head's)."""
+import contextlib
+
 import tensorflow as tf
 
+from models import registry
 from trainer import api
 
 CNN = 'keras_test_cnn'
@@ -47,3 +50,30 @@ def build_table(params, inputs):
 TABLE_SPEC = api.register_model(api.ModelSpec(
     'keras_test_table', None, dict(api.TRAINING_PARAMS), 'table', schema_kind='table',
     keras_model=build_table))
+
+
+SPECS = (CNN_SPEC, LINEAR_SPEC, TABLE_SPEC)
+
+
+def _set_registered(present: bool) -> None:
+    models = registry._MODELS  # the registry as the service reads it
+    for spec in SPECS:
+        if present:
+            models._items[spec.name], models._owners[spec.name] = spec, __name__
+        else:
+            models._items.pop(spec.name, None)
+            models._owners.pop(spec.name, None)
+
+
+@contextlib.contextmanager
+def registered():
+    """The test models in the registry for one test file's tests only: pytest imports every test
+    file of a worker first, and other files' messages list the registered models as shipped."""
+    _set_registered(True)
+    try:
+        yield
+    finally:
+        _set_registered(False)
+
+
+_set_registered(False)  # registered through api.register_model above, then kept out until asked

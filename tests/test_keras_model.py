@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 from common.errors import UserError
+import keras_models
 from keras_models import CNN, CNN_SPEC, LINEAR_FEATURES, LINEAR_PENALTY, LINEAR_SPEC, TABLE_SPEC
 from models import keras_model, registry
 from trainer import api
@@ -18,6 +19,12 @@ from trainer.config.settings import Settings
 from trainer.input_kinds.table import Table
 from trainer.model_dir.metric_goal import MetricGoal
 from trainer.run.mode_runners import RUNNERS
+
+
+@pytest.fixture(autouse=True, scope='module')
+def keras_test_models():
+    with keras_models.registered():
+        yield
 
 
 def graph_spec(spec, mode, features, labels):

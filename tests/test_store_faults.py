@@ -294,9 +294,9 @@ def test_an_s3_file_or_glob_that_seems_missing_is_asked_again(monkeypatch):
     assert files.exists('s3://b/data/manifest.json') and answers == []
     answers[:] = [False, True]
     assert not files.exists('gs://b/data/manifest.json') and answers == [True]
-    listings = [[], ['s3://b/data/train-0']]
-    monkeypatch.setattr(tf.io.gfile, 'glob', lambda pattern: listings.pop(0))
-    assert files.glob('s3://b/data/train-*') == ['s3://b/data/train-0']
+    listings = [[], ['train-0', 'manifest.json']]  # a bucket's glob is one listing of its folder
+    monkeypatch.setattr(tf.io.gfile, 'listdir', lambda folder: listings.pop(0))
+    assert files.glob('s3://b/data/train-*') == ['s3://b/data/train-0'] and listings == []
     stats = [None, None, types.SimpleNamespace(length=7)]
 
     def stat(path):

@@ -13,12 +13,19 @@ import tensorflow as tf
 
 from common.errors import UserError
 from helpers import REPO, make_digit_arrays, start_module, wait_until
+import keras_models
 from keras_models import CNN
 from models import registry
 from trainer.config.settings import Settings
 from trainer.model_dir import checkpoints
 from trainer.run import experiment
 from trainer.run.mode_runners import RUNNERS
+
+
+@pytest.fixture(autouse=True, scope='module')
+def keras_test_models():
+    with keras_models.registered():
+        yield
 
 KERNEL, MOVING_MEAN = 'conv2d/kernel', 'batch_normalization/moving_mean'
 

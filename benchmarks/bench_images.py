@@ -34,13 +34,14 @@ def define_flags():
                          'image_classifier row.', lower_bound=1)
 
 
-def write_photo_tree(root: str, count: int, seed: int = 0) -> None:
-    """count JPEG photos, in CLASSES' folders in turn: noise, with the class's own colour cast."""
+def write_photo_tree(root: str, count: int, seed: int = 0, sides=(80, 240)) -> None:
+    """count JPEG photos, in CLASSES' folders in turn: noise, with the class's own colour cast,
+    each side between sides' two lengths."""
     rng = np.random.RandomState(seed)
     colours = rng.randint(0, 256, (len(CLASSES), 3))
     for number in range(count):
         label = number % len(CLASSES)
-        height, width = rng.randint(80, 241, size=2)
+        height, width = rng.randint(sides[0], sides[1] + 1, size=2)
         pixels = rng.randint(0, 120, (height, width, 3)) + colours[label] // 2
         folder = os.path.join(root, CLASSES[label])
         os.makedirs(folder, exist_ok=True)

@@ -58,12 +58,15 @@ class ProgressLog:
     """Counts long work's units as they are done and logs, at most every every_secs:
     'decoded 12,000/54,000 photos (22%), 3,100/s, ETA 13s' (what, then the count)."""
 
-    def __init__(self, what: str, total: Optional[int], unit: str = '', every_secs: float = 5.0):
-        self.what, self.total, self.unit, self.done = what, total, unit, 0
+    def __init__(self, what: str, total: Optional[int], unit: str = '', every_secs: float = 5.0,
+                 done: int = 0):
+        """done: counted already, before the rate's clock starts (work whose first units waited
+        on a start-up, which would make the first ETA hours long)."""
+        self.what, self.total, self.unit, self.done = what, total, unit, done
         self.start_time = self._last_report = time.time()
         self._every_secs = every_secs
         self._rate = RecentRate()
-        self._rate.add(0, self.start_time)
+        self._rate.add(done, self.start_time)
 
     def advance(self, count: int = 1) -> None:
         self.done += count

@@ -16,10 +16,11 @@ comes, whose shuffle holds a bounded budget and spills past it: memory follows t
 that budget, never the folder's size. The shards are written, and the manifest changed, only
 once every photo is read and checked (a bad one, or a kill, leaves output_dir as it was).
 
-Stored as image_records' raw pixels unless --stored_as=jpeg: training then decodes nothing, and
-on 2 cores the JPEG form's decode per record cut the training input's examples/s severalfold,
-for about a third of the bytes of noisy photos (docs/your-data.md has the figures); the JPEG
-form is for a folder whose pixels would not fit the disk.
+Stored as image_records' raw pixels unless --stored_as=jpeg: training then decodes nothing. The
+JPEG form's decode per record cut an epoch of the training input to 0.22x the examples/s of
+pixels, for 0.41x the bytes (the bench's noise photos at 32x32x3, 2 loaded cores; docs/your-data.md
+has the figures), which a GPU training thousands of photos a second would wait on: it is for a
+folder whose pixels would not fit the disk.
 """
 import itertools
 import re
@@ -126,14 +127,17 @@ def write_records(tree, image_shape, resize: str, stored_as: str, num_workers: i
     decoded = np.zeros([count], bool)
     items = ((paths.join(tree.root, relative), label, tuple(image_shape), resize, stored_as)
              for relative, label in zip(tree.images, tree.labels))
-    done, made = 0, progress.ProgressLog('decoded', count, 'photos')
+    done, made = 0, None
     for records, statuses in record_chunks(items, num_workers):
         for index, record, status in zip(itertools.count(done), records, statuses):
             if status == DECODED:
                 decoded[index] = True
                 writers[split_of[index]].write(record)
         done += len(statuses)
-        made.advance(len(statuses))
+        if made is None:  # the rate from the first chunk on, not from the workers' start
+            made = progress.ProgressLog('decoded', count, 'photos', done=done)
+        else:
+            made.advance(len(statuses))
     seconds = time.time() - started
     print(f'decoded {count:,} images in {seconds:.1f}s ({count / max(seconds, 1e-9):,.0f} '
           f'images/s, {f"{num_workers} worker processes" if num_workers > 1 else "in this process"})',

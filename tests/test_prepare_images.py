@@ -354,3 +354,20 @@ def test_the_stored_forms_round_trip_and_the_manifest_says_which(tmp_path):
     assert len(both) == len(written) * 2
     jpeg_bytes = json.loads((tmp_path / 'jpeg' / 'manifest.json').read_text())
     assert jpeg_bytes['splits']['train']['features']['stored_as'].startswith("bytes: 'jpeg'")
+
+
+def test_jpeg_shards_of_another_size_or_an_unknown_form_are_refused_naming_the_file(tmp_path):
+    write_image_tree(tmp_path / 'photos', per_class=2)
+    prepare(tmp_path / 'photos', tmp_path / 'jpeg', validation_fraction=0.0, stored_as='jpeg')
+    with pytest.raises(UserError, match=r'train-00000-of-00002.tfrecord: images are 16x24 JPEGs, '
+                                        r'but the model expects 8x8x3; use shards prepared'):
+        image_records.make_input_fn(str(tmp_path / 'jpeg' / 'train-*'), [8, 8, 3], 4, True)
+    with tf.io.TFRecordWriter(str(tmp_path / 'future.tfrecord')) as writer:
+        writer.write(tf.train.Example(features=tf.train.Features(feature={
+            'image': tf.train.Feature(bytes_list=tf.train.BytesList(value=[b'...'])),
+            'stored_as': tf.train.Feature(bytes_list=tf.train.BytesList(value=[b'png'])),
+            'label': tf.train.Feature(int64_list=tf.train.Int64List(value=[0]))}))
+                     .SerializeToString())
+    with pytest.raises(UserError, match=r"future.tfrecord: images stored as 'png', which this "
+                                        r'version cannot read \(it reads pixels and jpeg\)'):
+        image_records.make_input_fn(str(tmp_path / 'future.tfrecord'), [8, 8, 3], 4, True)

@@ -10,7 +10,8 @@ and listed in manifest.json (with the schema), by one protocol:
 - In a bucket an object is written in place (no atomic rename): the manifest forgets the splits
   before their shards are written and lists them after, so a kill leaves them unlisted.
 
-write_split takes records made by index (images, digits, faces) the same way.
+write_split takes records made by index (digits, faces) the same way; prepare images writes its
+splits as its worker processes hand the records back, straight into streamed_splits.
 """
 import contextlib
 import itertools

@@ -3,13 +3,15 @@
 
 On a generated class-folder tree (--image_photos JPEG photos in 5 classes, 80 to 240 pixels a
 side, noise with a class colour):
-  10. `prepare images` (counted once: images/s), then an epoch of training input
-      (examples/s): this service's input_fn over the prepared shards against
-      tf.keras.utils.image_dataset_from_directory reading and decoding the same tree, both
-      fitting to --image_bench_size (stretched, as Keras does) and batching --batch_size;
+  10. `prepare images` on all cores (photos/s, writing included) and an epoch of training
+      input (examples/s) over its shards, for each --stored_as (and their bytes per photo),
+      against tf.keras.utils.image_dataset_from_directory reading and decoding the same tree,
+      all in the same rounds, so each is a ratio of turns side by side; all fitting to
+      --image_bench_size (stretched, as Keras does) and batching --batch_size;
   11. image_classifier training (Estimator, float32) fed by that input_fn against the same
       batch held in memory: whether training from shards is input-bound.
 """
+import glob
 import os
 import time
 
@@ -17,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 from absl import flags
 
-from benchmarks import precision_bench
+from benchmarks import bench_data, precision_bench
 from input_fns.images import image_records, prepare_images
 from input_fns.records import file_patterns
 
@@ -34,13 +36,14 @@ def define_flags():
                          'image_classifier row.', lower_bound=1)
 
 
-def write_photo_tree(root: str, count: int, seed: int = 0) -> None:
-    """count JPEG photos, in CLASSES' folders in turn: noise, with the class's own colour cast."""
+def write_photo_tree(root: str, count: int, seed: int = 0, sides=(80, 240)) -> None:
+    """count JPEG photos, in CLASSES' folders in turn: noise, with the class's own colour cast,
+    each side between sides' two lengths."""
     rng = np.random.RandomState(seed)
     colours = rng.randint(0, 256, (len(CLASSES), 3))
     for number in range(count):
         label = number % len(CLASSES)
-        height, width = rng.randint(80, 241, size=2)
+        height, width = rng.randint(sides[0], sides[1] + 1, size=2)
         pixels = rng.randint(0, 120, (height, width, 3)) + colours[label] // 2
         folder = os.path.join(root, CLASSES[label])
         os.makedirs(folder, exist_ok=True)
@@ -58,37 +61,51 @@ def keras_directory_dataset(root: str, size: int, batch_size: int):
         tf.data.AUTOTUNE)
 
 
+def prepare_turn(root: str, output_dir: str, stored_as: str):
+    """A turn that prepares the tree on all cores (writing included) and returns photos/s."""
+    size = FLAGS.image_bench_size
+
+    def turn():
+        started = time.perf_counter()
+        prepare_images.prepare_images(
+            source_dir=root, output_dir=output_dir, image_size=f'{size}x{size}', channels='3',
+            resize='stretch', validation_fraction=0.0, skip_bad_images=False, decode_workers=0,
+            num_shards=10, num_eval_shards=1, seed=0, stored_as=stored_as)
+        return FLAGS.image_photos / (time.perf_counter() - started)
+
+    return turn
+
+
 def image_rows(work_dir: str, results, measure, dataset_turn, training_turn) -> str:
     """Sections 10 and 11 into results (bench_report's Results, bench_sections' measure and
-    dataset_turn, and a
-    training_turn(spec, input_fn, batch_size)); returns what the data was."""
-    root, data = os.path.join(work_dir, 'photos'), os.path.join(work_dir, 'image_shards')
+    dataset_turn, and a training_turn(spec, input_fn, batch_size)); returns what the data was."""
+    root = os.path.join(work_dir, 'photos')
     write_photo_tree(root, FLAGS.image_photos)
     size, batch_size = FLAGS.image_bench_size, FLAGS.batch_size
-    started = time.perf_counter()
-    entries = prepare_images.prepare_images(
-        source_dir=root, output_dir=data, image_size=f'{size}x{size}', channels='3',
-        resize='stretch', validation_fraction=0.0, skip_bad_images=False, decode_workers=0,
-        num_shards=10, num_eval_shards=1, seed=0)
-    seconds = time.perf_counter() - started
-    section = '10 image folders'
-    results.add('images.prepare', section, 'prepare images (all cores): images/s',
-                [FLAGS.image_photos / seconds], 'images/s', f'{seconds:.1f} s with writing')
-    pattern = os.path.join(data, 'train-*')
-    shape = (size, size, 3)
-    input_fn = image_records.make_input_fn(pattern, shape, batch_size, True)
-    epoch_steps = entries['train']['num_records'] // batch_size
-    epoch = dict(repetitions=1, steps=epoch_steps, warmup_steps=5)
-    measure(results, section, [
-        ('images.shards', "an epoch: this service's input_fn on the image shards",
-         dataset_turn(input_fn, batch_size, epoch), ''),
-        ('images.from_directory', 'an epoch: image_dataset_from_directory on the tree',
-         dataset_turn(lambda: keras_directory_dataset(root, size, batch_size), batch_size,
-                      epoch), 'decodes every photo every epoch'),
-    ], 'examples/s')
-    schema = file_patterns.read_schema(pattern, 'the bench')
+    section, shape = '10 image folders', (size, size, 3)
+    epoch = dict(repetitions=1, steps=FLAGS.image_photos // batch_size, warmup_steps=5)
+    rows, input_fns = [], {}
+    for stored_as in image_records.STORED_FORMS:
+        data = os.path.join(work_dir, f'image_shards_{stored_as}')
+        turn = prepare_turn(root, data, stored_as)
+        turn()  # the shards the epoch rows read (each turn writes the same bytes again)
+        pattern = os.path.join(data, 'train-*')
+        results.add(f'images.bytes_{stored_as}', section, f'shard bytes per photo: {stored_as}',
+                    [bench_data.total_bytes(glob.glob(pattern)) / FLAGS.image_photos], 'bytes')
+        input_fns[stored_as] = image_records.make_input_fn(pattern, shape, batch_size, True)
+        rows += [(f'images.prepare_{stored_as}', f'prepare images --stored_as={stored_as} '
+                  '(all cores): photos/s', turn, 'with its writing'),
+                 (f'images.shards_{stored_as}', f"an epoch: this service's input_fn on the "
+                  f'{stored_as} shards', dataset_turn(input_fns[stored_as], batch_size, epoch), '')]
+    rows.append(('images.from_directory', 'an epoch: image_dataset_from_directory on the tree',
+                 dataset_turn(lambda: keras_directory_dataset(root, size, batch_size), batch_size,
+                              epoch), 'decodes every photo every epoch'))
+    measure(results, section, rows, 'examples/s',
+            {key: 'photos/s' for key, *_ in rows if key.startswith('images.prepare')})
+    schema = file_patterns.read_schema(os.path.join(work_dir, 'image_shards_pixels', 'train-*'),
+                                       'the bench')
     measure(results, '11 image_classifier training', precision_bench.schema_model_rows(
-        'images', 'image_classifier', schema, input_fn, batch_size, training_turn), 'examples/s')
+        'images', 'image_classifier', schema, input_fns['pixels'], batch_size, training_turn),
+        'examples/s')
     return (f'generated: {FLAGS.image_photos:,} JPEG photos, {len(CLASSES)} classes, 80-240 px, '
             f'fitted to {size}x{size}x3; batch {batch_size}')
-

@@ -38,8 +38,20 @@ def fixed_targets(gpu: bool):
         ('training: best of bfloat16/XLA vs float32', precision_bench.faster_keys(gpu),
          'precision.float32', 1.5, True),
         # Shards hold decoded, fitted pixels; Keras decodes and resizes every photo every epoch.
-        ('image folders: an epoch, shards vs image_dataset_from_directory', 'images.shards',
-         'images.from_directory', 2.0, True),
+        ('image folders: an epoch, pixel shards vs image_dataset_from_directory',
+         'images.shards_pixels', 'images.from_directory', 2.0, True),
+        # JPEG shards decode every epoch too, but photos already fitted, a fraction the size
+        # (6.03x in the run docs/bench.md reports).
+        ('image folders: an epoch, JPEG shards vs image_dataset_from_directory',
+         'images.shards_jpeg', 'images.from_directory', 2.0, True),
+        # Preparing is paid once: it may cost at most about 33 epochs of Keras decoding the same
+        # tree (0.04x [0.04, 0.08] in that run, the workers' start included), so a slower
+        # prepare shows.
+        ('image folders: prepare images vs an epoch of image_dataset_from_directory',
+         'images.prepare_pixels', 'images.from_directory', 0.03, True),
+        # 0.41x on the bench's noise photos, JPEG's worst case.
+        ('image folders: JPEG vs pixel shard bytes', 'images.bytes_jpeg', 'images.bytes_pixels',
+         0.5, False),
         ('image_classifier: input_fn vs in-memory input', 'images.train_input_fn',
          'images.train_in_memory', ESTIMATOR_INPUT_TARGET['gpu' if gpu else 'cpu'], True),
         *bench_tables.targets(),

@@ -3,6 +3,8 @@ import collections
 import time
 from typing import Optional
 
+from absl import logging
+
 
 def format_duration(secs: float) -> str:
     """5m26s, 1h02m or 12s."""
@@ -50,3 +52,33 @@ def eta_text(done: float, total: Optional[float], per_sec: Optional[float]) -> O
     if not total or not per_sec or per_sec <= 0:
         return None
     return f'ETA {format_duration(max(0.0, total - done) / per_sec)}'
+
+
+class ProgressLog:
+    """Counts long work's units as they are done and logs, at most every every_secs:
+    'decoded 12,000/54,000 photos (22%), 3,100/s, ETA 13s' (what, then the count)."""
+
+    def __init__(self, what: str, total: Optional[int], unit: str = '', every_secs: float = 5.0,
+                 done: int = 0):
+        """done: counted already, before the rate's clock starts (work whose first units waited
+        on a start-up, which would make the first ETA hours long)."""
+        self.what, self.total, self.unit, self.done = what, total, unit, done
+        self.start_time = self._last_report = time.time()
+        self._every_secs = every_secs
+        self._rate = RecentRate()
+        self._rate.add(done, self.start_time)
+
+    def advance(self, count: int = 1) -> None:
+        self.done += count
+        now = time.time()
+        if now - self._last_report > self._every_secs:
+            self._last_report = now
+            self._rate.add(self.done, now)
+            logging.info(self.line())
+
+    def line(self) -> str:
+        per_sec = self._rate.per_sec()
+        parts = [f'{self.what} {fraction_text(self.done, self.total, self.unit)}',
+                 f'{per_sec:,.0f}/s' if per_sec else None,
+                 eta_text(self.done, self.total, per_sec)]
+        return ', '.join(part for part in parts if part)

@@ -62,7 +62,7 @@ def run_prepare(prepare_fn, **overrides):
                   validation_size=0, validation_fraction=0.2, calibration_fraction=0.0, seed=0,
                   train_people_file=None,
                   num_pairs=300, pairs_file=None, split=None, schema_from=None, strict=False,
-                  pair_folds=1, image_size='64x64', channels='3', resize='pad',
+                  pair_folds=1, image_size='64x64', channels='3', resize='pad', stored_as='pixels',
                   rows_per_shard=100, num_features=1024, delimiter=None, decimal=None,
                   ignore_columns=None, date_format=None, thousands=None, encoding=None, sheet=None,
                   labels_file=None, label=None, float_overflow=None)

@@ -34,7 +34,7 @@ def test_bench_measures_every_row_and_takes_its_ratios_from_them(tmp_path):
     for key, row in rows.items():
         assert all(value > 0 for value in row['repetitions']), key
         assert len(row['repetitions']) == (
-            1 if key.startswith(('convert.', 'memory.'))
+            1 if key.startswith(('convert.', 'memory.', 'images.bytes_'))
             or key in ('tables.prepare', 'tables.arrow_parse', 'tables.make_csv_dataset_pass',
                        'images.prepare') else 2), key
         assert row['value'] == pytest.approx(statistics.median(row['repetitions'])), key

@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 import pytest
+import scipy.optimize
 import tensorflow as tf
 
 from common.errors import UserError
@@ -240,3 +241,133 @@ def test_a_bucket_tree_prepared_into_a_bucket(s3_bucket, tmp_path):
     schema = files.read_json(f'{s3_bucket}/data/manifest.json')['schema']
     assert schema['classes'] == ['cat', 'dog', 'fox']
     assert schema['class_counts'] == {'train': {'cat': 4, 'dog': 4, 'fox': 4}}
+
+
+def shard_bytes(output):
+    return {os.path.basename(path): open(path, 'rb').read()
+            for path in sorted(glob.glob(f'{output}/*.tfrecord'))}
+
+
+def test_small_chunks_and_a_small_shuffle_budget_write_the_same_shards(tmp_path, monkeypatch):
+    """The default (chunks of 16 in two workers, every record held in memory) and chunks of 3 in
+    this process through the shuffle's buckets on disk write byte-identical shards."""
+    from input_fns.records import record_shuffle
+    write_image_tree(tmp_path / 'photos', per_class=10)
+    prepare(tmp_path / 'photos', tmp_path / 'default', decode_workers=2)
+    spills = []
+    real_spill = record_shuffle.RecordShuffler._spill
+    monkeypatch.setattr(record_shuffle.RecordShuffler, '_spill',
+                        lambda self: spills.append(self) or real_spill(self))
+    monkeypatch.setattr(prepare_images, 'CHUNK_SIZE', 3)
+    monkeypatch.setattr(record_shuffle, 'MEMORY_BYTES', 4096)  # a few records: the rest spill
+    prepare(tmp_path / 'photos', tmp_path / 'lowered', decode_workers=1)
+    assert len(spills) == 2  # train and validation both went through buckets
+    default = shard_bytes(tmp_path / 'default')
+    assert len(default) == 4 and shard_bytes(tmp_path / 'lowered') == default
+    assert sorted(os.listdir(tmp_path / 'lowered')) == sorted([*default, 'manifest.json'])
+
+
+def test_the_workers_get_a_chunk_at_a_time_and_each_is_written_before_the_next(tmp_path,
+                                                                              monkeypatch):
+    """What the parent hands the two workers: chunks of CHUNK_SIZE photos, at most two a worker
+    ahead of what it has written; every record of a chunk is in its split's writer before the
+    next chunk comes."""
+    from input_fns.records import stream_shards
+    write_image_tree(tmp_path / 'photos', per_class=7)  # 21 photos: 5 chunks of 4, then 1
+    monkeypatch.setattr(prepare_images, 'CHUNK_SIZE', 4)
+    written, chunks, drawn = [0], [], [0]
+    real_write = stream_shards.SplitWriter.write
+    monkeypatch.setattr(stream_shards.SplitWriter, 'write',
+                        lambda self, record: written.__setitem__(0, written[0] + 1)
+                        or real_write(self, record))
+    real_chunks = prepare_images.record_chunks
+
+    def counted(items):
+        for item in items:
+            drawn[0] += 1
+            yield item
+
+    def watched(items, num_workers):
+        for records, statuses in real_chunks(counted(items), num_workers):
+            assert written[0] == sum(chunks)  # the chunks before, all written
+            assert drawn[0] - sum(chunks) <= 2 * num_workers * 4
+            chunks.append(len(statuses))
+            yield records, statuses
+
+    monkeypatch.setattr(prepare_images, 'record_chunks', watched)
+    entries = prepare(tmp_path / 'photos', tmp_path / 'out', decode_workers=2)
+    assert chunks == [4, 4, 4, 4, 4, 1] and written[0] == 21
+    assert sum(entry['num_records'] for entry in entries.values()) == 21
+
+
+def test_a_bad_photo_after_the_records_spilled_leaves_the_output_as_it_was(tmp_path, monkeypatch):
+    from input_fns.records import record_shuffle
+    write_image_tree(tmp_path / 'photos', per_class=6)
+    (tmp_path / 'photos' / 'fox' / 'z_broken.png').write_bytes(b'\x89PNG but not')
+    monkeypatch.setattr(record_shuffle, 'MEMORY_BYTES', 2048)
+    (tmp_path / 'out').mkdir()
+    with pytest.raises(UserError, match='fox/z_broken.png: not a decodable'):
+        prepare(tmp_path / 'photos', tmp_path / 'out', decode_workers=1)
+    assert os.listdir(tmp_path / 'out') == []  # no shard, no bucket folder, no manifest
+
+
+def read_split(pattern, shape):
+    """Every (uint8 image, label) of the shards, through the training input_fn's parse."""
+    input_fn = image_records.make_input_fn(pattern, shape, 64, training=False)
+    found = []
+    for features, labels in input_fn():
+        pixels = np.round(features['image'].numpy() * 255).astype(np.uint8)
+        found += list(zip(pixels, labels.numpy().tolist()))
+    return found
+
+
+def test_the_stored_forms_round_trip_and_the_manifest_says_which(tmp_path):
+    """Pixels: exactly the fitted photos; JPEG: each within JPEG's error of its fitted photo.
+    The schema and the split say the form; a pattern over both forms reads both."""
+    written = write_image_tree(tmp_path / 'photos', per_class=5)
+    shape = [16, 24, 3]
+    for stored_as in ('pixels', 'jpeg'):
+        prepare(tmp_path / 'photos', tmp_path / stored_as, validation_fraction=0.0,
+                stored_as=stored_as)
+        manifest = json.loads((tmp_path / stored_as / 'manifest.json').read_text())
+        assert manifest['schema']['stored_as'] == stored_as
+        assert manifest['splits']['train']['stored_as'] == stored_as
+    fitted = sorted(
+        (prepare_images.fit_encoded(open(tmp_path / 'photos' / path, 'rb').read(), shape,
+                                    'pad').numpy().tobytes(), path.split('/')[0])
+        for path in written)
+    pixels = read_split(str(tmp_path / 'pixels' / 'train-*'), shape)
+    assert sorted(image.tobytes() for image, _ in pixels) == [image for image, _ in fitted]
+    first = next(iter(tf.data.TFRecordDataset(glob.glob(f'{tmp_path}/pixels/train-*'))))
+    assert 'stored_as' not in tf.train.Example.FromString(first.numpy()).features.feature  # as before
+    jpegs = read_split(str(tmp_path / 'jpeg' / 'train-*'), shape)
+    originals = np.stack([image for image, _ in pixels]).astype(int)
+    # Each JPEG paired with a photo of its class, one to one, the pairs closest in all:
+    errors = np.abs(originals[None] - np.stack([image for image, _ in jpegs])[:, None].astype(int))
+    errors = errors.mean(axis=(2, 3, 4)) + 1000 * (np.array([label for _, label in jpegs])[:, None]
+                                                  != np.array([label for _, label in pixels]))
+    rows, columns = scipy.optimize.linear_sum_assignment(errors)
+    # Within JPEG's error on noise (its worst case: 1.3 to 3.4 here), where two photos of a
+    # class differ by more (5 to 14).
+    assert errors[rows, columns].max() < 4 < np.median(errors[errors < 1000])
+    both = read_split(f'{tmp_path}/pixels/train-*,{tmp_path}/jpeg/train-*', shape)
+    assert len(both) == len(written) * 2
+    jpeg_bytes = json.loads((tmp_path / 'jpeg' / 'manifest.json').read_text())
+    assert jpeg_bytes['splits']['train']['features']['stored_as'].startswith("bytes: 'jpeg'")
+
+
+def test_jpeg_shards_of_another_size_or_an_unknown_form_are_refused_naming_the_file(tmp_path):
+    write_image_tree(tmp_path / 'photos', per_class=2)
+    prepare(tmp_path / 'photos', tmp_path / 'jpeg', validation_fraction=0.0, stored_as='jpeg')
+    with pytest.raises(UserError, match=r'train-00000-of-00002.tfrecord: images are 16x24 JPEGs, '
+                                        r'but the model expects 8x8x3; use shards prepared'):
+        image_records.make_input_fn(str(tmp_path / 'jpeg' / 'train-*'), [8, 8, 3], 4, True)
+    with tf.io.TFRecordWriter(str(tmp_path / 'future.tfrecord')) as writer:
+        writer.write(tf.train.Example(features=tf.train.Features(feature={
+            'image': tf.train.Feature(bytes_list=tf.train.BytesList(value=[b'...'])),
+            'stored_as': tf.train.Feature(bytes_list=tf.train.BytesList(value=[b'png'])),
+            'label': tf.train.Feature(int64_list=tf.train.Int64List(value=[0]))}))
+                     .SerializeToString())
+    with pytest.raises(UserError, match=r"future.tfrecord: images stored as 'png', which this "
+                                        r'version cannot read \(it reads pixels and jpeg\)'):
+        image_records.make_input_fn(str(tmp_path / 'future.tfrecord'), [8, 8, 3], 4, True)

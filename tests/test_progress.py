@@ -25,3 +25,26 @@ def test_fraction_and_eta_text():
     assert progress.eta_text(1200, 12000, 10.0) == 'ETA 18m00s'
     assert progress.eta_text(1200, 12000, None) is None
     assert progress.eta_text(1200, None, 10.0) is None
+
+
+def test_progress_log_says_the_rate_and_time_left_at_most_every_interval(monkeypatch):
+    now, logged = [0.0], []
+    monkeypatch.setattr(progress, 'time', type('Clock', (), {'time': staticmethod(lambda: now[0])}))
+    monkeypatch.setattr(progress.logging, 'info', logged.append)
+    made = progress.ProgressLog('decoded', 1000, 'photos', every_secs=5)
+    now[0] = 3
+    made.advance(30)  # within the interval: nothing yet
+    now[0] = 10
+    made.advance(70)
+    assert logged == ['decoded 100/1,000 photos (10%), 10/s, ETA 1m30s']
+    assert made.line() == logged[-1] and made.done == 100
+
+
+def test_progress_log_counts_what_came_before_its_clock_started(monkeypatch):
+    now, logged = [100.0], []
+    monkeypatch.setattr(progress, 'time', type('Clock', (), {'time': staticmethod(lambda: now[0])}))
+    monkeypatch.setattr(progress.logging, 'info', logged.append)
+    made = progress.ProgressLog('decoded', 1000, 'photos', done=16)  # after a slow start-up
+    now[0] = 108
+    made.advance(64)
+    assert logged == ['decoded 80/1,000 photos (8%), 8/s, ETA 1m55s']

@@ -1,11 +1,18 @@
-"""Image classification records: raw uint8 pixels and an int64 label.
+"""Image classification records: an int64 label and the image, stored one of two ways
+(STORED_FORMS, `prepare images --stored_as`):
 
-Pixels are stored as raw bytes (one byte a pixel), never as a FloatList, and are
-parsed a whole batch at a time with tf.io.parse_example. The image shape is the
-split's, in manifest.json (`image_shape`), not repeated in every record: a shard is
-then 1.07x its raw pixel bytes (with height and width per record it was 1.11x).
-Records written with height and width still read: parsing ignores features it
-does not ask for.
+- 'pixels' (the default): raw uint8 bytes (one byte a pixel), never a FloatList, decoded a whole
+  batch at a time with one decode_raw: training decodes nothing. The image shape is the split's,
+  in manifest.json (`image_shape`), not repeated in every record: a shard is then 1.07x its raw
+  pixel bytes (with height and width per record it was 1.11x; such records still read: parsing
+  ignores features it does not ask for).
+- 'jpeg': the fitted image encoded again as a JPEG (JPEG_QUALITY, no chroma subsampling), with
+  'stored_as': b'jpeg' in each record, decoded in the graph one record at a time: 0.41x the bytes
+  and 0.22x the examples/s of pixels on the bench's photos (docs/your-data.md), for a folder
+  whose pixels would fill the disk.
+
+A record without 'stored_as' holds pixels, as every record did before the JPEG form: the same
+parse reads both, and a file pattern may mix them.
 """
 from typing import Optional, Sequence
 
@@ -16,15 +23,28 @@ from common.errors import UserError
 from input_fns.images import image_augment, image_orientation
 from input_fns.records import pipeline
 
+PIXELS, JPEG = 'pixels', 'jpeg'
+STORED_FORMS = (PIXELS, JPEG)
+JPEG_QUALITY = 95  # as face photos are stored re-encoded (converted_images.upright_jpeg)
 FEATURE_SPEC = {
     'image': tf.io.FixedLenFeature([], tf.string),
     'label': tf.io.FixedLenFeature([], tf.int64),
 }
+# What the reader parses: the form too, pixels where a record does not say.
+PARSE_SPEC = {**FEATURE_SPEC, 'stored_as': tf.io.FixedLenFeature([], tf.string, PIXELS)}
 # How the features are described in manifest.json.
 MANIFEST_FEATURES = {
     'image': 'bytes: raw uint8 pixels, row-major, height*width*channels of image_shape',
     'label': 'int64',
 }
+JPEG_MANIFEST_FEATURES = {
+    'image': f'bytes: a JPEG of image_shape (quality {JPEG_QUALITY}, no chroma subsampling)',
+    'label': 'int64', 'stored_as': "bytes: 'jpeg' (absent: raw pixels)",
+}
+
+
+def manifest_features(stored_as: str):
+    return JPEG_MANIFEST_FEATURES if stored_as == JPEG else MANIFEST_FEATURES
 
 
 def encode_example(pixels: np.ndarray, label: int) -> bytes:
@@ -33,20 +53,47 @@ def encode_example(pixels: np.ndarray, label: int) -> bytes:
     pixels = np.asarray(pixels)
     if pixels.dtype != np.uint8:
         raise ValueError(f'pixels must be uint8, got {pixels.dtype}')
-    return tf.train.Example(features=tf.train.Features(feature={
-        'image': tf.train.Feature(bytes_list=tf.train.BytesList(value=[pixels.tobytes()])),
+    return _example(pixels.tobytes(), label)
+
+
+def encode_jpeg_example(jpeg: bytes, label: int) -> bytes:
+    """A serialized tf.train.Example holding a fitted image as stored_jpeg encoded it."""
+    return _example(jpeg, label, stored_as=JPEG)
+
+
+def _example(image: bytes, label: int, **text) -> bytes:
+    feature = {
+        'image': tf.train.Feature(bytes_list=tf.train.BytesList(value=[image])),
         'label': tf.train.Feature(int64_list=tf.train.Int64List(value=[int(label)])),
-    })).SerializeToString()
+        **{name: tf.train.Feature(bytes_list=tf.train.BytesList(value=[value.encode()]))
+           for name, value in text.items()}}
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+def stored_jpeg(fitted):
+    """A fitted uint8 image [H, W, C] as the JPEG form stores it (a graph op)."""
+    return tf.io.encode_jpeg(fitted, quality=JPEG_QUALITY, chroma_downsampling=False)
 
 
 def parse_batch_fn(image_shape: Sequence[int]):
     """Returns a function: [batch] serialized Examples -> ({'image': float32 [B,H,W,C] in [0,1]}, int32 labels)."""
     image_shape = list(image_shape)
 
+    def decode_one(stored):
+        image, stored_as = stored
+        return tf.cond(tf.equal(stored_as, PIXELS),
+                       lambda: tf.reshape(tf.io.decode_raw(image, tf.uint8), image_shape),
+                       lambda: tf.ensure_shape(tf.io.decode_jpeg(image, image_shape[-1]),
+                                               image_shape))
+
     def parse_batch(serialized):
-        parsed = tf.io.parse_example(serialized, FEATURE_SPEC)
-        pixels = tf.io.decode_raw(parsed['image'], tf.uint8)
-        images = tf.reshape(pixels, [-1] + image_shape)
+        parsed = tf.io.parse_example(serialized, PARSE_SPEC)
+        # A batch of pixels (older shards are): one decode_raw, as fast as it ever was.
+        images = tf.cond(
+            tf.reduce_all(tf.equal(parsed['stored_as'], PIXELS)),
+            lambda: tf.reshape(tf.io.decode_raw(parsed['image'], tf.uint8), [-1] + image_shape),
+            lambda: tf.map_fn(decode_one, (parsed['image'], parsed['stored_as']),
+                              fn_output_signature=tf.TensorSpec(image_shape, tf.uint8)))
         images = tf.cast(images, tf.float32) * (1.0 / 255.0)
         return {'image': images}, tf.cast(parsed['label'], tf.int32)
 
@@ -55,13 +102,28 @@ def parse_batch_fn(image_shape: Sequence[int]):
 
 def _check_image_shape(image_shape: Sequence[int]):
     expected_bytes = int(np.prod(image_shape))
+    expected = "x".join(map(str, image_shape))
 
     def check(example, path):
-        found = len(example['image'].numpy())
-        if found != expected_bytes:
-            raise UserError(f'{path}: images are {found} bytes, but the model expects '
-                            f'{"x".join(map(str, image_shape))} ({expected_bytes} bytes); '
-                            'use shards prepared for this model')
+        stored_as = example['stored_as'].numpy().decode(errors='replace')
+        if stored_as == PIXELS:
+            found = len(example['image'].numpy())
+            if found != expected_bytes:
+                raise UserError(f'{path}: images are {found} bytes, but the model expects '
+                                f'{expected} ({expected_bytes} bytes); use shards prepared for '
+                                'this model')
+        elif stored_as == JPEG:
+            try:
+                found = tf.io.extract_jpeg_shape(example['image']).numpy().tolist()
+            except tf.errors.InvalidArgumentError:
+                raise UserError(f'{path}: its records say JPEG, but the first does not decode as '
+                                'one; run prepare images again') from None
+            if found[:2] != list(image_shape[:2]):
+                raise UserError(f'{path}: images are {"x".join(map(str, found[:2]))} JPEGs, but '
+                                f'the model expects {expected}; use shards prepared for this model')
+        else:
+            raise UserError(f'{path}: images stored as {stored_as!r}, which this version cannot '
+                            f'read (it reads {" and ".join(STORED_FORMS)}); prepare them again')
 
     return check
 
@@ -76,7 +138,7 @@ def make_input_fn(file_pattern: str, image_shape: Sequence[int], batch_size: int
     mirrored left-right at random (never evaluation).
     """
     files = pipeline.list_record_files(file_pattern, flag_name)
-    pipeline.check_record_files(files, FEATURE_SPEC, _check_image_shape(image_shape))
+    pipeline.check_record_files(files, PARSE_SPEC, _check_image_shape(image_shape))
     parse = parse_batch_fn(image_shape)
     if training and (affine or flip):
         parse = image_augment.augment_batch_fn(parse, affine, flip)

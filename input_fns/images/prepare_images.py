@@ -1,32 +1,45 @@
 """Folders of labelled images -> image shards (see input_fns.prepare):
 
   python -m input_fns.prepare images --source_dir=ROOT --output_dir=OUT [--image_size=64x64]
-      [--channels=3] [--resize=pad|crop|stretch] [--validation_fraction=0.2] [--skip_bad_images]
+      [--channels=3] [--resize=pad|crop|stretch] [--stored_as=pixels|jpeg]
+      [--validation_fraction=0.2] [--skip_bad_images]
 
 ROOT holds one sub-folder per class, as tf.keras.utils.image_dataset_from_directory reads it:
 the class names are the sub-folders' names, sorted (label i is the i-th name), and a class's
 images may lie in nested folders; or --labels_file names each image below ROOT and its class
-(input_fns/images/labels_file.py). Every file is decoded (PNG, JPEG, GIF, BMP, WebP, TIFF, HEIC) and
-fitted to --image_size in worker processes, then stored as image_records' raw pixels. The split
-goes by a hash of each file's path below ROOT (input_fns/records/split.py), so adding photos moves none
-of the old ones. Everything is checked before anything is written: a bad tree writes nothing.
+(input_fns/images/labels_file.py). The split goes by a hash of each file's path below ROOT
+(input_fns/records/split.py), so adding photos moves none of the old ones.
+
+It streams: worker processes decode, fit and encode the photos CHUNK_SIZE at a time (at most two
+chunks a worker in flight), and each record goes into its split's stream_shards writer as it
+comes, whose shuffle holds a bounded budget and spills past it: memory follows the chunks and
+that budget, never the folder's size. The shards are written, and the manifest changed, only
+once every photo is read and checked (a bad one, or a kill, leaves output_dir as it was).
+
+Stored as image_records' raw pixels unless --stored_as=jpeg: training then decodes nothing. The
+JPEG form's decode per record cut an epoch of the training input to 0.22x the examples/s of
+pixels, for 0.41x the bytes (the bench's noise photos at 32x32x3, 2 loaded cores; docs/your-data.md
+has the figures), which a GPU training thousands of photos a second would wait on: it is for a
+folder whose pixels would not fit the disk.
 """
+import itertools
 import re
 import time
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
-from absl import logging
 
 from common import files, paths, progress
 from common.errors import op_error_summary, UserError
 from input_fns.images import (class_folders, converted_images, image_records,
                               labels_file as labels_file_module)
-from input_fns.records import (file_patterns, parallel_python, python_workers, shards,
+from input_fns.records import (file_patterns, parallel_python, python_workers,
                                split as data_split, stream_shards)
 
 DECODED, UNDECODABLE = 1, 0
+# Photos a worker is handed at a time, cut here; with two a worker in flight, what memory holds
+# of the photos at once, whatever the folder's size.
 CHUNK_SIZE = 16
 
 
@@ -38,30 +51,40 @@ def parse_image_size(text: str) -> Tuple[int, int]:
     return int(parts[0]), int(parts[1])
 
 
-_fitters = {}  # a process's compiled decode-and-fit, by (image_shape, resize)
+_fitters = {}  # a process's compiled decode-fit-store, by (image_shape, resize, stored_as)
 
 
-def decode_in_worker(item):
-    """decode_and_fit in a worker process, on one thread: the workers are the parallelism."""
+def record_in_worker(item):
+    """made_record in a worker process, on one thread: the workers are the parallelism."""
     if not _fitters:
         tf.config.threading.set_intra_op_parallelism_threads(1)
         tf.config.threading.set_inter_op_parallelism_threads(1)
-    return decode_and_fit(item)
+    return made_record(item)
 
 
-def decode_and_fit(item):
-    """(path, image_shape, resize) -> (uint8 pixels image_shape, DECODED), or zeros and
-    UNDECODABLE (the parent finds out why). One tf.function: 4x the images/s of eager ops."""
-    path, image_shape, resize = item
-    if (image_shape, resize) not in _fitters:
-        _fitters[image_shape, resize] = tf.function(
-            lambda encoded: fit_encoded(encoded, image_shape, resize),
+def made_record(item):
+    """(path, label, image_shape, resize, stored_as) -> (its serialized record, DECODED), or
+    (b'', UNDECODABLE) (the parent finds out why). One tf.function: 4x the images/s of eager
+    ops."""
+    path, label, image_shape, resize, stored_as = item
+    key = image_shape, resize, stored_as
+    if key not in _fitters:
+        _fitters[key] = tf.function(
+            lambda encoded: stored_image(encoded, image_shape, resize, stored_as),
             input_signature=[tf.TensorSpec([], tf.string)])
     try:
         encoded = converted_images.decodable(files.read_bytes(path))
-        return _fitters[image_shape, resize](encoded).numpy(), DECODED
+        image = _fitters[key](encoded).numpy()
     except (tf.errors.OpError, OSError):
-        return np.zeros(image_shape, np.uint8), UNDECODABLE
+        return b'', UNDECODABLE
+    if stored_as == image_records.JPEG:
+        return image_records.encode_jpeg_example(image, label), DECODED
+    return image_records.encode_example(image, label), DECODED
+
+
+def stored_image(encoded, image_shape, resize: str, stored_as: str):
+    fitted = fit_encoded(encoded, image_shape, resize)
+    return image_records.stored_jpeg(fitted) if stored_as == image_records.JPEG else fitted
 
 
 def fit_encoded(encoded, image_shape, resize: str):
@@ -82,15 +105,15 @@ def why_bad(path: str, image_shape, resize: str) -> str:
     return 'could not be decoded in a worker process'
 
 
-def decoded_chunks(items, num_workers: int):
-    """decode_and_fit's outputs, stacked by chunks of CHUNK_SIZE items, in order: in num_workers
-    worker processes, or here for 1 (a worker pool costs seconds to start)."""
+def record_chunks(items, num_workers: int):
+    """made_record's outputs, as (records, statuses) by chunks of CHUNK_SIZE items, in order: in
+    num_workers worker processes, or here for 1 (a worker pool costs seconds to start)."""
+    items = iter(items)
     if num_workers == 1:
-        for start in range(0, len(items), CHUNK_SIZE):
-            outputs = [decode_and_fit(item) for item in items[start:start + CHUNK_SIZE]]
-            yield [np.stack(column) for column in zip(*outputs)]
+        while chunk := list(itertools.islice(items, CHUNK_SIZE)):
+            yield tuple(zip(*map(made_record, chunk)))
         return
-    pool = python_workers.WorkerPool(decode_in_worker, [(np.uint8, items[0][1]), (np.int8, ())],
+    pool = python_workers.WorkerPool(record_in_worker, [(object, ()), (np.int8, ())],
                                      num_workers)
     try:
         yield from pool.map_chunks(items, CHUNK_SIZE, ordered=True)
@@ -98,40 +121,44 @@ def decoded_chunks(items, num_workers: int):
         pool.close()
 
 
-def decode_all(tree, image_shape, resize: str, num_workers: int):
-    """(uint8 [N, *image_shape], decoded [N] bool), logging progress and printing the rate."""
+def write_records(tree, image_shape, resize: str, stored_as: str, num_workers: int,
+                  writers: Dict, split_of: List[str]) -> np.ndarray:
+    """Each photo's record into its split's writer as its chunk comes back, logging progress
+    with the time left; returns which photos decoded (bool [N]) and prints the rate."""
     count, started = len(tree.images), time.time()
-    pixels = np.zeros([count, *image_shape], np.uint8)
     decoded = np.zeros([count], bool)
-    items = [(paths.join(tree.root, relative), tuple(image_shape), resize)
-             for relative in tree.images]
-    rate, done, last_log = progress.RecentRate(), 0, time.time()
-    rate.add(0)
-    for chunk_pixels, chunk_status in decoded_chunks(items, num_workers):
-        pixels[done:done + len(chunk_status)] = chunk_pixels
-        decoded[done:done + len(chunk_status)] = chunk_status == DECODED
-        done += len(chunk_status)
-        if time.time() - last_log > 5:
-            last_log = time.time()
-            rate.add(done, last_log)
-            logging.info('decoded %s, %s', progress.fraction_text(done, count, 'images'),
-                         progress.eta_text(done, count, rate.per_sec()) or '')
+    items = ((paths.join(tree.root, relative), label, tuple(image_shape), resize, stored_as)
+             for relative, label in zip(tree.images, tree.labels))
+    done, made = 0, None
+    for records, statuses in record_chunks(items, num_workers):
+        for index, record, status in zip(itertools.count(done), records, statuses):
+            if status == DECODED:
+                decoded[index] = True
+                writers[split_of[index]].write(record)
+        done += len(statuses)
+        if made is None:  # the rate from the first chunk on, not from the workers' start
+            made = progress.ProgressLog('decoded', count, 'photos', done=done)
+        else:
+            made.advance(len(statuses))
     seconds = time.time() - started
     print(f'decoded {count:,} images in {seconds:.1f}s ({count / max(seconds, 1e-9):,.0f} '
           f'images/s, {f"{num_workers} worker processes" if num_workers > 1 else "in this process"})',
           flush=True)
-    return pixels, decoded
+    return decoded
 
 
 def prepare_images(*, source_dir: str, output_dir: str, image_size: str, channels: int,
                    resize: str, validation_fraction: float, skip_bad_images: bool,
                    decode_workers: int, num_shards: int, num_eval_shards: int, seed: int,
-                   schema_from: Optional[str] = None, split: Optional[str] = None,
-                   labels_file: Optional[str] = None, label: Optional[str] = None,
-                   encoding: Optional[str] = None) -> Dict:
+                   stored_as: str = image_records.PIXELS, schema_from: Optional[str] = None,
+                   split: Optional[str] = None, labels_file: Optional[str] = None,
+                   label: Optional[str] = None, encoding: Optional[str] = None) -> Dict:
     if not source_dir:
         raise UserError('--source_dir is required for images: the folder that holds one '
                         'sub-folder of images per class (or the images --labels_file names)')
+    if stored_as not in image_records.STORED_FORMS:
+        raise UserError(f'--stored_as={stored_as}: use one of '
+                        f'{", ".join(image_records.STORED_FORMS)}')
     image_shape = [*parse_image_size(image_size), int(channels)]
     data_split.check_fraction(validation_fraction)
     trained = file_patterns.schema_at(schema_from, 'images') if schema_from else {}
@@ -140,32 +167,29 @@ def prepare_images(*, source_dir: str, output_dir: str, image_size: str, channel
     tree = (labels_file_module.LabelledFiles(source_dir, labels_file, label, trained.get('classes'),
                                              encoding)
             if labels_file else class_folders.ClassFolders(source_dir, trained.get('classes')))
+    split_of = split_names(tree, validation_fraction, split)
+    shard_counts = {name: num_shards if name == 'train' else num_eval_shards
+                    for name in sorted(set(split_of))}
     num_workers = decode_workers or parallel_python.default_num_workers()
-    pixels, decoded = decode_all(tree, image_shape, resize, num_workers)
-    bad = checked_bad_images(tree, decoded, image_shape, resize, skip_bad_images)
-    labels = np.array(tree.labels, np.int64)
-    members = split_members(tree, decoded, validation_fraction, split)
-    counts = {name: {cls: int(np.sum(labels[indices] == label))
-                     for label, cls in enumerate(tree.classes)}
-              for name, indices in members.items() if len(indices)}
-    entries = {}
-    for name, indices in members.items():
-        if not len(indices):
-            continue
-        entries[name] = stream_shards.write_split(
-            output_dir, name, len(indices),
-            lambda i, indices=indices: image_records.encode_example(pixels[indices[i]],
-                                                                    labels[indices[i]]),
-            num_shards=num_shards if name == 'train' else num_eval_shards, seed=seed,
-            dataset='images', features=image_records.MANIFEST_FEATURES,
-            sources=[tree.root], extra={'image_shape': image_shape, 'class_counts': counts[name]})
-    if shards.takes_schema(shards.read_manifest(output_dir), members):
-        shards.set_schema(output_dir, {
-            'kind': 'images', 'image_shape': image_shape, 'classes': tree.classes,
-            'resize': resize, 'validation_fraction': validation_fraction, 'class_counts': counts,
-            'source_dir': tree.root, 'bad_images': bad,
-            **({'labels_file': labels_file} if labels_file else {}),
-            'not_images': tree.not_images_by_extension(), 'not_image_files': tree.not_images})
+    with stream_shards.streamed_splits(output_dir, shard_counts, seed) as writers:
+        decoded = write_records(tree, image_shape, resize, stored_as, num_workers, writers,
+                                split_of)
+        bad = checked_bad_images(tree, decoded, image_shape, resize, skip_bad_images)
+        counts = class_counts(tree, decoded, split_of)
+        entries = {name: dict(skipped=int(np.sum(~decoded & (np.array(split_of) == name))),
+                              features=image_records.manifest_features(stored_as),
+                              sources=[tree.root], seed=seed,
+                              extra={'image_shape': image_shape, 'stored_as': stored_as,
+                                     'class_counts': counts[name]})
+                   for name in counts}
+        schema = {'kind': 'images', 'image_shape': image_shape, 'classes': tree.classes,
+                  'resize': resize, 'stored_as': stored_as,
+                  'validation_fraction': validation_fraction, 'class_counts': counts,
+                  'source_dir': tree.root, 'bad_images': bad,
+                  **({'labels_file': labels_file} if labels_file else {}),
+                  'not_images': tree.not_images_by_extension(), 'not_image_files': tree.not_images}
+        entries = stream_shards.publish(output_dir, {name: writers[name] for name in counts},
+                                        entries, 'images', schema)
     print_summary(tree, counts, bad)
     return entries
 
@@ -189,17 +213,22 @@ def checked_bad_images(tree, decoded: np.ndarray, image_shape, resize: str,
     return bad
 
 
-def split_members(tree, decoded: np.ndarray,
-                  validation_fraction: float,
-                  split: Optional[str]) -> Dict[str, np.ndarray]:
-    """{split: the indices of its decoded images}: held out by a hash of each path, or all in
-    the one split given."""
+def class_counts(tree, decoded: np.ndarray, split_of: List[str]) -> Dict[str, Dict[str, int]]:
+    """{split: {class: its decoded photos}}, for the splits with any."""
+    split_of, labels = np.array(split_of), np.array(tree.labels, np.int64)
+    counts = {name: {cls: int(np.sum(decoded & (split_of == name) & (labels == label)))
+                     for label, cls in enumerate(tree.classes)}
+              for name in sorted(set(split_of))}
+    return {name: by_class for name, by_class in counts.items() if sum(by_class.values())}
+
+
+def split_names(tree, validation_fraction: float, split: Optional[str]) -> List[str]:
+    """Each photo's split, known before it is decoded: held out by a hash of its path, or the
+    one split given."""
     if split:
-        return {split: np.flatnonzero(decoded)}
-    in_validation = np.array([data_split.is_validation(path.encode(), validation_fraction)
-                              for path in tree.images], bool)
-    return {'train': np.flatnonzero(decoded & ~in_validation),
-            'validation': np.flatnonzero(decoded & in_validation)}
+        return [split] * len(tree.images)
+    return ['validation' if data_split.is_validation(path.encode(), validation_fraction)
+            else 'train' for path in tree.images]
 
 
 def print_summary(tree, counts: Dict, bad: Dict) -> None:

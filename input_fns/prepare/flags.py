@@ -57,6 +57,9 @@ def define_flags():
     flags.DEFINE_enum('resize', 'pad', list(image_records.RESIZE_MODES), 'images: how an image '
                       'of another shape is fitted: pad (scaled to fit, centred, black around), '
                       'crop (scaled to cover, centre kept) or stretch. Serving fits the same way.')
+    flags.DEFINE_enum('stored_as', image_records.PIXELS, list(image_records.STORED_FORMS),
+                      'images: the shards hold raw pixels (training decodes nothing) or each photo '
+                      'as a JPEG again, quality 95 (fewer bytes, decoded every epoch).')
     flags.DEFINE_bool('skip_bad_images', False, 'images: skip and count files that do not decode '
                       '(listed in manifest.json) instead of stopping at the first.')
     flags.DEFINE_integer('decode_workers', 0, 'images: worker processes decoding the images; 0: '

@@ -10,7 +10,8 @@ and listed in manifest.json (with the schema), by one protocol:
 - In a bucket an object is written in place (no atomic rename): the manifest forgets the splits
   before their shards are written and lists them after, so a kill leaves them unlisted.
 
-write_split takes records made by index (images, digits, faces) the same way.
+write_split takes records made by index (digits, faces) the same way; prepare images writes its
+splits as its worker processes hand the records back, straight into streamed_splits.
 """
 import contextlib
 import itertools
@@ -53,11 +54,14 @@ class SplitWriter:
         """The records in the seed's order, cut into the shards in turn (as evenly as counts go)."""
         bounds = np.linspace(0, self.written, len(self.names) + 1).astype(int)
         shuffled = self.records.shuffled()
+        # A big split's buckets take a while to read back: the time left, as for its reading.
+        written = progress.ProgressLog(f'{self.split}: writing the shards,', self.written, 'records')
         for index, (name, temporary) in enumerate(zip(self.names, self.temporaries)):
             self.counts.append(int(bounds[index + 1] - bounds[index]))
             with self._open_writer(temporary.path) as writer:
                 for record in itertools.islice(shuffled, self.counts[-1]):
                     writer.write(record)
+                    written.advance()
             logging.info('%s: wrote %s (%d records, shard %d/%d)', self.split, name,
                          self.counts[-1], index + 1, len(self.names))
         self.records.close()
@@ -148,11 +152,11 @@ def write_split(output_dir: str, split: str, num_records: int,
     Other formats: open_writer(path) gives a context manager with write(bytes) (for
     CSV, a file opened 'wb', records being lines), and suffix ends the file names.
     """
-    made, skipped = _MadeProgress(split, num_records), 0
+    made, skipped = progress.ProgressLog(f'{split}:', num_records, 'records'), 0
     with streamed_splits(output_dir, {split: num_shards}, seed, suffix, open_writer) as writers:
         for index in range(num_records):
             record = make_record(index)
-            made.count_one()
+            made.advance()
             if record is None:
                 skipped += 1
             else:
@@ -161,29 +165,3 @@ def write_split(output_dir: str, split: str, num_records: int,
         entry = publish(output_dir, writers, {split: entry}, dataset)[split]
     logging.info('%s: made and written in %.1fs', split, time.time() - made.start_time)
     return entry
-
-
-class _MadeProgress:
-    """Counts the records of a split as they are made, logging every 5 s."""
-
-    def __init__(self, split: str, total: int):
-        self.split, self.total, self.done = split, total, 0
-        self.start_time = self._last_report = time.time()
-        self._rate = progress.RecentRate()
-        self._rate.add(0, self.start_time)
-
-    def count_one(self) -> None:
-        self.done += 1
-        if time.time() - self._last_report > 5:
-            self._last_report = time.time()
-            self._rate.add(self.done, self._last_report)
-            self._log()
-
-    def _log(self) -> None:
-        """'train: 12,000/54,000 records (22%), 3,100/s, ETA 13s'."""
-        per_sec = self._rate.per_sec()
-        parts = [f'{self.split}: {progress.fraction_text(self.done, self.total, "records")}']
-        if per_sec:
-            parts.append(f'{per_sec:,.0f}/s')
-        parts.append(progress.eta_text(self.done, self.total, per_sec))
-        logging.info(', '.join(part for part in parts if part))

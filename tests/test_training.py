@@ -1,10 +1,14 @@
 """The training step every model shares: optimizers, the learning-rate schedule, summaries."""
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from common.errors import UserError
 from models import precision, training
+from tests.helpers import REPO
 from trainer.cluster import devices
 from trainer.config import flag_checks
 
@@ -226,13 +230,23 @@ def test_weight_decay_shrinks_kernels_by_the_rate_apart_from_the_gradient(tmp_pa
     np.testing.assert_allclose(kernel, np.ones([2, 3]))
 
 
-def test_weight_decay_under_a_mirrored_strategy_shrinks_each_kernel_once_a_step(tmp_path):
+def mirrored_decay_checked(model_dir):
     plan = devices.plan('mirrored', cpu_replicas=2, batch_size=2,
                         devices=devices.Devices(cpu_cores=2, gpus=()))
-    kernel, bias = trained_kernel_and_bias(tmp_path / 'mirrored', {
+    kernel, bias = trained_kernel_and_bias(model_dir, {
         'optimizer': 'adam', 'learning_rate': 0.1, 'weight_decay': 0.5}, steps=3, plan=plan)
     np.testing.assert_allclose(kernel, np.full([2, 3], 0.95 ** 3), rtol=1e-5)
     np.testing.assert_allclose(bias, np.ones(3))
+
+
+def test_weight_decay_under_a_mirrored_strategy_shrinks_each_kernel_once_a_step(tmp_path):
+    """In a process of its own: a session shows one CPU as two devices only where no earlier
+    test in the process has started TensorFlow's eager context (which has one)."""
+    code = ('from tests.test_training import mirrored_decay_checked; '
+            f'mirrored_decay_checked({str(tmp_path / "mirrored")!r})')
+    result = subprocess.run([sys.executable, '-c', code], cwd=REPO, capture_output=True,
+                            text=True, timeout=180)
+    assert result.returncode == 0, result.stderr[-3000:]
 
 
 def test_a_step_the_loss_scaler_skips_under_mixed_float16_skips_the_weight_decay_too():

@@ -4,7 +4,7 @@ split's class counts in the data schema) or NAME=WEIGHT,... (a class not named w
 Keras' class_weight. Evaluation and its metrics stay unweighted: `accuracy_of_class/NAME`
 shows what the weights bought.
 
-The heads that take it (classification_head, table_head, the canned models) mark the graph;
+The heads that take it (models/heads: classification and table, the canned models) mark the graph;
 trainer/run/model_fn_checks refuses the flag for a model_fn whose loss ignored it.
 """
 import math

@@ -1,7 +1,7 @@
 """The source documents' CSV model: 1,024 floats -> dense 1,024 ReLU -> 1 logit ("sum > 0")."""
 import tensorflow as tf
 
-from models import binary_head, registry, training
+from models import heads, registry, training
 
 NUM_FEATURES = 1024
 DEFAULT_PARAMS = dict(training.TRAINING_PARAMS)
@@ -17,7 +17,7 @@ def build_network() -> tf.keras.Sequential:
 
 def model_fn(features, labels, mode, params):
     logits = build_network()(features['inputs'])
-    return binary_head.binary_estimator_spec(logits, labels, mode, params)
+    return heads.binary_estimator_spec(logits, labels, mode, params)
 
 
 SPEC = registry.register(registry.ModelSpec(

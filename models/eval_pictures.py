@@ -82,6 +82,13 @@ def accuracy_of_each_class(labels, classes, class_names):
     return metrics
 
 
+def class_pictures(labels, classes, num_classes, class_names=None):
+    """eval_metric_ops of a head over N classes: each class's accuracy (with class_names) and
+    the confusion matrix, its legend naming the classes."""
+    return {**(accuracy_of_each_class(labels, classes, class_names) if class_names else {}),
+            'confusion_matrix': confusion_matrix(labels, classes, num_classes, class_names)}
+
+
 def most_confident_mistakes(images, labels, classes, probabilities, count=MISTAKES_TO_SHOW,
                             class_names=None):
     """eval_metric_ops entry: a grid of the mistakes the model was surest of."""
@@ -138,7 +145,7 @@ def hardest_pairs(images_a, images_b, labels, logits, count=PAIRS_TO_SHOW):
 
 
 def face_pairs_fn(features):
-    """binary_head's eval_pictures_fn for face-pair models."""
+    """heads.binary_estimator_spec's eval_pictures_fn for face-pair models."""
     return lambda labels, logits: {'hardest_pairs': hardest_pairs(
         features['image_a'], features['image_b'], labels, logits)}
 

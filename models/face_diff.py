@@ -5,7 +5,7 @@ pixel by pixel. Simple and fast; the siamese net (face_siamese) does better.
 """
 import tensorflow as tf
 
-from models import binary_head, eval_pictures, face_siamese, registry
+from models import eval_pictures, face_siamese, heads, registry
 from models.training import TRAINING_PARAMS
 
 IMAGE_SHAPE = (64, 64, 1)  # --face_image_size resizes to another
@@ -32,7 +32,7 @@ def model_fn(features, labels, mode, params):
     difference = tf.abs(features['image_a'] - features['image_b'])  # symmetric in a and b
     logits = build_network(params['dropout_rate'])(
         difference, training=mode == tf.estimator.ModeKeys.TRAIN)
-    return binary_head.binary_estimator_spec(logits, labels, mode, params,
+    return heads.binary_estimator_spec(logits, labels, mode, params,
                                              eval_pictures_fn=eval_pictures.face_pairs_fn(features))
 
 

@@ -15,7 +15,7 @@ mirror images of both.
 """
 import tensorflow as tf
 
-from models import binary_head, face_siamese, precision, registry
+from models import face_siamese, heads, precision, registry
 from models.training import label_smoothing, softmax_losses
 
 # 96x96 rather than face_siamese's 64x64, with cosines times 30 rather than 10: AUC 0.955 on
@@ -118,7 +118,7 @@ def model_fn(features, labels, mode, params):
             batch_contrastive_loss(cosines, labels, params['similarity_scale'],
                                    label_smoothing(params, mode), own_sides)
             + balanced_calibration_loss(cosines, labels, calibrate), name='batch_loss')
-    return binary_head.embedding_pair_spec(logits, labels, mode, params, features, embedding_a,
+    return heads.embedding_pair_spec(logits, labels, mode, params, features, embedding_a,
                                            embedding_b, update_ops=tower.updates,
                                            train_loss=train_loss)
 

@@ -7,7 +7,7 @@ tower can index faces once and compare them later.
 import tensorflow as tf
 
 from common.errors import UserError
-from models import binary_head, blocks, precision, registry
+from models import blocks, heads, precision, registry
 from models.training import TRAINING_PARAMS
 
 IMAGE_SHAPE = (64, 64, 1)
@@ -62,7 +62,7 @@ def model_fn(features, labels, mode, params):
     pair = tf.concat([tf.abs(embedding_a - embedding_b), embedding_a * embedding_b], axis=1)
     head = build_head()
     logits = head(pair, training=training)
-    return binary_head.embedding_pair_spec(logits, labels, mode, params, features, embedding_a,
+    return heads.embedding_pair_spec(logits, labels, mode, params, features, embedding_a,
                                            embedding_b, update_ops=tower.updates + head.updates)
 
 

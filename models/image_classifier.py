@@ -10,7 +10,7 @@ class_name and score).
 """
 import tensorflow as tf
 
-from models import class_weights, classification_head, registry, training
+from models import class_weights, heads, registry, training
 
 # Keras' 0.99 keeps 5% of the initial moving variance (1) after 300 steps, far above a small
 # net's activation variances (0.004 at the stem on the digits): 15% held-out accuracy there,
@@ -69,7 +69,7 @@ def model_fn(features, labels, mode, params):
     images = features['image'] if isinstance(features, dict) else features
     network = build_network(len(class_names), params)
     logits = network(images, training=mode == tf.estimator.ModeKeys.TRAIN)
-    return classification_head.classification_estimator_spec(
+    return heads.classification_estimator_spec(
         logits, labels, mode, params, images=images, class_names=class_names,
         update_ops=network.updates)
 

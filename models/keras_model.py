@@ -25,7 +25,7 @@ from typing import Callable, Dict
 import tensorflow as tf
 
 from common.errors import UserError
-from models import binary_head, classification_head, table_head
+from models import heads
 
 # The head a Keras model gets where its ModelSpec names none.
 KIND_HEADS = {'image_classification': 'classification', 'table': 'table',
@@ -88,19 +88,19 @@ def built_network(build: Callable, params: Dict, inputs: Dict, name: str) -> tf.
 def _classification(features, labels, mode, params, logits, update_ops, regularization):
     images = features.get('image')
     class_names = (params.get('schema') or {}).get('classes')
-    return classification_head.classification_estimator_spec(
+    return heads.classification_estimator_spec(
         logits, labels, mode, params, images=images if images is not None and
         images.shape.rank == 4 else None, class_names=class_names, update_ops=update_ops,
         regularization_losses=regularization)
 
 
 def _binary(features, labels, mode, params, logits, update_ops, regularization):
-    return binary_head.binary_estimator_spec(logits, labels, mode, params, update_ops=update_ops,
+    return heads.binary_estimator_spec(logits, labels, mode, params, update_ops=update_ops,
                                              regularization_losses=regularization)
 
 
 def _table(features, labels, mode, params, logits, update_ops, regularization):
-    return table_head.table_estimator_spec(features, labels, mode, logits, params,
+    return heads.table_estimator_spec(features, labels, mode, logits, params,
                                            update_ops=update_ops,
                                            regularization_losses=regularization)
 

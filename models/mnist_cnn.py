@@ -6,7 +6,7 @@ classic network.
 """
 import tensorflow as tf
 
-from models import blocks, class_weights, classification_head, registry, training
+from models import blocks, class_weights, heads, registry, training
 
 NUM_CLASSES = 10
 IMAGE_SHAPE = (28, 28, 1)
@@ -63,7 +63,7 @@ def model_fn(features, labels, mode, params):
     images = tf.ensure_shape(images, [None, *IMAGE_SHAPE])  # augmented input has lost it
     network = build_network(params)
     logits = network(images, training=mode == tf.estimator.ModeKeys.TRAIN)
-    return classification_head.classification_estimator_spec(
+    return heads.classification_estimator_spec(
         logits, labels, mode, params, images=images, update_ops=network.updates)
 
 

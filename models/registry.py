@@ -11,7 +11,7 @@ from common.registry import Registry
 
 MODEL_MODULES = ('models.mnist_cnn', 'models.face_diff', 'models.face_siamese',
                  'models.face_embedding', 'models.csv_mlp', 'models.image_classifier',
-                 'models.canned')  # canned registers boosted_trees' models too
+                 'models.tables.canned')  # canned registers boosted_trees' models too
 
 
 @dataclasses.dataclass(frozen=True)

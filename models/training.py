@@ -142,6 +142,16 @@ def scalar_summary(tag, value):
                                    tf.raw_ops.ScalarSummary(tags=tag, values=value))
 
 
+def train_spec(loss, params, correct, update_ops=(), regularization_losses=()):
+    """The TRAIN EstimatorSpec every head ends in: loss plus regularization_losses (a Keras
+    model's `losses`), minimized by train_op, with the batch accuracy (the mean of correct, a
+    bool [batch]) summarized under evaluation's tag."""
+    batch_accuracy = tf.reduce_mean(tf.cast(correct, tf.float32), name='train_accuracy')
+    loss = regularized(loss, regularization_losses)
+    return tf.estimator.EstimatorSpec(tf.estimator.ModeKeys.TRAIN, loss=loss,
+                                      train_op=train_op(loss, params, batch_accuracy, update_ops))
+
+
 def train_op(loss, params, batch_accuracy=None, update_ops=()):
     """Minimizes loss with params['optimizer'] at params['learning_rate'] (decayed as
     learning_rate says), loss-scaled under --precision=mixed_float16, with params['weight_decay']

@@ -12,7 +12,7 @@ import yaml
 from common.errors import UserError
 from helpers import assert_one_line_error, run_module
 from input_fns.tables import table_records
-from models import boosted_trees
+from models.tables import boosted_trees
 from serving_loader_checks import assert_same_answers, check_against_python, replayed_warmup
 from test_canned import files_flags, loader_lines, prepared, trainer
 

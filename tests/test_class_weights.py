@@ -11,7 +11,7 @@ import tensorflow as tf
 from common.errors import UserError
 from helpers import assert_one_line_error, run_module, run_prepare
 from input_fns.tables import prepare_csv
-from models import class_weights, classification_head, training
+from models import class_weights, heads, training
 
 
 def test_balanced_weights_come_from_the_training_counts_and_named_ones_default_to_1():
@@ -45,7 +45,7 @@ def head_losses(mode, params):
         scale = tf.compat.v1.get_variable('scale', initializer=1.0)
         logits = scale * tf.constant([[2.0, 0.0], [0.0, 2.0], [2.0, 0.0]])
         labels = tf.constant([0, 1, 1])
-        spec = classification_head.classification_estimator_spec(
+        spec = heads.classification_estimator_spec(
             logits, labels, mode, {**training.TRAINING_PARAMS, **params},
             class_names=['ok', 'defect'])
         each = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)

@@ -144,6 +144,47 @@ def test_input_fns_packages_import_only_the_layers_below():
     assert [found for path in service_modules() for found in input_fns_layer_violations(path)] == []
 
 
+# models/'s packages from the bottom up, over the shared pieces (training, precision, ...) and
+# under the model modules: the table models (the canned head among them), then the heads.
+MODELS_LAYERS = ('tables', 'heads')
+
+
+def models_layer_violations(path: pathlib.Path):
+    """models.tables never imports models.heads; neither imports a model module (one that
+    registers a model: MODEL_MODULES)."""
+    from models.registry import MODEL_MODULES
+    parts = path.relative_to(REPO).parts
+    own = parts[1] if len(parts) > 2 else None
+    if own is None:
+        return []
+    tree = ast.parse(path.read_text())
+    imported = {f'models.{name}' for name in imported_subpackages(tree, 'models')}
+    found = [name for name in imported if name in MODEL_MODULES and not name.startswith(f'models.{own}.')]
+    found += [f'models.{name}' for name in MODELS_LAYERS[MODELS_LAYERS.index(own) + 1:]
+              if f'models.{name}' in imported]
+    return sorted(f'{path.relative_to(REPO)} imports {name}' for name in found)
+
+
+def test_models_packages_import_only_the_layers_below():
+    packages = {path.parent.name for path in (REPO / 'models').glob('*/__init__.py')}
+    assert packages == set(MODELS_LAYERS)
+    assert [found for path in sorted((REPO / 'models').rglob('*.py'))
+            for found in models_layer_violations(path)] == []
+
+
+def test_the_models_layer_check_finds_an_arrow_back_up(tmp_path, monkeypatch):
+    """On a made-up tree: tables importing heads, and heads importing a model module."""
+    for package in MODELS_LAYERS:
+        (tmp_path / 'models' / package).mkdir(parents=True)
+    (tmp_path / 'models' / 'tables' / 'up.py').write_text('from models.heads import table\n')
+    (tmp_path / 'models' / 'heads' / 'up.py').write_text('from models import mnist_cnn, training\n')
+    monkeypatch.setitem(globals(), 'REPO', tmp_path)
+    assert models_layer_violations(tmp_path / 'models' / 'tables' / 'up.py') == [
+        'models/tables/up.py imports models.heads']
+    assert models_layer_violations(tmp_path / 'models' / 'heads' / 'up.py') == [
+        'models/heads/up.py imports models.mnist_cnn']
+
+
 def test_every_package_says_what_it_holds_and_may_import():
     packages = [path for path in service_modules() if path.name == '__init__.py']
     assert len(packages) > 15

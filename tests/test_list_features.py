@@ -12,7 +12,7 @@ import tensorflow as tf
 from common.errors import UserError
 from helpers import run_module, run_prepare
 from input_fns.tables import example_tables, table_records
-from models import boosted_trees, table_columns
+from models.tables import boosted_trees, table_columns
 from test_tables import write_records
 from trainer.serving import predict
 

@@ -308,7 +308,7 @@ def test_a_bucket_folder_is_copied_to_the_cache_by_its_hash(tmp_path, monkeypatc
         assert f.read() == 'X = 2\n'
 
 
-API_HOMES = ('registry', 'training', 'precision', 'binary_head', 'classification_head',
+API_HOMES = ('registry', 'training', 'precision', 'heads',
              'eval_pictures', 'class_weights')
 
 

@@ -61,15 +61,15 @@ Input kinds (what feeds a model: input_fns, serving receiver, signature names):
   decode_batch, synthetic_png    serving encoded images; a stand-in image for warm-up
 """
 from input_fns.records.pipeline import list_record_files
-from models.binary_head import binary_estimator_spec, embedding_pair_spec
+from models.heads import binary_estimator_spec, embedding_pair_spec
 from models.class_weights import PARAMS as CLASS_WEIGHT_PARAMS
-from models.classification_head import classification_estimator_spec
+from models.heads import classification_estimator_spec
 from models.eval_pictures import (accuracy_of_each_class, confusion_matrix, face_pairs_fn,
                                   most_confident_mistakes, pr_curve)
 from models.precision import float32
 from models.registry import ModelSpec
 from models.registry import register as register_model
-from models.table_head import table_estimator_spec, table_feature_columns, table_logits_dimension
+from models.heads import table_estimator_spec, table_feature_columns, table_logits_dimension
 from models.training import (TRAINING_PARAMS, estimator_loss, label_smoothing, scalar_summary,
                              sigmoid_losses, softmax_losses, train_op)
 from trainer.input_kinds.base import (InputKind, InputOptions, TFRecordKind, decode_batch,

@@ -8,7 +8,7 @@ from absl import logging
 
 from common.errors import UserError
 from input_fns.faces import face_images, face_pairs
-from models import binary_head
+from models import heads
 from trainer.input_kinds import base, pair_protocol, registry
 
 
@@ -122,7 +122,7 @@ class FacePairs(base.InputKind):
         logging.info('export: same_person = probability >= %.6g, the threshold eval_%s chose on '
                      '%s (%s)', record['value'], record['eval_name'],
                      record['calibration_pairs'] or 'its threshold pairs', record['ledger_entry'])
-        return base.Decision(model_param_overrides={binary_head.SAME_PERSON_THRESHOLD: record['value']},
+        return base.Decision(model_param_overrides={heads.SAME_PERSON_THRESHOLD: record['value']},
                              record=record)
 
 

@@ -12,7 +12,7 @@ from typing import Tuple
 from common.errors import UserError
 from input_fns.records import file_patterns
 from input_fns.tables import label_classes
-from models import table_columns
+from models.tables import table_columns
 from trainer.config import modes
 from trainer.config.settings import model_fn_params
 from trainer.model_dir import run_files

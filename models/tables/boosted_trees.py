@@ -1,5 +1,5 @@
 """Gradient boosted trees over a table's schema: --model=boosted_trees_classifier and
-boosted_trees_regressor (registered with the other canned models in models/canned.py).
+boosted_trees_regressor (registered with the other canned models in models/tables/canned.py).
 
 tensorflow-estimator 2.15 ships no BoostedTrees estimator, and TensorFlow 2.15.1's wheel
 registers the BoostedTrees ops without their kernels (running one fails with "no registered
@@ -19,7 +19,7 @@ batches set the first tree's root to one Newton step from 0 (the label prior, fo
 error the mean). Training stops once --n_trees trees of --max_depth are grown; a later step is a
 no-op that neither changes the trees nor the global step.
 
-The trees and their growth are models/tree_ensemble.py's.
+The trees and their growth are models/tables/tree_ensemble.py's.
 """
 from typing import Dict, List
 
@@ -28,7 +28,7 @@ from absl import logging
 
 from common.errors import UserError
 from features import value_lists
-from models import table_columns, tree_ensemble
+from models.tables import table_columns, tree_ensemble
 
 PARAMS = {'n_trees': 100, 'max_depth': 6, 'n_batches_per_layer': 1, 'learning_rate': 0.1,
           'l1_regularization': 0.0, 'l2_regularization': 0.01, 'tree_complexity': 0.0,

@@ -1,10 +1,10 @@
 """tf.estimator's canned models over a table's schema: --model=dnn_classifier, linear_classifier,
 wide_deep_classifier and their _regressor forms; boosted_trees_classifier and _regressor are the
-service's own (models/boosted_trees.py), with the same heads.
+service's own (models/tables/boosted_trees.py), with the same heads.
 
 Each is the canned Estimator's own model_fn (DNNClassifier's, LinearClassifier's,
 DNNLinearCombinedClassifier's, in their TF2 form), called with feature columns and a head made
-from the schema (models/table_columns.py), inside the service's Estimator: its RunConfig,
+from the schema (models/tables/table_columns.py), inside the service's Estimator: its RunConfig,
 hooks, eval job, exports and serving are the same as every model's. Classifiers or regressors
 follow the schema's label task; the _classifier/_regressor name must match it.
 """
@@ -12,7 +12,8 @@ import tensorflow as tf
 from tensorflow_estimator.python.estimator.canned import dnn, dnn_linear_combined, linear
 
 from common.errors import UserError
-from models import boosted_trees, class_weights, registry, table_columns, table_head
+from models import class_weights, registry
+from models.tables import boosted_trees, canned_head, table_columns
 
 # The canned models' optimizers (tf.keras legacy optimizers, as the canned models make them).
 OPTIMIZERS = {'adagrad': 'Adagrad', 'adam': 'Adam', 'ftrl': 'Ftrl', 'rmsprop': 'RMSprop',
@@ -81,9 +82,9 @@ def _model_fn(build, task: str, name: str):
         if policy != 'float32':  # their feature layers concatenate float32 columns with it
             raise UserError(f'--precision={policy}: the canned models compute in float32 only; '
                             'leave --precision at float32')
-        features, weighed = table_head.with_class_weights(features, labels, mode, params, schema)
+        features, weighed = canned_head.with_class_weights(features, labels, mode, params, schema)
         spec = build(features, labels, mode, table_columns.head(weighed), weighed, params)
-        return table_head.with_pictures(spec, labels, schema)
+        return canned_head.with_pictures(spec, labels, schema)
 
     return model_fn
 

@@ -48,13 +48,8 @@ def binary_estimator_spec(logits, labels, mode, params, predictions=None, export
             **(eval_pictures_fn(labels, logits) if eval_pictures_fn else {}),
         })
 
-    batch_accuracy = tf.reduce_mean(tf.cast(tf.equal(decisions, labels), tf.float32),
-                                    name='train_accuracy')
-    if train_loss is not None:
-        loss = train_loss
-    loss = training.regularized(loss, regularization_losses)
-    return tf.estimator.EstimatorSpec(
-        mode, loss=loss, train_op=training.train_op(loss, params, batch_accuracy, update_ops))
+    return training.train_spec(loss if train_loss is None else train_loss, params,
+                               tf.equal(decisions, labels), update_ops, regularization_losses)
 
 
 def embedding_pair_spec(logits, labels, mode, params, features, embedding_a, embedding_b,

@@ -1,5 +1,5 @@
 """Gradient boosted trees as variables: their predictions, and their growth a layer at a time
-from the gradients and hessians summed over the batches of a phase (models/boosted_trees.py).
+from the gradients and hessians summed over the batches of a phase (models/tables/boosted_trees.py).
 
 A tree is a complete binary tree of max_depth in heap order (node i's children are 2i+1 and
 2i+2): each split node holds a feature and a bucket threshold (a row goes right when its bucket

@@ -41,17 +41,11 @@ def classification_estimator_spec(logits, labels, mode, params, images=None,
         metrics = {
             'accuracy': tf.compat.v1.metrics.accuracy(labels=labels, predictions=classes,
                                                       name='accuracy'),
-            **(eval_pictures.accuracy_of_each_class(labels, classes, class_names)
-               if class_names else {}),
-            'confusion_matrix': eval_pictures.confusion_matrix(labels, classes, num_classes,
-                                                               class_names)}
+            **eval_pictures.class_pictures(labels, classes, num_classes, class_names)}
         if images is not None:
             metrics['most_confident_mistakes'] = eval_pictures.most_confident_mistakes(
                 images, labels, classes, probabilities, class_names=class_names)
         return tf.estimator.EstimatorSpec(mode, loss=loss, eval_metric_ops=metrics)
 
-    batch_accuracy = tf.reduce_mean(
-        tf.cast(tf.equal(tf.cast(labels, tf.int64), classes), tf.float32), name='train_accuracy')
-    loss = training.regularized(loss, regularization_losses)
-    return tf.estimator.EstimatorSpec(
-        mode, loss=loss, train_op=training.train_op(loss, params, batch_accuracy, update_ops))
+    return training.train_spec(loss, params, tf.equal(tf.cast(labels, tf.int64), classes),
+                               update_ops, regularization_losses)

@@ -16,7 +16,8 @@ from tests import warm_start
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Commands that import TensorFlow whatever their flags: run_module forks them warm.
-WARM_MODULES = ('trainer.main', 'input_fns.prepare', 'trainer.observe.status', 'benchmarks.input_bench')
+WARM_MODULES = ('trainer.main', 'input_fns.prepare', 'trainer.observe.status', 'benchmarks.input_bench',
+                'trainer.deploy')
 
 
 def make_digit_arrays(count, seed=0):

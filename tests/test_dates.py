@@ -160,6 +160,7 @@ def test_two_digit_years_read_as_spreadsheets_read_them_and_ambiguous_ones_ask_w
     assert iso_dates.formats_of(['15/01/2024', '15/01/24']) == []
 
 
+@pytest.mark.slow  # three models trained to an accuracy; the date parsing tests above stay fast: ./run.sh test-slow
 def test_a_date_column_is_learned_from_its_parts_and_the_export_takes_its_text(
         tmp_path, serving_loader):
     times = random_times(700, 2015, 10, seed=1)

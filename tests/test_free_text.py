@@ -5,6 +5,7 @@ import json
 import random
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from features import free_text
@@ -46,6 +47,7 @@ def test_the_graphs_words_are_pythons():
     assert len(rows[0]) == 100  # the longest training value's words; a longer one's first ones
 
 
+@pytest.mark.slow  # trained to an accuracy; the graph's and Python's words stay fast: ./run.sh test-slow
 def test_a_text_column_is_learned_from_its_words_and_the_export_reads_new_messages(
         tmp_path, serving_loader):
     source = write(tmp_path / 'tickets.csv', 'id,message,label\n' + ''.join(

@@ -183,6 +183,7 @@ def test_a_live_holder_keeps_its_lease(store, request, tmp_path):
             train_lock.Lease(model_dir, lease_secs=120, settle_secs=0).acquire()
 
 
+@pytest.mark.slow  # a trainer killed -9 and restarted in a pid namespace; the takeover rules' own tests stay fast: ./run.sh test-slow
 def test_a_trainer_restarted_in_place_as_pid_1_takes_over_its_lease_on_s3(s3_bucket,
                                                                           digit_shards, tmp_path):
     """As a pod restarts: same hostname, pid 1 again, after kill -9 (issue 25's case)."""

@@ -202,9 +202,35 @@ def assert_one_line_error(result, status, *fragments):
     assert result.returncode == status, f'exited {result.returncode}:\n{result.stderr[-3000:]}'
     assert 'Traceback' not in result.stderr, result.stderr[-3000:]
     assert lines and lines[-1].startswith('error: '), result.stderr[-3000:]
+    return assert_fragments(lines[-1], *fragments)
+
+
+def assert_fragments(line, *fragments):
+    """line, which holds every fragment."""
     for fragment in fragments:
-        assert str(fragment) in lines[-1], f'{fragment!r} not in {lines[-1]!r}'
-    return lines[-1]
+        assert str(fragment) in line, f'{fragment!r} not in {line!r}'
+    return line
+
+
+def trainer_user_error(*args):
+    """The line `python -m trainer.main ARGS` would exit 2 with ('error: ...'), for an error
+    found before TensorFlow builds a graph: raised here, in the test's own process, where a
+    command would cost a process and the import of our modules. Each command keeps a
+    subprocess test per exit status (assert_one_line_error), which checks the printing."""
+    import pytest
+    from absl import flags
+
+    from common.errors import UserError
+    from trainer import main
+    trainer_flags(*(arg for arg in args if arg.startswith('--')))
+    try:
+        with pytest.raises(UserError) as error:
+            main.main(['trainer.main', *(arg for arg in args if not arg.startswith('--'))])
+    finally:
+        flags.FLAGS.unparse_flags()
+    line = f'error: {error.value}'
+    assert '\n' not in line, line
+    return line
 
 
 def copy_model_dir(model_dir, destination):

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from common.errors import UserError
-from helpers import assert_one_line_error, run_module, run_with_env
+from helpers import (assert_fragments, assert_one_line_error, run_module, run_with_env,
+                     trainer_user_error)
 from input_fns.faces import synthetic_faces
 from input_fns.records import file_patterns, pipeline, shards
 from trainer.model_dir.ledger import Ledger
@@ -38,10 +39,9 @@ def test_shard_shorter_than_its_manifest_stops_before_training(digit_shards, tmp
     with open(shard, 'r+b') as f:
         f.truncate(keep)
     model_dir = tmp_path / 'model'
-    result = run_module('trainer.main', '--mode=train', f'--model_dir={model_dir}',
-                        f'--train_files={data}/train-*', '--train_steps=2', '--batch_size=16',
-                        check=False)
-    assert_one_line_error(result, 2, shard, f'{keep} bytes', 'manifest.json', 'prepare')
+    line = trainer_user_error('--mode=train', f'--model_dir={model_dir}',
+                              f'--train_files={data}/train-*', '--train_steps=2', '--batch_size=16')
+    assert_fragments(line, shard, f'{keep} bytes', 'manifest.json', 'prepare')
     assert not os.path.exists(model_dir / 'train_finished.json')
 
 
@@ -59,9 +59,9 @@ def test_evaluation_on_a_cut_shard_is_an_error_not_a_ledger_entry(digit_shards, 
 
 
 def test_a_folder_given_for_its_files_names_the_globs_of_its_splits(digit_shards, tmp_path):
-    result = run_module('trainer.main', '--mode=train', f'--model_dir={tmp_path}/model',
-                        f'--train_files={digit_shards.dir}/', '--train_steps=2', check=False)
-    assert_one_line_error(result, 2, f'--train_files={digit_shards.dir}/: a folder; give the '
+    line = trainer_user_error('--mode=train', f'--model_dir={tmp_path}/model',
+                              f'--train_files={digit_shards.dir}/', '--train_steps=2')
+    assert_fragments(line, f'--train_files={digit_shards.dir}/: a folder; give the '
                           f"files of one of its splits: --train_files='{digit_shards.dir}/train-*' "
                           f"(train), or --train_files='{digit_shards.dir}/validation-*' "
                           '(validation)')
@@ -84,9 +84,9 @@ def test_training_on_only_empty_files_is_an_error(tmp_path):
     for i in range(2):
         (data / f'train-{i}.tfrecord').write_bytes(b'')
     model_dir = tmp_path / 'model'
-    result = run_module('trainer.main', '--mode=train', f'--model_dir={model_dir}',
-                        f'--train_files={data}/train-*', '--train_steps=2', check=False)
-    assert_one_line_error(result, 2, '--train_files', 'no records')
+    assert_fragments(trainer_user_error('--mode=train', f'--model_dir={model_dir}',
+                                        f'--train_files={data}/train-*', '--train_steps=2'),
+                     '--train_files', 'no records')
     assert not os.path.exists(model_dir / 'train_finished.json')
 
 

@@ -14,7 +14,8 @@ import pytest
 import tensorflow as tf
 from tensorboard.plugins.hparams import metadata as hparams_metadata
 
-from helpers import REPO, assert_one_line_error, default_sigint, run_module, trainer_flags
+from helpers import (REPO, assert_one_line_error, default_sigint, run_module, trainer_flags,
+                     trainer_user_error)
 from trainer.config.modes import MODES
 from trainer.run.mode_runners import RUNNERS
 
@@ -211,18 +212,14 @@ def test_ctrl_c_that_a_library_turns_into_another_error_still_exits_130(tmp_path
 
 
 def test_evaluate_without_checkpoint(digit_shards, tmp_path):
-    result = run_module('trainer.main', '--mode=evaluate', f'--model_dir={tmp_path}/empty',
-                        f'--eval_files={digit_shards.validation_pattern}', check=False)
-    assert result.returncode == 2
-    assert result.stderr.strip().splitlines()[-1] == (
+    assert trainer_user_error('--mode=evaluate', f'--model_dir={tmp_path}/empty',
+                              f'--eval_files={digit_shards.validation_pattern}') == (
         f'error: --model_dir={tmp_path}/empty: no checkpoint yet; train first or pass --checkpoint')
 
 
 def test_missing_train_files_pattern(tmp_path):
-    result = run_module('trainer.main', '--mode=train', f'--model_dir={tmp_path}/m',
-                        f'--train_files={tmp_path}/none-*', check=False)
-    assert result.returncode == 2
-    assert result.stderr.strip().splitlines()[-1].startswith(
+    assert trainer_user_error('--mode=train', f'--model_dir={tmp_path}/m',
+                              f'--train_files={tmp_path}/none-*').startswith(
         f"error: --train_files: no files match '{tmp_path}/none-*'")
 
 

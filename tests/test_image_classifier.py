@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import assert_one_line_error, run_module, run_prepare, run_together
+from helpers import (assert_fragments, assert_one_line_error, run_module, run_prepare,
+                     run_together, trainer_user_error)
 from image_tree import (STORED_AS, TINY_WEBP, avif_bytes, class_image, encode, heic_bytes, tiff_bytes,
                         tiny_webp_pixels, with_orientation, write_image_tree)
 from input_fns.images import prepare_images
@@ -173,10 +174,10 @@ def test_predict_prints_each_files_class_name_and_score(trained, tmp_path):
 
 
 def test_image_classifier_refuses_shards_without_an_images_schema(digit_shards, tmp_path):
-    result = run_module('trainer.main', '--model=image_classifier', '--mode=train',
-                        f'--model_dir={tmp_path}/model', f'--train_files={digit_shards.train_pattern}',
-                        '--train_steps=1', check=False)
-    assert_one_line_error(result, 2, f'{digit_shards.dir}/manifest.json', 'prepare images')
+    line = trainer_user_error('--model=image_classifier', '--mode=train',
+                              f'--model_dir={tmp_path}/model',
+                              f'--train_files={digit_shards.train_pattern}', '--train_steps=1')
+    assert_fragments(line, f'{digit_shards.dir}/manifest.json', 'prepare images')
     assert not os.path.exists(tmp_path / 'model')
 
 

@@ -12,8 +12,8 @@ import subprocess
 import pytest
 import tensorflow as tf
 
-from helpers import (assert_one_line_error, copy_model_dir, run_module, start_module,
-                      wait_for_log)
+from helpers import (assert_fragments, assert_one_line_error, copy_model_dir, run_module,
+                     start_module, trainer_user_error, wait_for_log)
 from common import files
 from trainer.model_dir import checkpoints
 from trainer.model_dir.ledger import Ledger
@@ -120,9 +120,8 @@ def test_nan_loss_is_one_line_error(digit_shards, tmp_path):
 def test_failed_train_leaves_the_model_dir_as_it_was(trained_model, tmp_path):
     model_dir = copy_model_dir(trained_model, tmp_path / 'model')
     kept = file_bytes([f'{model_dir}/flags.txt', f'{model_dir}/train_finished.json'])
-    result = run_module('trainer.main', '--mode=train', f'--model_dir={model_dir}',
-                        '--train_files=typo/*', '--train_steps=8', check=False)
-    assert_one_line_error(result, 2, '--train_files')
+    assert_fragments(trainer_user_error('--mode=train', f'--model_dir={model_dir}',
+                                        '--train_files=typo/*', '--train_steps=8'), '--train_files')
     assert file_bytes(kept) == kept
 
 
@@ -132,10 +131,10 @@ def test_failed_train_leaves_the_model_dir_as_it_was(trained_model, tmp_path):
 @pytest.mark.parametrize('mode', ['export', pytest.param('evaluate', marks=SLOW)])
 def test_export_and_evaluate_check_the_model_against_the_model_dir(trained_model, digit_shards,
                                                                    tmp_path, mode):
-    result = run_module('trainer.main', f'--mode={mode}', '--model=csv_mlp',
-                        f'--model_dir={trained_model}', f'--export_dir={tmp_path}/exports',
-                        f'--eval_files={digit_shards.validation_pattern}', check=False)
-    assert_one_line_error(result, 2, '--model=csv_mlp', 'mnist_cnn', f'{trained_model}/flags.txt')
+    line = trainer_user_error(f'--mode={mode}', '--model=csv_mlp', f'--model_dir={trained_model}',
+                              f'--export_dir={tmp_path}/exports',
+                              f'--eval_files={digit_shards.validation_pattern}')
+    assert_fragments(line, '--model=csv_mlp', 'mnist_cnn', f'{trained_model}/flags.txt')
     assert not os.path.exists(tmp_path / 'exports')
 
 
@@ -181,10 +180,10 @@ def test_checkpoint_that_does_not_fit_is_one_line_error_naming_it(trained_model,
 
 def test_eval_job_on_a_missing_model_dir_stops_without_creating_it(digit_shards, tmp_path):
     typo = tmp_path / 'modle'
-    result = run_module('trainer.main', '--mode=continuous_eval', f'--model_dir={typo}',
-                        f'--eval_files={digit_shards.validation_pattern}',
-                        '--eval_timeout_secs=2', check=False, timeout=120)
-    assert_one_line_error(result, 2, f'--model_dir={typo}', 'no such folder')
+    line = trainer_user_error('--mode=continuous_eval', f'--model_dir={typo}',
+                              f'--eval_files={digit_shards.validation_pattern}',
+                              '--eval_timeout_secs=2')
+    assert_fragments(line, f'--model_dir={typo}', 'no such folder')
     assert not typo.exists()
 
 

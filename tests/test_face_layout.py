@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from common.errors import UserError
-from helpers import assert_one_line_error, run_module, run_prepare
+from helpers import assert_fragments, run_prepare, trainer_user_error
 from input_fns.faces import face_images, face_pairs, prepare_faces, synthetic_faces
 from input_fns.records import stream_shards
 
@@ -46,11 +46,10 @@ def shard_dirs(tmp_path_factory):
 
 def test_training_on_layout_1_shards_says_to_prepare_again(shard_dirs, tmp_path):
     old, _ = shard_dirs
-    result = run_module('trainer.main', '--model=face_siamese', '--mode=train',
-                        f'--model_dir={tmp_path}/model', f'--train_files={old}/train-*',
-                        '--train_steps=1', '--batch_size=4', check=False)
-    assert_one_line_error(result, 2, '--train_files', f'{old}/train-00000-of-00002.tfrecord',
-                          'old layout', 'python -m input_fns.prepare faces')
+    line = trainer_user_error('--model=face_siamese', '--mode=train', f'--model_dir={tmp_path}/model',
+                              f'--train_files={old}/train-*', '--train_steps=1', '--batch_size=4')
+    assert_fragments(line, '--train_files', f'{old}/train-00000-of-00002.tfrecord', 'old layout',
+                     'python -m input_fns.prepare faces')
 
 
 def test_layout_1_shards_without_a_manifest_are_told_by_their_records(shard_dirs, tmp_path):

@@ -1,3 +1,6 @@
 """Model functions, registered by name. Models read no files.
-Imports common and features.
+
+One module per model (registry.MODEL_MODULES), over heads/ (the head family every model_fn ends
+in), tables/ (the models over a table's schema) and the shared pieces (training, precision,
+class_weights, eval_pictures, drawing, blocks, registry). Imports common and features.
 """

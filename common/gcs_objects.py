@@ -127,13 +127,20 @@ class GcsObjects:
         testing = os.environ.get('GOOGLE_AUTH_TOKEN_FOR_TESTING')
         if testing:
             return testing
+        import google.auth
+        import google.auth.exceptions
+        import google.auth.transport.requests
         with self._token_lock:
-            import google.auth
-            import google.auth.transport.requests
-            if self._credentials is None:
-                self._credentials, _ = google.auth.default(scopes=[SCOPE])
-            if not self._credentials.valid:
-                self._credentials.refresh(google.auth.transport.requests.Request())
+            try:
+                if self._credentials is None:
+                    self._credentials, _ = google.auth.default(scopes=[SCOPE])
+                if not self._credentials.valid:
+                    self._credentials.refresh(google.auth.transport.requests.Request())
+            except google.auth.exceptions.DefaultCredentialsError as e:
+                raise UserError(f'gs://: no Google credentials ({e}); set '
+                                'GOOGLE_APPLICATION_CREDENTIALS to a key file') from None
+            except google.auth.exceptions.GoogleAuthError as e:  # the token server failed
+                raise TransientStoreFailure(f'a Google access token: {e}') from e
             return self._credentials.token
 
 

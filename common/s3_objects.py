@@ -1,12 +1,12 @@
 """S3's conditional writes through boto3, for common/conditional_objects.py.
 
-The client is set up from what tensorflow-io's s3:// reads, so the lease objects go where the
-model_dir's other files go: S3_ENDPOINT (a URL, or a host whose scheme S3_USE_HTTPS says),
-S3_VERIFY_SSL and S3_CA_FILE, AWS_REGION (or S3_REGION), the AWS credentials chain (AWS_*
-variables, AWS_PROFILE's files, the instance's role), S3_CONNECT_TIMEOUT_MSEC and
-S3_REQUEST_TIMEOUT_MSEC (common/store_settings.py), AWS_RETRY_MODE and AWS_MAX_ATTEMPTS (which
-botocore reads itself) and HTTPS_PROXY / HTTP_PROXY (likewise). Addressing is path-style, as
-tensorflow-io's.
+The client is set up from what tensorflow-io 0.36.0's s3:// reads, so the lease objects go where
+the model_dir's other files go: S3_ENDPOINT (a URL; a bare host is https, as there: it reads no
+S3_USE_HTTPS), S3_VERIFY_SSL, AWS_REGION, S3_CONNECT_TIMEOUT_MSEC and S3_REQUEST_TIMEOUT_MSEC
+(common/store_settings.py); what botocore reads itself as the AWS SDK does: the credentials
+chain (AWS_* variables, AWS_PROFILE's files, the instance's role, AWS_EC2_METADATA_DISABLED),
+AWS_RETRY_MODE and AWS_MAX_ATTEMPTS, AWS_CA_BUNDLE, HTTPS_PROXY / HTTP_PROXY. Addressing is
+path-style, as tensorflow-io's.
 """
 import os
 from typing import Optional, Tuple
@@ -20,10 +20,9 @@ from common.store_retries import TransientStoreFailure
 TRANSIENT_STATUS = {409, 429, 500, 502, 503, 504}
 
 # What the client is made from: another value, another client (conditional_objects).
-SETTINGS = ('S3_ENDPOINT', 'S3_USE_HTTPS', 'S3_VERIFY_SSL', 'S3_CA_FILE', 'AWS_REGION',
-            'S3_REGION', 'S3_CONNECT_TIMEOUT_MSEC', 'S3_REQUEST_TIMEOUT_MSEC',
-            'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_PROFILE',
-            'HTTPS_PROXY', 'HTTP_PROXY')
+SETTINGS = ('S3_ENDPOINT', 'S3_VERIFY_SSL', 'AWS_REGION', 'S3_CONNECT_TIMEOUT_MSEC',
+            'S3_REQUEST_TIMEOUT_MSEC', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY',
+            'AWS_SESSION_TOKEN', 'AWS_PROFILE', 'AWS_CA_BUNDLE', 'HTTPS_PROXY', 'HTTP_PROXY')
 
 
 def _flag(name: str, default: bool) -> bool:
@@ -36,16 +35,16 @@ def _client():
     from botocore.config import Config
 
     endpoint = os.environ.get('S3_ENDPOINT') or None
-    if endpoint and '://' not in endpoint:
-        endpoint = ('https://' if _flag('S3_USE_HTTPS', True) else 'http://') + endpoint
-    verify = (os.environ.get('S3_CA_FILE') or None) if _flag('S3_VERIFY_SSL', True) else False
+    if endpoint and not endpoint.startswith(('http://', 'https://')):
+        endpoint = 'https://' + endpoint
+    verify = None if _flag('S3_VERIFY_SSL', True) else False
     config = Config(
         connect_timeout=int(os.environ.get('S3_CONNECT_TIMEOUT_MSEC', '10000')) / 1000,
         read_timeout=int(os.environ.get('S3_REQUEST_TIMEOUT_MSEC', '20000')) / 1000,
         s3={'addressing_style': 'path'})
     return boto3.session.Session().client(
         's3', endpoint_url=endpoint, verify=verify, config=config,
-        region_name=os.environ.get('AWS_REGION') or os.environ.get('S3_REGION') or None)
+        region_name=os.environ.get('AWS_REGION') or None)
 
 
 class S3Objects:

@@ -4,7 +4,8 @@ A bucket fails now and then (500, 503 SlowDown, 429, a reset connection, a stall
 TensorFlow's clients retry. The service's own objects (the training lease, claims, ledger
 entries, pointers, models.config, manifests) go through common/files, whose bucket operations
 run through in_store: tried again with backoff, then StoreError naming the path and the
-operation (exit 1; the same command resumes).
+operation (exit 1; the same command resumes). So do the calls of the stores' own clients that
+write the training lease and claims (common/conditional_objects.py): TransientStoreFailure.
 """
 import random
 import time

@@ -2,29 +2,35 @@
 
 The training lease on a bucket model_dir (trainer/model_dir/train_lock.py) and an eval job's
 claim on a checkpoint (trainer/evaluation/claims.py) are both this protocol: write the object
-(the owner, a random token, when renewed), let other writers settle and read it back to learn
-who won (a bucket's last writer wins; it has no locks), renew it every lease_secs / 4 from a
-thread, and remove it at the end only while it still names this token. Another process takes
-an object over only when stale_reason says its holder is gone.
+(the owner, a random token, when renewed) only if it is as last read, renew it every
+lease_secs / 4 from a thread, and remove it at the end only while it still names this token.
+Another process takes an object over only when stale_reason says its holder is gone.
+
+On s3:// and gs:// the store decides who won: every write is conditional on the version read
+(common/conditional_objects.py), so of two writers over one version exactly one gets through,
+however late. On a local disk the writes are made under an OS lock (the caller's guard). Any
+other bucket (ram://) has neither: the object is written, other writers let settle and read
+back to learn who won (the last writer wins).
 """
 import contextlib
 import dataclasses
+import json
 import os
 import socket
 import threading
 import time
 import uuid
-from typing import Callable, ContextManager, Dict, Optional
+from typing import Callable, ContextManager, Dict, Optional, Tuple
 
 import tensorflow as tf
 from absl import logging
 
-from common import files, process_lock
+from common import conditional_objects, files, paths, process_lock
 from common.errors import StoreError
 from common.records import NUMBER, field
 
 LEASE_SECS = 120
-# A bucket's last writer wins: read the object back after this long to learn who did.
+# Without conditional writes a bucket's last writer wins: read back after this long to learn who.
 SETTLE_SECS = 2.0
 _IMPORTED_AT = time.time()
 
@@ -82,16 +88,17 @@ class LeaseRecord:
     token: Optional[str] = None
     renewed: float = 0.0
     fields: Dict = dataclasses.field(default_factory=dict)  # the kind's own: a claim's step...
+    version: Optional[str] = None  # as the store read it (S3's ETag, GCS's generation)
 
     @classmethod
-    def from_json(cls, record, field_names=()) -> 'LeaseRecord':
+    def from_json(cls, record, field_names=(), version=None) -> 'LeaseRecord':
         """field_names: the fields its kind of lease adds, which it must have."""
         try:
             return cls(owner=Owner.from_json(record), token=field(record, 'token', str),
                        renewed=field(record, 'renewed', NUMBER),
-                       fields={name: record[name] for name in field_names})
-        except (ValueError, KeyError):
-            return cls(owner=None)
+                       fields={name: record[name] for name in field_names}, version=version)
+        except (ValueError, KeyError, TypeError):
+            return cls(owner=None, version=version)
 
     def to_json(self) -> Dict:
         return dict(self.owner.to_json(), **self.fields, token=self.token, renewed=self.renewed)
@@ -129,22 +136,58 @@ class LeaseObject:
         self.path, self.owner, self.fields = path, owner, fields
         self.lease_secs, self.settle_secs, self.guard = lease_secs, settle_secs, guard
         self.token = uuid.uuid4().hex
+        self._objects = conditional_objects.for_path(path)  # None: no conditional writes
+        self._version = None  # of this process's last write, where the store has versions
         self._stop = threading.Event()
         self._thread = None
 
     def read(self) -> Optional[LeaseRecord]:
         """The object as it stands: None when there is none."""
+        version = None
         try:
-            held = files.read_json(self.path)
+            if self._objects is not None:
+                found = self._objects.read(self.path)
+                if found is None:
+                    return None
+                data, version = found
+                held = json.loads(data)  # one GET: never a read cut short by a rewrite
+            else:
+                held = files.read_json(self.path)
         except tf.errors.NotFoundError:
             return None
         except ValueError:
             held = None
-        return LeaseRecord.from_json(held, field_names=tuple(self.fields))
+        return LeaseRecord.from_json(held, field_names=tuple(self.fields), version=version)
+
+    def _record(self) -> LeaseRecord:
+        return LeaseRecord(self.owner, self.token, time.time(), self.fields)
 
     def write(self) -> None:
-        files.write_json_atomic(self.path, LeaseRecord(self.owner, self.token, time.time(),
-                                                       self.fields).to_json())
+        """Writes the object whatever stands (no conditional writes: under the guard, or not)."""
+        files.write_json_atomic(self.path, self._record().to_json())
+
+    def take(self, held: Optional[LeaseRecord]) -> bool:
+        """Writes this process's object over held (None: there was none); whether this process
+        holds it now. Conditional where the store can (held's version), exact under a local
+        disk's guard, else written and read back after settle_secs."""
+        if self._objects is not None:
+            return self._write_over(held.version if held else None)[0]
+        self.write()
+        return paths.is_local(self.path) or self.settled()
+
+    def _write_over(self, version: Optional[str]) -> Tuple[bool, Optional[LeaseRecord]]:
+        """The conditional write over version (None: create): (won, what the object holds when
+        lost)."""
+        data = json.dumps(self._record().to_json()).encode()
+        written = (self._objects.create(self.path, data) if version is None
+                   else self._objects.replace(self.path, data, version))
+        if written is conditional_objects.LOST:
+            held = self.read()  # lost, or an earlier try of this very write went through
+            if not self.is_mine(held):
+                return False, held
+            written = held.version
+        self._version = written
+        return True, None
 
     def is_mine(self, held: Optional[LeaseRecord]) -> bool:
         return held is not None and held.token == self.token
@@ -169,6 +212,12 @@ class LeaseObject:
         while not self._stop.wait(self.lease_secs / 4):
             try:
                 with self.guard():
+                    if self._objects is not None:
+                        won, held = self._write_over(self._version)
+                        if not won:
+                            on_lost(held)
+                            return
+                        continue
                     held = self.read()
                     if not self.is_mine(held):
                         on_lost(held)
@@ -186,7 +235,15 @@ class LeaseObject:
             self._thread.join()
             self._thread = None
 
+    def remove(self) -> None:
+        """Removes the object this process holds (while still its last write, where versioned)."""
+        if self._objects is not None:
+            if self._version is not None:
+                self._objects.delete(self.path, self._version)
+            return
+        files.remove(self.path)
+
     def remove_if_mine(self) -> None:
         with self.guard():
             if self.is_mine(self.read()):
-                files.remove(self.path)
+                self.remove()

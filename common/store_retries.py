@@ -4,7 +4,8 @@ A bucket fails now and then (500, 503 SlowDown, 429, a reset connection, a stall
 TensorFlow's clients retry. The service's own objects (the training lease, claims, ledger
 entries, pointers, models.config, manifests) go through common/files, whose bucket operations
 run through in_store: tried again with backoff, then StoreError naming the path and the
-operation (exit 1; the same command resumes).
+operation (exit 1; the same command resumes). So do the calls of the stores' own clients that
+write the training lease and claims (common/conditional_objects.py): TransientStoreFailure.
 """
 import random
 import time
@@ -33,10 +34,15 @@ FOLDER_OPERATION_FAILURES = (
 )
 
 
+class TransientStoreFailure(Exception):
+    """A transient failure of a store's own client (the lease objects' calls, common/
+    conditional_objects.py), after that client's retries: tried again as TRANSIENT_ERRORS are."""
+
+
 def is_transient(error: BaseException) -> bool:
     """One of TRANSIENT_ERRORS, also as the bare OpError with its code that some of TensorFlow's
     wrappers raise (the checkpoint reader), or a FOLDER_OPERATION_FAILURES error."""
-    return isinstance(error, TRANSIENT_ERRORS) or (
+    return isinstance(error, (TransientStoreFailure, *TRANSIENT_ERRORS)) or (
         isinstance(error, tf.errors.OpError)
         and (error.error_code in {cls(None, None, '').error_code for cls in TRANSIENT_ERRORS}
              or any(isinstance(error, cls) and text in (error.message or '')
@@ -56,10 +62,11 @@ def in_store(operation: str, path: str, call: Callable[[], T]) -> T:
     for attempt in range(1, STORE_TRIES + 1):
         try:
             return call()
-        except tf.errors.OpError as e:
+        except (tf.errors.OpError, TransientStoreFailure) as e:
             if not is_transient(e):
                 raise
-            reason = f'{type(e).__name__}: {op_error_summary(e)}'
+            summary = op_error_summary(e) if isinstance(e, tf.errors.OpError) else str(e)
+            reason = f'{type(e).__name__}: {summary}'
             if attempt == STORE_TRIES:
                 raise StoreError(f'{operation} {path} failed {STORE_TRIES} times, the last with '
                                  f'{reason}; the store keeps failing: run the same command '

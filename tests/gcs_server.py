@@ -290,7 +290,8 @@ def _request(port, method, path, body=None):
 def running_server(folder, set_environ=True):
     """Starts fake-gcs-server (objects in memory) and GoogleProxy on free 127.0.0.1 ports, sets
     the variables of gcs_env in os.environ (child processes inherit them), yields an object with
-    .port (the server's), .proxy (a ProxyProcess), .env and .make_bucket(); stops both and
+    .port (the server's), .proxy (a ProxyProcess), .env, .make_bucket() and .certificates (for
+    another ProxyProcess); stops both and
     restores os.environ after.
     """
     folder = str(folder)
@@ -328,7 +329,7 @@ def running_server(folder, set_environ=True):
             if set_environ:
                 os.environ.update(env)
             yield types.SimpleNamespace(port=port, proxy=proxy, env=env, make_bucket=make_bucket,
-                                        ca=certificates.ca)
+                                        ca=certificates.ca, certificates=certificates)
         finally:
             stop_server(proxy.process, {})
     finally:

@@ -52,27 +52,22 @@ def test_bucket_lease_is_refreshed_and_taken_over_only_after_it_expires(store, r
 
 
 @pytest.mark.parametrize('store', ['s3', 'gcs'])
-def test_a_live_lease_read_mid_renewal_is_read_again_not_taken_over(store, request, tmp_path,
-                                                                    monkeypatch):
-    """A bucket read that races the holder's renewal can come back cut short (common.files):
-    that is a lease being renewed, not an unreadable one."""
+def test_a_lease_on_s3_and_gcs_is_read_and_written_by_the_stores_own_client(store, request,
+                                                                             tmp_path,
+                                                                             monkeypatch):
+    """One GET reads one version whole (never a read cut short by a renewal, as tf.io.gfile's
+    could be), and every write is conditional on the version read: tf.io.gfile is not used for
+    the lease object (one TF wrote reads all the same)."""
     model_dir = lease_model_dir(store, request, tmp_path)
-    holder = train_lock.Lease(model_dir, lease_secs=120, settle_secs=0)
-    holder.acquire()
-    read_text, torn = files.read_text, []
-
-    def first_read_torn(path):
-        text = read_text(path)
-        if path == holder.path and not torn:
-            torn.append(path)
-            return text[:len(text) // 2]
-        return text
-
-    monkeypatch.setattr(files, 'read_text', first_read_torn)
-    with pytest.raises(UserError, match=r'is in use by another training run \(pid \d+ on '):
-        train_lock.Lease(model_dir, lease_secs=120, settle_secs=0).acquire()
-    assert torn and holder.read().token == holder.token
-    holder.release()
+    write_lease(model_dir, host='another-host', pid=1, renewed=time.time() - 200)
+    for name in ('read_text', 'write_json_atomic', 'remove'):
+        monkeypatch.setattr(files, name, lambda *args: pytest.fail(f'files.{name}{args}'))
+    held = train_lock.Lease(model_dir, lease_secs=120, settle_secs=0)
+    held.acquire()  # takes over the silent lease: If-Match / ifGenerationMatch its version
+    record = held.read()
+    assert record.token == held.token and record.version == held._version
+    held.release()
+    assert held.read() is None
 
 
 def test_a_file_url_model_dir_gets_the_os_lock_not_a_lease(tmp_path):

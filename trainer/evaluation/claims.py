@@ -10,10 +10,12 @@ training lease's rules and protocol, common.lease).
 The ledger entry is written through the claim (Claim.commit): only while the claim is still
 its owner's and the step has no entry yet; then the claim is removed. On a local disk every
 claim, renewal and commit happens under one OS lock (claims/.lock): each checkpoint gets
-exactly one evaluation and one ledger entry. A bucket has no locks and no conditional writes:
-a claim is written, read back after settle_secs and checked again before the entry is
-written, so two jobs seldom evaluate one step twice, and the entry stays one whole object
-named by its step: at most a duplicate evaluation, never a duplicate or a lost entry.
+exactly one evaluation and one ledger entry. On s3:// and gs:// a claim is written by the
+store's conditional writes (common/lease.py): of two jobs claiming a step at once exactly one
+gets it. A bucket without them (ram://) has the claim read back after settle_secs and checked
+again before the entry is written, so two jobs seldom evaluate one step twice; the entry stays
+one whole object named by its step: at most a duplicate evaluation, never a duplicate or a
+lost entry.
 """
 import contextlib
 import dataclasses
@@ -87,9 +89,8 @@ class Claims:
             held = claim.read()
             if held is not None and not self._taken_over(step, held):
                 return None
-            claim.write()
-        if not paths.is_local(self.dir) and not claim.settled():
-            return None  # another job wrote at the same moment, and won
+            if not claim.take(held):
+                return None  # another job wrote at the same moment, and won
         self.holders.pop(step, None)
         claim.keep_renewed(on_lost=lambda held: None)  # commit says so
         return claim
@@ -131,7 +132,7 @@ class Claim(lease.LeaseObject):
             entry = None
             if self.claims.ledger.find(self.step) is None:
                 entry = write_entry()
-            files.remove(self.path)
+            self.remove()
         return entry
 
     def release(self) -> None:

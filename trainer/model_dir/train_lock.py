@@ -3,7 +3,8 @@
 Two trainers on one model_dir would overwrite each other's checkpoints and events.
 On a local disk the lock is an OS lock (flock) on MODEL_DIR/train.lock, which the
 kernel releases when the process dies, even by kill -9. Object stores (gs://, s3://)
-have no locks, so there it is a lease object, MODEL_DIR/train.lease, saying who holds
+have no locks, so there it is a lease object (common/lease.py: written by the store's
+conditional writes), MODEL_DIR/train.lease, saying who holds
 it (host, pid, when that process started, a random token) and when it was last renewed;
 the holder renews it every --lease_timeout_secs / 4 while it trains. A lease is stale,
 and the next trainer takes it over saying why in one line, when its holder is this
@@ -80,8 +81,7 @@ class Lease(lease.LeaseObject):
                 raise _held_error(self.model_dir, held.owner)
             logging.warning('taking over the training lease %s (%s): %s', self.path,
                             describe(held.owner), reason)
-        self.write()
-        if not self.settled():  # another trainer wrote at the same moment, and won
+        if not self.take(held):  # another trainer wrote at the same moment, and won
             held = self.read()
             raise _held_error(self.model_dir, held and held.owner)
         self._held = True

@@ -188,8 +188,10 @@ def test_write_batches_takes_the_same_splits_records_and_statistics_as_write_tab
         def write(self, record):
             self.records.append(record)
 
-        def write_many(self, records):
-            self.records.extend(records)
+        def write_many(self, data, lengths, hashes):
+            assert len(hashes) == len(lengths)
+            ends = np.cumsum(lengths).tolist()
+            self.records.extend(data[start:end] for start, end in zip([0] + ends, ends))
 
     def prepared(batches: bool):
         typed = table(path, label='city, state', **TEXT)
@@ -198,8 +200,9 @@ def test_write_batches_takes_the_same_splits_records_and_statistics_as_write_tab
         writers = {'train': Writer(), 'validation': Writer()}
         if batches:
             encoder = example_batches.BatchEncoder(typed.names, typed.dtypes)
-            skipped = table_splits.write_batches(writers, typed.typed_batches(), encoder.encode,
-                                                 stats, typed.label, 0.3, 'the test')
+            skipped = table_splits.write_batches(writers, typed.typed_batches(),
+                                                 encoder.encode_flat, stats, typed.label, 0.3,
+                                                 'the test')
         else:
             encoder = table_records.RowEncoder(typed.names, typed.dtypes)
             rows = ((key.encode(), values, encoder.encode(values))

@@ -14,7 +14,6 @@ write_split takes records made by index (digits, faces) the same way; prepare im
 splits as its worker processes hand the records back, straight into streamed_splits.
 """
 import contextlib
-import itertools
 import time
 from typing import Callable, Dict, List, Optional
 
@@ -47,21 +46,27 @@ class SplitWriter:
     def write(self, record: bytes) -> None:
         self.records.add(record)
 
-    def write_many(self, records: List[bytes]) -> None:
-        self.records.add_many(records)
+    def write_many(self, data, lengths: np.ndarray, hashes: Optional[np.ndarray] = None) -> None:
+        """Records one after another in data, of these lengths, and their hashes if the caller
+        has them (record_shuffle's add_many)."""
+        self.records.add_many(data, lengths, hashes)
 
     def write_shards(self) -> None:
         """The records in the seed's order, cut into the shards in turn (as evenly as counts go)."""
         bounds = np.linspace(0, self.written, len(self.names) + 1).astype(int)
-        shuffled = self.records.shuffled()
         # A big split's buckets take a while to read back: the time left, as for its reading.
         written = progress.ProgressLog(f'{self.split}: writing the shards,', self.written, 'records')
+        chunks, chunk = self.records.shuffled(), []
         for index, (name, temporary) in enumerate(zip(self.names, self.temporaries)):
             self.counts.append(int(bounds[index + 1] - bounds[index]))
             with self._open_writer(temporary.path) as writer:
-                for record in itertools.islice(shuffled, self.counts[-1]):
-                    writer.write(record)
-                    written.advance()
+                left = self.counts[-1]
+                while left:
+                    chunk = chunk or next(chunks)
+                    for record in chunk[:left]:
+                        writer.write(record)
+                    written.advance(min(left, len(chunk)))
+                    left, chunk = max(0, left - len(chunk)), chunk[left:]
             logging.info('%s: wrote %s (%d records, shard %d/%d)', self.split, name,
                          self.counts[-1], index + 1, len(self.names))
         self.records.close()

@@ -4,13 +4,13 @@ two-pass shuffle tensorflow_datasets uses (its core/shuffle.py).
 Each record's key is a 64-bit hash of its bytes keyed by the seed (or, for a table's rows, of
 the row's fields, from the hash its split was taken by: seeded_keys), and the records come out
 in the order of their keys: the same records and seed give the same order (byte-identical
-shards), whatever order they came in and whatever the memory budget. Records are held in memory up to
-MEMORY_BYTES; past that every record goes to one of 2**TOP_BUCKET_BITS temporary bucket files
+shards), whatever order they came in and whatever the memory budget. Records are held in memory
+up to MEMORY_BYTES (shared by the splits one prepare writes: each its share); past that every record goes to one of 2**TOP_BUCKET_BITS temporary bucket files
 by the top bits of its key (a bucket is a range of keys), and each bucket is read back, sorted
 and handed on in turn. A bucket over the budget (past 2**TOP_BUCKET_BITS times the budget of
 data, or by chance) is first split by the next bits of its keys into as many buckets as its
-size needs (up to 2**TOP_BUCKET_BITS a time), so the peak is one bucket of at most
-MEMORY_BYTES whatever the data's size, and the bucket files' write buffers (FLUSH_BYTES each).
+size needs (up to 2**TOP_BUCKET_BITS a time), so the peak is one bucket of at most the
+budget whatever the data's size, and the bucket files' write buffers (FLUSH_BYTES each).
 
 Where the buckets go: beside the output on a local disk (the disk chosen to hold the data set,
 where /tmp may be small or in memory); in TMPDIR when the output is a bucket (gs://, s3://),
@@ -34,7 +34,7 @@ from input_fns.records.shuffle_buckets import (INDEX_BYTES_PER_RECORD, INDEX_DTY
                                                BucketFiles, HeldRecords, in_key_order,
                                                records_in_file_order, starts_of)
 
-MEMORY_BYTES = 256 << 20  # the records one bucket holds in memory, and their index
+MEMORY_BYTES = 256 << 20  # the records a prepare's shuffles hold in memory, and their index
 TOP_BUCKET_BITS = 6  # 64 bucket files when the records outgrow memory
 SPILL_BYTES = 4 << 20  # records moved to the buckets at a time when they outgrow memory
 _MIX1, _MIX2 = np.uint64(0xFF51AFD7ED558CCD), np.uint64(0xC4CEB9FE1A85EC53)
@@ -72,14 +72,20 @@ class RecordShuffler:
     """add(record) every record, then shuffled() hands them all on in the seed's order; close()
     (or leaving a `with`) removes the temporary buckets, whether they were read or not."""
 
-    def __init__(self, seed: int, root: str):
-        self.seed, self._hash_key = seed, str(seed).encode()
+    def __init__(self, seed: int, root: str, share: float = 1.0):
+        """share: of MEMORY_BYTES, this shuffle's (a prepare's splits share it)."""
+        self.seed, self._hash_key, self.share = seed, str(seed).encode(), share
         self.root, self.folder = root, None
         self.count = 0
         self._held: Optional[HeldRecords] = HeldRecords()
         self._buckets: Optional[BucketFiles] = None
         self.buckets_read = 0  # bucket files read back, and the most memory one took
         self.largest_bucket_bytes = 0
+
+    @property
+    def budget(self) -> int:
+        """The bytes of records (and their index) this shuffle holds in memory at most."""
+        return int(MEMORY_BYTES * self.share)
 
     def __enter__(self):
         return self
@@ -98,7 +104,7 @@ class RecordShuffler:
             self._buckets.add(key, record)
             return
         self._held.add(key, record)
-        if self._held.held_bytes() > MEMORY_BYTES:
+        if self._held.held_bytes() > self.budget:
             self._spill()
 
     def add_many(self, data, lengths: np.ndarray, hashes: Optional[np.ndarray] = None) -> None:
@@ -116,7 +122,7 @@ class RecordShuffler:
             self._buckets.add_many(keys, data, lengths)
             return
         self._held.add_many(keys, data, lengths)
-        if self._held.held_bytes() > MEMORY_BYTES:
+        if self._held.held_bytes() > self.budget:
             self._spill()
 
     def _spill(self) -> None:
@@ -126,7 +132,7 @@ class RecordShuffler:
                                             f'{files.writer_tag()}')
         files.makedirs(self.folder)
         logging.info('shuffling the records in %d buckets under %s (more than %d MiB)',
-                     1 << TOP_BUCKET_BITS, self.folder, MEMORY_BYTES >> 20)
+                     1 << TOP_BUCKET_BITS, self.folder, self.budget >> 20)
         self._buckets = BucketFiles(self.folder, 'bucket-', 0, TOP_BUCKET_BITS)
         held, self._held = self._held, None
         keys, lengths = held.arrays()
@@ -157,9 +163,9 @@ class RecordShuffler:
         data_path, index_path = f'{path}.records', f'{path}.index'
         needs = files.size(data_path) + (files.size(index_path) // INDEX_DTYPE.itemsize
                                          * INDEX_BYTES_PER_RECORD)
-        if needs > MEMORY_BYTES and bits_used < KEY_BITS:
+        if needs > self.budget and bits_used < KEY_BITS:
             yield from self._split_in_order(path, bits_used, needs)
-        elif needs > MEMORY_BYTES:  # every key the same: equal records, in any order
+        elif needs > self.budget:  # every key the same: equal records, in any order
             yield from ([record] for _, record in records_in_file_order(path))
         else:
             entries = np.frombuffer(files.read_bytes(index_path), INDEX_DTYPE)
@@ -173,7 +179,7 @@ class RecordShuffler:
     def _split_in_order(self, path: str, bits_used: int, needs: int) -> Iterator[List[bytes]]:
         """A bucket over the budget, split by its next key bits into buckets that fit."""
         bits = min(KEY_BITS - bits_used, TOP_BUCKET_BITS,
-                   int(np.ceil(np.log2(2 * needs / MEMORY_BYTES))))
+                   int(np.ceil(np.log2(2 * needs / self.budget))))
         parts = BucketFiles(self.folder, f'{os.path.basename(path)}-', bits_used, bits)
         for key, record in records_in_file_order(path):
             parts.add(key, record)

@@ -29,14 +29,17 @@ class SplitWriter:
     """One split: write(record) takes its records, write_shards() writes them shuffled."""
 
     def __init__(self, output_dir: str, split: str, num_shards: int, seed: int,
-                 suffix: str = shards.SHARD_SUFFIX, open_writer: Callable = tf.io.TFRecordWriter):
+                 suffix: str = shards.SHARD_SUFFIX, open_writer: Callable = tf.io.TFRecordWriter,
+                 share: float = 1.0):
+        """share: of the shuffle's memory budget, this split's."""
         self.output_dir, self.split, self.suffix = output_dir, split, suffix
         self.names = [shards.shard_name(split, index, num_shards, suffix)
                       for index in range(num_shards)]
         self.final_paths = [paths.join(output_dir, name) for name in self.names]
         self.temporaries = [files.Temporary(path) for path in self.final_paths]
         self.counts: List[int] = []
-        self.records = record_shuffle.RecordShuffler(seed, record_shuffle.temp_root(output_dir))
+        self.records = record_shuffle.RecordShuffler(seed, record_shuffle.temp_root(output_dir),
+                                                     share)
         self._open_writer = open_writer
 
     @property
@@ -97,8 +100,9 @@ def streamed_splits(output_dir: str, shard_counts: Dict[str, int], seed: int,
         raise ValueError(f'shard counts must be >= 1, got {shard_counts}')
     files.makedirs(output_dir)
     files.remove_abandoned_temporaries(output_dir)
-    writers = {split: SplitWriter(output_dir, split, count, seed, suffix, open_writer)
-               for split, count in shard_counts.items()}
+    # The splits share the shuffle's budget: a prepare's memory is the budget, however many.
+    writers = {split: SplitWriter(output_dir, split, count, seed, suffix, open_writer,
+                                  1 / len(shard_counts)) for split, count in shard_counts.items()}
     try:
         yield writers
     except BaseException:

@@ -1,8 +1,7 @@
 """A split's records in a seeded random order over the whole split, in bounded memory: the
 two-pass shuffle tensorflow_datasets uses (its core/shuffle.py).
 
-Each record's key is a 64-bit hash of its bytes keyed by the seed (or, for a table's rows, of
-the row's fields, from the hash its split was taken by: seeded_keys), and the records come out
+Each record's key is a 64-bit hash of its bytes keyed by the seed, and the records come out
 in the order of their keys: the same records and seed give the same order (byte-identical
 shards), whatever order they came in and whatever the memory budget. Records are held in memory
 up to MEMORY_BYTES (shared by the splits one prepare writes: each its share); past that every record goes to one of 2**TOP_BUCKET_BITS temporary bucket files
@@ -37,22 +36,8 @@ from input_fns.records.shuffle_buckets import (INDEX_BYTES_PER_RECORD, INDEX_DTY
 MEMORY_BYTES = 256 << 20  # the records a prepare's shuffles hold in memory, and their index
 TOP_BUCKET_BITS = 6  # 64 bucket files when the records outgrow memory
 SPILL_BYTES = 4 << 20  # records moved to the buckets at a time when they outgrow memory
-_MIX1, _MIX2 = np.uint64(0xFF51AFD7ED558CCD), np.uint64(0xC4CEB9FE1A85EC53)
 FOLDER_PREFIX = '.prepare-shuffle-'
 WRITER_MARK = '.buckets-'  # then HOST-PID: whose buckets they are (files.is_abandoned)
-
-
-def seeded_keys(hashes: np.ndarray, seed: int) -> np.ndarray:
-    """Shuffle keys for records whose 64-bit hashes the caller has already (a table row's
-    SHA-256, input_fns/records/split.py's digest_words): each hash xor the seed's, then
-    MurmurHash3's fmix64, a bijection (distinct hashes keep distinct keys) that spreads every
-    bit of its input over the key's top bits, which pick the bucket."""
-    seed_word = int.from_bytes(hashlib.blake2b(str(seed).encode(), digest_size=8).digest(), 'big')
-    keys = hashes.astype(np.uint64) ^ np.uint64(seed_word)
-    with np.errstate(over='ignore'):
-        for multiplier in (_MIX1, _MIX2):
-            keys = (keys ^ (keys >> np.uint64(33))) * multiplier
-    return keys ^ (keys >> np.uint64(33))
 
 
 def temp_root(output_dir: str) -> str:
@@ -74,7 +59,7 @@ class RecordShuffler:
 
     def __init__(self, seed: int, root: str, share: float = 1.0):
         """share: of MEMORY_BYTES, this shuffle's (a prepare's splits share it)."""
-        self.seed, self._hash_key, self.share = seed, str(seed).encode(), share
+        self._hash_key, self.share = str(seed).encode(), share
         self.root, self.folder = root, None
         self.count = 0
         self._held: Optional[HeldRecords] = HeldRecords()
@@ -107,16 +92,19 @@ class RecordShuffler:
         if self._held.held_bytes() > self.budget:
             self._spill()
 
-    def add_many(self, data, lengths: np.ndarray, hashes: Optional[np.ndarray] = None) -> None:
-        """Records data holds one after another, of these lengths; keyed by their hashes where
-        the caller has them (seeded_keys), else each by key(). Held, all of them before the
+    def keys(self, data, lengths: np.ndarray) -> np.ndarray:
+        """key() of each record data holds one after another, of these lengths."""
+        view, key = memoryview(data), self._hash_key
+        digests = b''.join([hashlib.blake2b(view[start:start + length], digest_size=8,
+                                            key=key).digest()
+                            for start, length in zip(starts_of(lengths).tolist(),
+                                                     lengths.tolist())])
+        return np.frombuffer(digests, '>u8').astype(np.uint64)
+
+    def add_many(self, data, lengths: np.ndarray) -> None:
+        """Records data holds one after another, of these lengths; held, all of them before the
         budget is checked."""
-        if hashes is not None:
-            keys = seeded_keys(hashes, self.seed)
-        else:
-            view = memoryview(data)
-            keys = np.array([self.key(view[start:start + length]) for start, length in
-                             zip(starts_of(lengths).tolist(), lengths.tolist())], np.uint64)
+        keys = self.keys(data, lengths)
         self.count += len(keys)
         if self._buckets is not None:
             self._buckets.add_many(keys, data, lengths)

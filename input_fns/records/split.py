@@ -4,7 +4,7 @@ Hashing a stable key (a CSV row's bytes, an image's path below its root) puts ea
 the same split every time the data is prepared, and adding examples moves none of the old ones.
 """
 import hashlib
-from typing import Optional, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -17,21 +17,13 @@ def is_validation(key: bytes, validation_fraction: float) -> bool:
     return int.from_bytes(digest[:8], 'big') / 2.0 ** 64 < validation_fraction
 
 
-def digest_words(keys: Sequence[bytes]) -> np.ndarray:
-    """Each key's SHA-256 as four big-endian uint64 words (rows x 4): the first decides its
-    split (is_validation); the rest are there for other uses of the same hash, as a table row's
-    shuffle key (input_fns/records/record_shuffle.py's seeded_keys)."""
-    digests = b''.join([hashlib.sha256(key).digest() for key in keys])
-    return np.frombuffer(digests, '>u8').reshape(-1, 4)
-
-
-def validation_mask(keys: Sequence[bytes], validation_fraction: float,
-                    words: Optional[np.ndarray] = None) -> np.ndarray:
+def validation_mask(keys: Sequence[bytes], validation_fraction: float) -> np.ndarray:
     """is_validation of each key, the comparisons at once (uint64 to float64 rounds as
-    Python's int to float does); words: the keys' digest_words, where already made."""
+    Python's int to float does)."""
     if not validation_fraction:
         return np.zeros(len(keys), bool)
-    firsts = (digest_words(keys) if words is None else words)[:, 0]
+    digests = b''.join([hashlib.sha256(key).digest() for key in keys])
+    firsts = np.frombuffer(digests, '>u8').reshape(-1, 4)[:, 0]
     return firsts.astype(np.float64) / 2.0 ** 64 < validation_fraction
 
 

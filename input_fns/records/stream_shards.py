@@ -49,10 +49,9 @@ class SplitWriter:
     def write(self, record: bytes) -> None:
         self.records.add(record)
 
-    def write_many(self, data, lengths: np.ndarray, hashes: Optional[np.ndarray] = None) -> None:
-        """Records one after another in data, of these lengths, and their hashes if the caller
-        has them (record_shuffle's add_many)."""
-        self.records.add_many(data, lengths, hashes)
+    def write_many(self, data, lengths: np.ndarray) -> None:
+        """Records one after another in data, of these lengths."""
+        self.records.add_many(data, lengths)
 
     def write_shards(self) -> None:
         """The records in the seed's order, cut into the shards in turn (as evenly as counts go)."""

@@ -95,16 +95,14 @@ def write_batches(writers: Dict, batches: Iterator, encode: Callable, stats, lab
                   validation_fraction: float, what: str, only_split: Optional[str] = None):
     """write_table of rows a batch at a time (csv_batches.Batch: their split keys and typed
     columns; encode: a split's columns -> its records one after another and their lengths, as
-    RowEncoder writes them), each split's records and statistics taken whole, and shuffled by
-    the SHA-256 their split is taken by (the second of its words). Returns {split: rows
-    skipped}."""
+    RowEncoder writes them), each split's records and statistics taken whole. Returns {split:
+    rows skipped}."""
     skipped = {split: 0 for split in writers}
     chunks, count = {split: _Chunks(stats, split) for split in writers}, 0
     for batch in batches:
         labelled = batch.columns[stats.label_index].present
-        words = data_split.digest_words(batch.keys)
         held_out = (np.zeros(len(batch), bool) if only_split else
-                    data_split.validation_mask(batch.keys, validation_fraction, words))
+                    data_split.validation_mask(batch.keys, validation_fraction))
         for split, rows in ([(only_split, ~held_out)] if only_split else
                             [('train', ~held_out), ('validation', held_out)]):
             if split not in writers:
@@ -112,7 +110,7 @@ def write_batches(writers: Dict, batches: Iterator, encode: Callable, stats, lab
             skipped[split] += int((rows & ~labelled).sum())
             kept = np.flatnonzero(rows & labelled)
             columns = [column.take(kept) for column in batch.columns]
-            writers[split].write_many(*encode(columns), words[kept, 1])
+            writers[split].write_many(*encode(columns))
             chunks[split].add(columns)
         if count // 1_000_000 != (count + len(batch)) // 1_000_000:
             logging.info('%s: %d rows read', what, count + len(batch))

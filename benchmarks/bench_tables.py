@@ -11,14 +11,9 @@ few cells missing, a binary text label):
       batch parsed), which the table input_fn's parsed windows replaced;
   13. dnn_classifier training (Estimator, float32) fed by that input_fn against the same batch
       held in memory: whether training a canned model from shards is input-bound.
-`--table_csv_gb=1` instead prepares a CSV of that size (written under the system's temporary
-folder, deleted after) in a child process and reports its rows/s and peak RSS.
+`--table_csv_gb=1` instead measures prepare csv on a CSV of that size (benchmarks/large_csv.py).
 """
 import os
-import shutil
-import subprocess
-import sys
-import tempfile
 import time
 
 import numpy as np
@@ -58,6 +53,9 @@ def define_flags():
     flags.DEFINE_enum('table_csv_kind', 'census', list(CSV_KINDS), 'The table --table_csv_gb '
                       'writes: census (10 columns) or wide (12 floats, 2 ints, 2 categories and '
                       'a label).')
+    flags.DEFINE_string('table_csv_path', None, 'Where --table_csv_gb\'s CSV is: read if it is '
+                        'there, else written there and kept (by default written under the '
+                        'temporary folder and deleted after).')
 
 
 def targets():
@@ -138,10 +136,10 @@ def make_csv_dataset(path: str, batch_size: int):
         shuffle_buffer_size=10_000, shuffle_seed=0, num_parallel_reads=tf.data.AUTOTUNE)
 
 
-def make_csv_pass(path: str, batch_size: int) -> int:
+def make_csv_pass(path: str, batch_size: int, label: str = 'income') -> int:
     """One pass of make_csv_dataset over the CSV, unshuffled: its parse; the rows read."""
     dataset = tf.data.experimental.make_csv_dataset(
-        path, batch_size, label_name='income', na_value='NA', num_epochs=1, shuffle=False,
+        path, batch_size, label_name=label, na_value='NA', num_epochs=1, shuffle=False,
         num_parallel_reads=tf.data.AUTOTUNE)
     return sum(int(tf.shape(labels)[0]) for _, labels in dataset)
 
@@ -190,52 +188,3 @@ def table_rows(work_dir: str, results, measure, dataset_turn, training_turn) -> 
         'tables', 'dnn_classifier', schema, input_fn, batch_size, training_turn), 'examples/s')
     return (f'generated: {FLAGS.table_rows:,} rows, 5 number and 4 text columns, binary label; '
             f'batch {batch_size}')
-
-
-def high_water_mb(pid: int) -> float:
-    """A process's peak RSS so far (VmHWM): its own, not the parent's it was started from, as
-    getrusage(RUSAGE_CHILDREN) would count through vfork and exec."""
-    try:
-        with open(f'/proc/{pid}/status') as status:
-            for line in status:
-                if line.startswith('VmHWM:'):
-                    return int(line.split()[1]) / 1024
-    except OSError:  # it has just exited
-        pass
-    return 0.0
-
-
-def large_csv_figure(gigabytes: float) -> dict:
-    """Prepares a generated CSV of `gigabytes` GB (--table_csv_kind) in a child process: rows/s,
-    MB/s and its peak RSS, beside pyarrow's read_csv of the same file (the parse alone)."""
-    folder = tempfile.mkdtemp(prefix='table_bench-')
-    try:
-        source = os.path.join(folder, 'big.csv')
-        started = time.perf_counter()
-        rows = write_csv(source, gigabytes=gigabytes, kind=FLAGS.table_csv_kind)
-        size = os.path.getsize(source)
-        print(f'wrote {size / 1e9:.2f} GB, {rows:,} rows in {time.perf_counter() - started:.0f} s',
-              flush=True)
-        started = time.perf_counter()
-        pyarrow.csv.read_csv(source)
-        parse_seconds = time.perf_counter() - started
-        started = time.perf_counter()
-        child = subprocess.Popen([sys.executable, '-m', 'input_fns.prepare', 'csv',
-                                  f'--source={source}',
-                                  f'--label={CSV_KINDS[FLAGS.table_csv_kind][2]}',
-                                  f'--output_dir={folder}/shards', '--num_shards=20'],
-                                 stdout=subprocess.DEVNULL)
-        peak_mb = 0.0
-        while child.poll() is None:
-            peak_mb = max(peak_mb, high_water_mb(child.pid))
-            time.sleep(1)
-        if child.returncode:
-            raise RuntimeError(f'prepare csv exited {child.returncode}')
-        seconds = time.perf_counter() - started
-        return {'csv_bytes': size, 'rows': rows, 'seconds': seconds, 'rows_per_sec': rows / seconds,
-                'mb_per_sec': size / 1e6 / seconds, 'peak_rss_mb': peak_mb,
-                'arrow_parse_mb_per_sec': size / 1e6 / parse_seconds,
-                'against_arrow_parse': parse_seconds / seconds}
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-

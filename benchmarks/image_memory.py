@@ -14,7 +14,7 @@ import time
 
 from absl import app, flags
 
-from benchmarks import bench_images, bench_tables
+from benchmarks import bench_images, large_csv
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer('photos', 2000, 'Photos in the 1x tree.', lower_bound=10)
@@ -46,7 +46,7 @@ def prepared_figure(root: str, output_dir: str, photos: int) -> dict:
     child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
     peak_mb = tree_mb = 0.0
     while child.poll() is None:
-        peak_mb = max(peak_mb, bench_tables.high_water_mb(child.pid))
+        peak_mb = max(peak_mb, large_csv.high_water_mb(child.pid))
         tree_mb = max(tree_mb, tree_rss_mb(child.pid))
         time.sleep(0.2)
     if child.returncode:

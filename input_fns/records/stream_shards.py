@@ -14,7 +14,6 @@ write_split takes records made by index (digits, faces) the same way; prepare im
 splits as its worker processes hand the records back, straight into streamed_splits.
 """
 import contextlib
-import itertools
 import time
 from typing import Callable, Dict, List, Optional
 
@@ -30,14 +29,17 @@ class SplitWriter:
     """One split: write(record) takes its records, write_shards() writes them shuffled."""
 
     def __init__(self, output_dir: str, split: str, num_shards: int, seed: int,
-                 suffix: str = shards.SHARD_SUFFIX, open_writer: Callable = tf.io.TFRecordWriter):
+                 suffix: str = shards.SHARD_SUFFIX, open_writer: Callable = tf.io.TFRecordWriter,
+                 share: float = 1.0):
+        """share: of the shuffle's memory budget, this split's."""
         self.output_dir, self.split, self.suffix = output_dir, split, suffix
         self.names = [shards.shard_name(split, index, num_shards, suffix)
                       for index in range(num_shards)]
         self.final_paths = [paths.join(output_dir, name) for name in self.names]
         self.temporaries = [files.Temporary(path) for path in self.final_paths]
         self.counts: List[int] = []
-        self.records = record_shuffle.RecordShuffler(seed, record_shuffle.temp_root(output_dir))
+        self.records = record_shuffle.RecordShuffler(seed, record_shuffle.temp_root(output_dir),
+                                                     share)
         self._open_writer = open_writer
 
     @property
@@ -47,21 +49,26 @@ class SplitWriter:
     def write(self, record: bytes) -> None:
         self.records.add(record)
 
-    def write_many(self, records: List[bytes]) -> None:
-        self.records.add_many(records)
+    def write_many(self, data, lengths: np.ndarray) -> None:
+        """Records one after another in data, of these lengths."""
+        self.records.add_many(data, lengths)
 
     def write_shards(self) -> None:
         """The records in the seed's order, cut into the shards in turn (as evenly as counts go)."""
         bounds = np.linspace(0, self.written, len(self.names) + 1).astype(int)
-        shuffled = self.records.shuffled()
         # A big split's buckets take a while to read back: the time left, as for its reading.
         written = progress.ProgressLog(f'{self.split}: writing the shards,', self.written, 'records')
+        chunks, chunk = self.records.shuffled(), []
         for index, (name, temporary) in enumerate(zip(self.names, self.temporaries)):
             self.counts.append(int(bounds[index + 1] - bounds[index]))
             with self._open_writer(temporary.path) as writer:
-                for record in itertools.islice(shuffled, self.counts[-1]):
-                    writer.write(record)
-                    written.advance()
+                left = self.counts[-1]
+                while left:
+                    chunk = chunk or next(chunks)
+                    for record in chunk[:left]:
+                        writer.write(record)
+                    written.advance(min(left, len(chunk)))
+                    left, chunk = max(0, left - len(chunk)), chunk[left:]
             logging.info('%s: wrote %s (%d records, shard %d/%d)', self.split, name,
                          self.counts[-1], index + 1, len(self.names))
         self.records.close()
@@ -92,8 +99,9 @@ def streamed_splits(output_dir: str, shard_counts: Dict[str, int], seed: int,
         raise ValueError(f'shard counts must be >= 1, got {shard_counts}')
     files.makedirs(output_dir)
     files.remove_abandoned_temporaries(output_dir)
-    writers = {split: SplitWriter(output_dir, split, count, seed, suffix, open_writer)
-               for split, count in shard_counts.items()}
+    # The splits share the shuffle's budget: a prepare's memory is the budget, however many.
+    writers = {split: SplitWriter(output_dir, split, count, seed, suffix, open_writer,
+                                  1 / len(shard_counts)) for split, count in shard_counts.items()}
     try:
         yield writers
     except BaseException:

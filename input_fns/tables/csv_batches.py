@@ -34,9 +34,9 @@ ROW_PATH_BATCH = 10_000  # rows a batch where the rows path reads on
 _SPACES = re.escape(''.join(chr(code) for code in range(0x3001) if chr(code).isspace()))
 _EDGE_SPACE = f'^[{_SPACES}]|[{_SPACES}]$'
 # Plain numbers, which Arrow's casts and Python's int() and float() read alike (no 'inf', no
-# '1_000', no Unicode digits: those go field by field).
-_PLAIN = {'int': r'^-?\d+$', 'float': r'^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$',
-          'float,': r'^[+-]?(?:\d+,?\d*|,\d+)(?:[eE][+-]?\d+)?$'}
+# '1_000', no Unicode digits, no '0x10': those go field by field): an int is -?[0-9]+, a float
+# [+-]?(digits[.digits] | .digits)([eE][+-]?digits); with a decimal comma, this pattern.
+_PLAIN_COMMA = r'^[+-]?(?:\d+,?\d*|,\d+)(?:[eE][+-]?\d+)?$'
 _LIMITS = {'int': table_records.INT_RANGE, 'float': table_records.FLOAT32_RANGE}
 
 
@@ -111,6 +111,7 @@ class FileBatches:
         self._plain = [column not in reader.reading.styles for column in reader.columns]
         self._cursor = _RowCursor(csv_format, path)
         self._na_values = pa.array(sorted(reader.reading.na_values), pa.string())
+        self._stripped_markers = all(value == value.strip() for value in reader.reading.na_values)
 
     def __iter__(self) -> Iterator[Batch]:
         self._check_header(self._cursor.header())
@@ -172,33 +173,51 @@ class FileBatches:
                 ) -> Optional[example_batches.TypedColumn]:
         """The column typed whole, or field by field by RowReader's converters; None where a
         field needs the rows path (not the column's type, or beyond the records' range)."""
+        missing = pc.is_in(fields, value_set=self._na_values)
+        present = np.logical_not(missing.to_numpy(zero_copy_only=False))
+        # Plain numbers have no space at an edge, nor do markers matched exactly where none of
+        # them has one: then the column needs no search for spaces (a regex, the dearest step).
+        if dtype in _LIMITS and self._plain[index] and self._stripped_markers:
+            column = self._plain_numbers(dtype, fields, missing, present)
+            if column is not None:
+                return column
         if not pc.any(pc.match_substring_regex(fields, _EDGE_SPACE)).as_py():
-            missing = pc.is_in(fields, value_set=self._na_values)
-            present = np.logical_not(missing.to_numpy(zero_copy_only=False))
             if dtype in ('string', 'text'):
                 return example_batches.TypedColumn(present, texts=fields)
-            if dtype in _LIMITS and self._plain[index]:
+            if dtype in _LIMITS and self._plain[index] and not self._stripped_markers:
                 column = self._plain_numbers(dtype, fields, missing, present)
                 if column is not None:
                     return column
         values = self.reader.column_values(index, [field.strip() for field in fields.to_pylist()])
         return None if values is None else _column_of(values, dtype)
 
+    def _all_plain(self, dtype: str, fields: pa.Array, missing: pa.Array) -> bool:
+        """Whether every field not missing is a plain number, as cheaply as it can be
+        asked: an int's digits by an ASCII test (a sign stripped; Arrow's cast would read
+        '0x10'); a float with a '.' mark by the cast itself (_plain_numbers), which reads the
+        plain forms and, beyond them, only inf and nan, which the range check sends on."""
+        if dtype == 'int':
+            digits = pc.ascii_is_decimal(pc.utf8_ltrim(fields, characters='-'))
+            return pc.all(pc.or_(missing, digits)).as_py()
+        if self.format.decimal != ',':
+            return True
+        return pc.all(pc.or_(missing, pc.match_substring_regex(fields, _PLAIN_COMMA))).as_py()
+
     def _plain_numbers(self, dtype: str, fields: pa.Array, missing: pa.Array,
                        present: np.ndarray) -> Optional[example_batches.TypedColumn]:
         """A column of plain numbers (and missing markers) cast whole; None if it is not one,
         or holds one beyond the records' range."""
-        pattern = _PLAIN['float,' if dtype == 'float' and self.format.decimal == ',' else dtype]
-        if not pc.all(pc.or_(missing, pc.match_substring_regex(fields, pattern))).as_py():
+        if not self._all_plain(dtype, fields, missing):
             return None
         fields = pc.if_else(missing, pa.scalar('0'), fields)
         if self.format.decimal == ',':
             fields = pc.replace_substring(fields, ',', '.')
         try:
             numbers = pc.cast(fields, pa.int64() if dtype == 'int' else pa.float64()).to_numpy()
-        except pa.ArrowInvalid:  # beyond int64
+        except pa.ArrowInvalid:  # beyond int64, or not a float's plain form
             return None
         low, high = _LIMITS[dtype]
-        if len(numbers) and not (low <= numbers.min() and numbers.max() <= high):
+        if len(numbers) and not (np.isfinite(numbers).all() and low <= numbers.min()
+                                 and numbers.max() <= high):
             return None
         return example_batches.TypedColumn(present, numbers=numbers)

@@ -112,18 +112,32 @@ class BatchEncoder:
 
     def encode(self, columns: List[TypedColumn]) -> List[bytes]:
         """The batch's records, one bytes a row."""
+        data, lengths = self.encode_flat(columns)
+        ends = np.cumsum(lengths).tolist()
+        return [data[start:end] for start, end in zip([0] + ends, ends)]
+
+    def encode_flat(self, columns: List[TypedColumn]) -> Tuple[bytes, np.ndarray]:
+        """The batch's records one after another, and each one's length."""
+        if not len(columns[0].present):
+            return b'', np.zeros(0, np.int64)
         parts = []
         for (key, dtype), column in zip(self.columns, columns):
             entry = self._entry(key, dtype, column)
             if entry is None or len(key) + 20 >= _ONE_BYTE:
-                return [self.rows.encode(row) for row in _rows(columns)]
+                records = [self.rows.encode(row) for row in _rows(columns)]
+                return b''.join(records), np.fromiter(map(len, records), np.int64, len(records))
             parts.append((entry[0], np.where(column.present, entry[1], 0)))
         body = sum(lengths for _, lengths in parts)
-        parts = [(_matrix([b'\x0a', _varint(body)[0]], len(body)), 1 + _varint(body)[1]), *parts]
+        head = _varint(body)
+        parts = [(_matrix([b'\x0a', head[0]], len(body)), 1 + head[1]), *parts]
         matrix = np.hstack([part for part, _ in parts])
-        used = np.hstack([np.arange(part.shape[1]) < lengths[:, None] for part, lengths in parts])
-        data, ends = matrix[used].tobytes(), np.cumsum(body + parts[0][1]).tolist()
-        return [data[start:end] for start, end in zip([0] + ends, ends)]
+        # Which bytes of the matrix are the records': each part's first `lengths` columns.
+        # Every part's lengths and widths are under 128 (_entry's and the check above): int16.
+        lengths = np.stack([lengths for _, lengths in parts], axis=1).astype(np.int16)
+        owner = np.repeat(np.arange(len(parts)), [part.shape[1] for part, _ in parts])
+        within = np.concatenate([np.arange(part.shape[1], dtype=np.int16) for part, _ in parts])
+        used = within < lengths[:, owner]
+        return matrix[used].tobytes(), body + parts[0][1]
 
 
 def _rows(columns: List[TypedColumn]):

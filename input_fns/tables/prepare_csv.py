@@ -50,9 +50,9 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
     encoder = example_batches.BatchEncoder(table.names, table.dtypes)
     counts = table_splits.shard_counts(num_shards, num_eval_shards, validation_fraction, split)
     with stream_shards.streamed_splits(output_dir, counts, seed) as writers:
-        skipped = table_splits.write_batches(writers, table.typed_batches(), encoder.encode, stats,
-                                             label, validation_fraction, f'--source={source}',
-                                             split)
+        skipped = table_splits.write_batches(writers, table.typed_batches(), encoder.encode_flat,
+                                             stats, label, validation_fraction,
+                                             f'--source={source}', split)
         schema = table.reading.record_in(stats.schema(table.ignored))
         schema['label']['missing'] = sum(skipped.values())
         features = dict(zip(table.names, table.dtypes))

@@ -69,9 +69,10 @@ class _Chunks:
         self._pending: List[List[example_batches.TypedColumn]] = []
         self._rows = 0
 
-    def add(self, columns: List[example_batches.TypedColumn], rows: np.ndarray) -> None:
-        self._pending.append([column.take(rows) for column in columns])
-        self._rows += len(rows)
+    def add(self, columns: List[example_batches.TypedColumn]) -> None:
+        """A batch's rows of the split (its columns taken)."""
+        self._pending.append(columns)
+        self._rows += len(columns[0].present) if columns else 0
         while self._rows >= CHUNK_ROWS:
             self._hand_on(CHUNK_ROWS)
 
@@ -93,23 +94,24 @@ class _Chunks:
 def write_batches(writers: Dict, batches: Iterator, encode: Callable, stats, label: str,
                   validation_fraction: float, what: str, only_split: Optional[str] = None):
     """write_table of rows a batch at a time (csv_batches.Batch: their split keys and typed
-    columns; encode: a batch's columns -> its records, as RowEncoder writes them), each split's
-    records and statistics taken whole. Returns {split: rows skipped}."""
+    columns; encode: a split's columns -> its records one after another and their lengths, as
+    RowEncoder writes them), each split's records and statistics taken whole. Returns {split:
+    rows skipped}."""
     skipped = {split: 0 for split in writers}
     chunks, count = {split: _Chunks(stats, split) for split in writers}, 0
     for batch in batches:
         labelled = batch.columns[stats.label_index].present
         held_out = (np.zeros(len(batch), bool) if only_split else
                     data_split.validation_mask(batch.keys, validation_fraction))
-        records = encode(batch.columns)
         for split, rows in ([(only_split, ~held_out)] if only_split else
                             [('train', ~held_out), ('validation', held_out)]):
             if split not in writers:
                 continue
             skipped[split] += int((rows & ~labelled).sum())
             kept = np.flatnonzero(rows & labelled)
-            writers[split].write_many([records[index] for index in kept.tolist()])
-            chunks[split].add(batch.columns, kept)
+            columns = [column.take(kept) for column in batch.columns]
+            writers[split].write_many(*encode(columns))
+            chunks[split].add(columns)
         if count // 1_000_000 != (count + len(batch)) // 1_000_000:
             logging.info('%s: %d rows read', what, count + len(batch))
         count += len(batch)

@@ -127,7 +127,8 @@ def test_each_backbone_takes_its_own_input_and_weights_of_its_own_kind(tmp_path)
     grey = tf.fill([1, 24, 24, 1], 1.0)  # white, as the input kind gives it: [0, 1]
     mobilenet = backbones.backbone_input(grey, MOBILENET)
     assert mobilenet.shape == (1, 32, 32, 3) and np.allclose(mobilenet, 1.0)  # [-1, 1]
-    resnet = {'backbone': 'resnet50', 'backbone_alpha': 1.0, 'backbone_image_size': 32}
+    resnet = {'backbone': 'resnet50', 'backbone_alpha': 1.0, 'backbone_image_size': 32,
+              'backbone_weights': ''}
     # Caffe's: BGR less ImageNet's mean
     np.testing.assert_allclose(backbones.backbone_input(grey, resnet)[0, 0, 0],
                                [255 - 103.939, 255 - 116.779, 255 - 123.68], rtol=1e-5)

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from common.errors import UserError
 from helpers import assert_one_line_error, run_module
-from image_tree import prepared_tree
+from image_tree import CLASSES, class_image, encode, prepared_tree
 from models import backbone_weights, backbones
 from trainer.config.settings import Settings
 from trainer.run import warm_starting
@@ -140,3 +140,14 @@ def test_each_backbone_takes_its_own_input_and_weights_of_its_own_kind(tmp_path)
                                         r'efficientnet_b0 \(32x32\) without its top has \d+'):
         backbone_weights.check(backbones.build(efficientnet), efficientnet,
                                str(tmp_path / 'resnet50.h5'))
+
+
+def test_the_export_serves_a_photo_with_the_trained_backbone(tuned, tmp_path):
+    RUNNERS['export'](Settings(model='image_classifier', mode='export',
+                               model_dir=str(tuned.model_dir), export_dir=str(tmp_path),
+                               model_param_overrides={**MOBILENET, **tuned.flags}), [])
+    (export,) = [path for path in tmp_path.iterdir() if path.name.isdigit()]
+    served = tf.saved_model.load(str(export)).signatures['serving_default'](
+        image_bytes=tf.constant([encode(class_image(1, 30, 40, np.random.RandomState(0)), 'png')]))
+    assert served['class_name'].numpy()[0].decode() in CLASSES
+    assert served['probabilities'].shape == (1, len(CLASSES))

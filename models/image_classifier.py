@@ -6,15 +6,18 @@ serves any image size and number of classes. A 3x3 conv stem, then `residual_sta
 first halving the resolution and doubling the filters from `base_filters`; global average
 pooling, dropout, the logits. Width and depth are params, so --model_params and the tuners
 reach them. Its exports answer with the class names (classify, and serving_default's
-class_name and score).
+class_name and score). With backbone=mobilenet_v2, efficientnet_b0 or resnet50 the residual
+network gives way to that pretrained backbone and a new head (models/backbones.py).
 """
 import tensorflow as tf
 
-from models import class_weights, heads, registry, training
+from common.errors import UserError
+from models import backbone_weights, backbones, class_weights, heads, registry, training
 
 # Keras' 0.99 keeps 5% of the initial moving variance (1) after 300 steps, far above a small
 # net's activation variances (0.004 at the stem on the digits): 15% held-out accuracy there,
-# 98.7% at 0.9 (docs/your-data.md). Short runs on small folders are what this model is for.
+# 98.7% at 0.9 (docs/your-data.md). Short runs on small folders are what this model is for
+# (a backbone trained from random initialisation too).
 BATCH_NORM_MOMENTUM = 0.9
 DEFAULT_PARAMS = {
     **training.TRAINING_PARAMS,
@@ -23,6 +26,7 @@ DEFAULT_PARAMS = {
     'base_filters': 32,  # the first stage's; each later stage doubles them
     'residual_stages': 3,
     'blocks_per_stage': 1,
+    **backbones.PARAMS,
 }
 
 
@@ -67,11 +71,27 @@ def model_fn(features, labels, mode, params):
     """Estimator model_fn; params['schema'] is `prepare images`' (the trainer passes it)."""
     class_names = params['schema']['classes']
     images = features['image'] if isinstance(features, dict) else features
-    network = build_network(len(class_names), params)
-    logits = network(images, training=mode == tf.estimator.ModeKeys.TRAIN)
-    return heads.classification_estimator_spec(
+    is_training = mode == tf.estimator.ModeKeys.TRAIN
+    if not params['backbone']:
+        if params['freeze_backbone_steps'] or params['backbone_weights']:
+            raise UserError('--freeze_backbone_steps and --backbone_weights are for a '
+                            'backbone: give --model_params=backbone=NAME too')
+        network = build_network(len(class_names), params)
+        logits = network(images, training=is_training)
+        return heads.classification_estimator_spec(
+            logits, labels, mode, params, images=images, class_names=class_names,
+            update_ops=network.updates)
+    backbone = backbones.build(params, BATCH_NORM_MOMENTUM)
+    head = tf.keras.Sequential([tf.keras.layers.Dropout(params['dropout_rate']),
+                                tf.keras.layers.Dense(len(class_names))], name='head')
+    pooled, updates = backbones.features(images, params, backbone, is_training)
+    logits = head(pooled, training=is_training)
+    spec = heads.classification_estimator_spec(
         logits, labels, mode, params, images=images, class_names=class_names,
-        update_ops=network.updates)
+        update_ops=updates)
+    if is_training and params['backbone_weights']:
+        return spec._replace(scaffold=backbone_weights.scaffold(backbone, params))
+    return spec
 
 
 SPEC = registry.register(registry.ModelSpec(

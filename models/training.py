@@ -35,8 +35,12 @@ TRAINING_PARAMS = {
 
 
 def learning_rate(params):
-    """params['learning_rate'] on params['learning_rate_schedule'], after the warm-up."""
+    """params['learning_rate'] on params['learning_rate_schedule'], after the warm-up; past
+    params['freeze_backbone_steps'] (when given), params['fine_tune_learning_rate'] instead."""
     rate, step = params['learning_rate'], tf.compat.v1.train.get_or_create_global_step()
+    frozen_steps = params.get('freeze_backbone_steps') or 0
+    if frozen_steps:  # a backbone frozen, then fine-tuned at its own rate (models/backbones.py)
+        rate = tf.where(step < frozen_steps, float(rate), float(params['fine_tune_learning_rate']))
     schedule = params.get('learning_rate_schedule', 'exponential')
     decay_steps = params.get('learning_rate_decay_steps') or 0
     if schedule not in SCHEDULES:

@@ -176,3 +176,15 @@ def write_image_tree(root, per_class: int = 12, classes=CLASSES, seed: int = 0, 
                 f.write(encode(pixels, extension))
             written.append(os.path.normpath(relative))
     return written
+
+
+def prepared_tree(root, per_class: int, **prepare_flags) -> str:
+    """write_image_tree under ROOT/photos, prepared (cropped, by one decode worker) into
+    ROOT/data with prepare_flags; returns its training shards' pattern."""
+    from helpers import run_prepare
+    from input_fns.images import prepare_images
+    write_image_tree(root / 'photos', per_class=per_class)
+    run_prepare(prepare_images.prepare_images, source_dir=str(root / 'photos'),
+                output_dir=str(root / 'data'), resize='crop', skip_bad_images=False,
+                decode_workers=1, **prepare_flags)
+    return f'{root}/data/train-*'

@@ -14,7 +14,8 @@ import tensorflow as tf
 from helpers import (assert_fragments, assert_one_line_error, run_module, run_prepare,
                      run_together, trainer_user_error)
 from image_tree import (STORED_AS, TINY_WEBP, avif_bytes, class_image, encode, heic_bytes, tiff_bytes,
-                        tiny_webp_pixels, with_orientation, write_image_tree)
+                        prepared_tree, tiny_webp_pixels, with_orientation,
+                        write_image_tree)
 from input_fns.images import prepare_images
 from serving_loader_checks import as_array, check_against_python, replayed_warmup
 from test_serving import run_rest_body
@@ -29,10 +30,8 @@ SMALL_NETWORK = '--model_params=base_filters=8,residual_stages=2'
 def trained(tmp_path_factory):
     """Trained 20 steps (checkpoints 0, 10, 20), evaluated by an eval job exporting the best."""
     root = tmp_path_factory.mktemp('image_classifier')
-    write_image_tree(root / 'photos', per_class=16)
-    run_prepare(prepare_images.prepare_images, source_dir=str(root / 'photos'),
-                output_dir=str(root / 'data'), image_size='16x20', channels='3', resize='crop',
-                validation_fraction=0.25, skip_bad_images=False, decode_workers=1, num_shards=2)
+    prepared_tree(root, per_class=16, image_size='16x20', channels='3', validation_fraction=0.25,
+                  num_shards=2)
     model_dir, export_dir = root / 'model', root / 'exports'
     run_together(root, {  # the eval job beside its trainer, as it runs
         'train': ['--model=image_classifier', '--mode=train', f'--model_dir={model_dir}',

@@ -51,6 +51,9 @@ def plan(settings) -> Optional[WarmStart]:
         logging.info('--warm_start_from=%s not used: %s resumes from its own checkpoints',
                      settings.warm_start_from, settings.model_dir)
         return None
+    if settings.model_param_overrides.get('backbone_weights'):  # loaded after, over it
+        raise UserError(f'--warm_start_from={settings.warm_start_from} and --backbone_weights: '
+                        f'give one; the warm start carries the backbone it was trained with')
     try:
         re.compile(settings.warm_start_vars)
     except re.error as e:

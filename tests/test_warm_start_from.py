@@ -4,6 +4,7 @@ stopped run resumes from its own checkpoint, never the source's; a head for othe
 afresh; a source that is not there or does not fit is one line. (Not tests/test_warm_start.py's
 pre-forked test processes.)"""
 import importlib.util
+import logging
 import os
 import signal
 
@@ -64,6 +65,11 @@ def test_a_warm_start_then_a_stopped_run_resumes_from_its_own_checkpoint(digit_s
     train(model_dir, train_files, 4, warm_start_from=str(source),
           model_param_overrides={'learning_rate': 0.0})
     np.testing.assert_array_equal(value(model_dir, 4, KERNEL), trained)
+    # status says where the run started from, as its first run recorded it.
+    from trainer.observe import status
+    started = status.render_text(status.summarize(status.read_snapshot(str(model_dir))))
+    assert (f'started     from {source}/model.ckpt-4 (--warm_start_from={source}, '
+            '--warm_start_vars=.*)') in started.splitlines()
 
 
 @pytest.fixture(scope='module')
@@ -76,24 +82,21 @@ def three_classes(tmp_path_factory):
     return os.path.join(out, 'train-*')
 
 
-def test_fine_tuning_a_ten_class_export_onto_three_classes(source, three_classes, tmp_path):
-    """From a SavedModel: the network but its head (logits/), which starts afresh for 3 classes;
-    without leaving the head out, one line naming it and the flag that does."""
+def test_fine_tuning_a_ten_class_export_onto_three_classes(source, three_classes, tmp_path,
+                                                          caplog):
+    """From a SavedModel, without a flag more: the network carries over, its 10-class head
+    (logits/, another shape here) starts afresh for 3 classes, and the log names it."""
     export_dir = tmp_path / 'exports'
     RUNNERS['export'](Settings(model=CNN, mode='export', model_dir=str(source),
                                export_dir=str(export_dir)), [])
     model_dir, three = tmp_path / 'model', {'keras_test_classes': 3}
-    with pytest.raises(UserError, match=rf"--warm_start_from={export_dir}/4: logits/kernel is "
-                                        r"\[8, 10\] there, \[8, 3\] in the model \(2 such\); "
-                                        r"leave those out with "
-                                        r"--warm_start_vars='\^\(\?!logits/\)'"):
-        train(model_dir, three_classes, 2, warm_start_from=str(export_dir / '4'),
-              model_param_overrides=three)
-    assert not model_dir.exists()  # refused before anything was written
+    caplog.set_level(logging.INFO)
     train(model_dir, three_classes, 2, warm_start_from=str(export_dir / '4'),
-          warm_start_vars='^(?!logits/)', model_param_overrides=three)
+          model_param_overrides=three)
     np.testing.assert_array_equal(value(model_dir, 0, KERNEL), value(source, 4, KERNEL))
     assert value(model_dir, 2, 'logits/kernel').shape == (8, 3)
+    assert ('2 start afresh: logits/bias ([10] there), logits/kernel ([8, 10] there)'
+            in caplog.text)
 
 
 def saver_checkpoint(path, **variables):
@@ -124,6 +127,13 @@ def test_a_source_that_is_not_there_or_does_not_fit_is_one_line(digit_shards, so
                                         r'--warm_start_vars=.\* matches \(batch_normalization/beta'
                                         r'.*\); it holds unrelated'):
         with build(warm_start_from=other).training():
+            pass
+    resized = saver_checkpoint(tmp_path / 'resized' / 'model.ckpt-1', **{
+        'logits/kernel': np.zeros([3, 3], np.float32)})
+    with pytest.raises(UserError, match=rf'--warm_start_from={resized} holds the variables '
+                                        r'--warm_start_vars=.\* matches in other shapes only '
+                                        r'\(logits/kernel \(\[3, 3\] there\)\)'):
+        with build(warm_start_from=resized).training():
             pass
     with pytest.raises(UserError, match=r"--warm_start_vars=nothing matches none of the model's "
                                         r'variables \(batch_normalization/beta, '):

@@ -17,6 +17,8 @@ TRAIN_FINISHED_FILE = 'train_finished.json'
 # The data schema a model built from its data was trained on (models.registry.ModelSpec.schema_kind):
 # evaluation and export build the same model without the training files' manifest.
 SCHEMA_FILE = 'schema.json'
+# Where a warm-started model_dir's first run took its weights from (--warm_start_from).
+WARM_START_FILE = 'warm_start.json'
 
 
 # What to do when a model_dir holds another model than the one being trained.
@@ -55,6 +57,16 @@ def recorded_flags(model_dir: str) -> Optional[str]:
     """The text of model_dir/flags.txt, or None before the first training run."""
     path = paths.join(model_dir, FLAGS_FILE)
     return files.read_text(path) if files.exists(path) else None
+
+
+def record_warm_start(model_dir: str, record: Dict) -> None:
+    """{'source', 'checkpoint', 'variables'}: kept through resumes, which never warm-start."""
+    files.write_json_atomic(paths.join(model_dir, WARM_START_FILE), record)
+
+
+def recorded_warm_start(model_dir: str) -> Optional[Dict]:
+    path = paths.join(model_dir, WARM_START_FILE)
+    return files.read_json(path) if files.exists(path) else None
 
 
 def record_schema(model_dir: str, schema: Dict) -> None:

@@ -42,6 +42,8 @@ class Snapshot:
     exports: Dict[str, Dict]  # export dir -> {'steps': [...], 'pointers': {'best': step}}
     # The last training run's --usr_dir folders -> sha256 of their files (flags.txt).
     usr_dirs: Dict[str, Optional[str]] = dataclasses.field(default_factory=dict)
+    # Where the first training run took its weights from (--warm_start_from), if it did.
+    warm_start: Optional[Dict] = None
 
 
 def summarize(snapshot: Snapshot) -> Dict:
@@ -51,6 +53,7 @@ def summarize(snapshot: Snapshot) -> Dict:
         'flags': snapshot.flags,
         'usr_dirs': [{'usr_dir': path, 'sha256': sha256}
                      for path, sha256 in snapshot.usr_dirs.items()],
+        'warm_start': snapshot.warm_start,
         'training': training_summary(snapshot),
         'checkpoints': snapshot.checkpoints,
         'eval_jobs': [eval_job_summary(name, entries, snapshot.checkpoints)
@@ -165,6 +168,10 @@ def render_text(report: Dict) -> str:
     lines += [f'usr_dir     {folder["usr_dir"]}' + (f' (sha256 {folder["sha256"][:12]})'
                                                       if folder['sha256'] else '')
               for folder in report['usr_dirs']]
+    if report.get('warm_start'):
+        started = report['warm_start']
+        lines.append(f'started     from {started["checkpoint"]} (--warm_start_from='
+                     f'{started["source"]}, --warm_start_vars={started["variables"]})')
     training = report['training']
     progress = f'step {_number(training["latest_step"])}'
     if training['train_steps']:
@@ -223,6 +230,7 @@ def read_snapshot(model_dir: str, export_dirs: List[str] = ()) -> Snapshot:
         checkpoints=[step for step, _ in listed],
         latest_checkpoint_age_secs=checkpoints.age_secs(listed[-1][1]) if listed else None,
         train_finished=run_files.train_finished(model_dir), eval_ledgers=ledgers,
+        warm_start=run_files.recorded_warm_start(model_dir),
         exports={export_dir: export_policy.listed_exports(export_dir) for export_dir in export_dirs})
 
 

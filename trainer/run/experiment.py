@@ -51,8 +51,9 @@ class Experiment:
     """A model with its settings: the Estimator, and what the modes run, each built on first use."""
 
     def __init__(self, settings: Settings, spec, estimator: tf.estimator.Estimator,
-                 plan: devices.Plan):
+                 plan: devices.Plan, warm_start: warm_starting.WarmStart = None):
         self.settings, self.spec, self.estimator, self.plan = settings, spec, estimator, plan
+        self.warm_start = warm_start
         self.kind = input_kinds.for_model(spec)
 
     @property
@@ -235,6 +236,8 @@ class Experiment:
             if self.spec.schema is not None:  # before flags.txt, which eval jobs wait for
                 run_files.record_schema(s.model_dir, self.spec.schema)
             run_files.record_flags(s.model_dir, self.spec.name, s.flagfile_text)
+            if self.warm_start:  # a fresh model_dir's first run: what status says it started from
+                run_files.record_warm_start(s.model_dir, dataclasses.asdict(self.warm_start))
             run_files.clear_train_finished(s.model_dir)
             with termination.finish_first('saving the checkpoint of the step reached'):
                 yield
@@ -252,5 +255,6 @@ def build(settings: Settings, spec) -> Experiment:
     spec = data_schema.with_schema(settings, spec)
     input_kinds.check_options(spec, settings.input_options)
     plan = devices.from_settings(settings)
-    estimator = build_estimator(settings, spec, plan, warm_starting.plan(settings))
-    return Experiment(settings, spec, estimator, plan)
+    warm_start = warm_starting.plan(settings)
+    estimator = build_estimator(settings, spec, plan, warm_start)
+    return Experiment(settings, spec, estimator, plan, warm_start)

@@ -11,7 +11,8 @@ reaches the trainable variables alone (batch-norm statistics would start afresh)
 list form every global variable (the source's global step too): so the variables are chosen
 here, once the graph is built, and handed to tf.compat.v1.train.warm_start, the function
 WarmStartSettings feeds. A source without one of them leaves it at its initial value (a
-new head); one that holds it in another shape, or holds none of them, is a one-line error
+new head), and so does one it holds in another shape (a head for other classes), each named
+in the log; a source that holds none of them in the model's shapes is a one-line error
 before anything in model_dir changes (Experiment.check_checkpoint_fits builds the graph).
 """
 import dataclasses
@@ -124,8 +125,8 @@ def _shown(names) -> str:
 
 def chosen_variables(warm_start: WarmStart) -> Tuple[List, List[str]]:
     """The model's variables (in the graph being built) that --warm_start_vars matches and the
-    source holds, and the names of the others, which start afresh; a UserError when it holds
-    none of them or one in another shape."""
+    source holds in their shape, and the names of the others, which start afresh (with the
+    source's shape where it differs); a UserError when it holds none of them so."""
     model = (tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.MODEL_VARIABLES)
              or tf.compat.v1.trainable_variables())  # a model_fn with an optimizer of its own
     pattern = re.compile(warm_start.variables)
@@ -144,14 +145,14 @@ def chosen_variables(warm_start: WarmStart) -> Tuple[List, List[str]]:
         raise UserError(f'{warm_start.flag()} holds none of the variables {vars_flag} matches '
                         f'({_shown(map(_name, named))}); it holds {_shown(saved)}: another '
                         'model\'s checkpoint, or a wider --warm_start_vars')
-    other_shapes = [(_name(variable), saved[_name(variable)], variable.shape.as_list())
-                    for variable in found if saved[_name(variable)] != variable.shape.as_list()]
-    if other_shapes:
-        name, theirs, ours = other_shapes[0]
-        layer = name.rsplit('/', 1)[0]  # logits/kernel's layer, logits
-        raise UserError(f'{warm_start.flag()}: {name} is {theirs} there, {ours} in the model '
-                        f'({len(other_shapes)} such); leave those out with '
-                        f'--warm_start_vars=\'^(?!{layer}/)\' (a head for other classes starts '
-                        'afresh)')
-    found_names = {_name(variable) for variable in found}
-    return found, [_name(variable) for variable in model if _name(variable) not in found_names]
+    # Another shape there: a head for another number of classes, which starts afresh.
+    reshaped = {_name(variable): f'{_name(variable)} ({saved[_name(variable)]} there)'
+                for variable in found if saved[_name(variable)] != variable.shape.as_list()}
+    carried = [variable for variable in found if _name(variable) not in reshaped]
+    if not carried:
+        raise UserError(f'{warm_start.flag()} holds the variables {vars_flag} matches in other '
+                        f'shapes only ({_shown(reshaped.values())}): another model\'s checkpoint; '
+                        'give the one this model was trained from')
+    carried_names = {_name(variable) for variable in carried}
+    return carried, [reshaped.get(_name(variable), _name(variable)) for variable in model
+                     if _name(variable) not in carried_names]

@@ -5,8 +5,8 @@ keras_cnn(params, inputs) returns an uncompiled tf.keras.Model over the input ki
 --keras_cnn_classes for photos of other classes at that size); the service trains it with the
 N-class head and its flags (--optimizer, --learning_rate, --precision, --class_weights...),
 runs its batch-norm updates, adds its L2 penalty to the training loss, and exports the head's
-signatures. The last layer is named `logits`, so a
-warm start can leave it out: --warm_start_vars='^(?!logits/)'.
+signatures. The last layer is named `logits`: a warm start onto another number of classes
+starts it afresh (its shape differs), or --warm_start_vars='^(?!logits/)' leaves it out.
 
 Trained with --usr_dir=docs/your-model/keras_cnn --model=keras_cnn; its params are flags
 (--keras_cnn_filters=32) and --model_params entries.

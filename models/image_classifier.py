@@ -72,20 +72,20 @@ def model_fn(features, labels, mode, params):
     class_names = params['schema']['classes']
     images = features['image'] if isinstance(features, dict) else features
     is_training = mode == tf.estimator.ModeKeys.TRAIN
-    if not params['backbone']:
+    backbone = None
+    if params['backbone']:
+        backbone = backbones.build(params, BATCH_NORM_MOMENTUM)
+        head = tf.keras.Sequential([tf.keras.layers.Dropout(params['dropout_rate']),
+                                    tf.keras.layers.Dense(len(class_names))], name='head')
+        pooled, updates = backbones.features(images, params, backbone, is_training)
+        logits = head(pooled, training=is_training)
+    else:
         if params['freeze_backbone_steps'] or params['backbone_weights']:
             raise UserError('--freeze_backbone_steps and --backbone_weights are for a '
                             'backbone: give --model_params=backbone=NAME too')
         network = build_network(len(class_names), params)
         logits = network(images, training=is_training)
-        return heads.classification_estimator_spec(
-            logits, labels, mode, params, images=images, class_names=class_names,
-            update_ops=network.updates)
-    backbone = backbones.build(params, BATCH_NORM_MOMENTUM)
-    head = tf.keras.Sequential([tf.keras.layers.Dropout(params['dropout_rate']),
-                                tf.keras.layers.Dense(len(class_names))], name='head')
-    pooled, updates = backbones.features(images, params, backbone, is_training)
-    logits = head(pooled, training=is_training)
+        updates = network.updates
     spec = heads.classification_estimator_spec(
         logits, labels, mode, params, images=images, class_names=class_names,
         update_ops=updates)

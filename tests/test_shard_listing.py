@@ -94,6 +94,14 @@ def test_a_local_folder_is_listed_with_each_file_size(tmp_path):
     assert files.folder_sizes(str(tmp_path / 'none')) == {}
 
 
+def test_a_folder_elsewhere_is_listed_then_each_file_asked_its_size(tmp_path):
+    folder = f'ram://{tmp_path}/f'
+    files.write_bytes_atomic(f'{folder}/a', b'abc')
+    files.write_bytes_atomic(f'{folder}/b', b'')
+    assert files.folder_sizes(folder) == {'a': 3, 'b': 0}
+    assert files.folder_sizes(f'ram://{tmp_path}/none') == {}
+
+
 @pytest.mark.parametrize('store', ['s3', 'gs'])
 def test_a_bucket_shard_altered_or_missing_is_named(request, store):
     _, bucket = bucket_of_store(request, store)

@@ -11,12 +11,12 @@ common/files. Each call is tried again while the store fails transiently (store_
 A store that refuses conditional writes, or ignores them (checked once a bucket and process: a
 second create of the same object must fail), is a UserError naming it, at the first write.
 """
-import os
 import threading
 from typing import Dict, Optional, Set, Tuple
 
 from common.errors import UserError
 from common.paths import bucket_of
+from common.store_clients import bucket_and_key as _split, client_for
 from common.store_retries import in_store
 
 # What a client's calls answer when a condition held no longer: another writer won.
@@ -84,29 +84,17 @@ def _refusing(path: str, what: str) -> UserError:
                      'them (AWS S3, GCS) or a local --model_dir')
 
 
-def _split(path: str) -> Tuple[str, str]:
-    """'s3://bucket/a/b' -> ('bucket', 'a/b')."""
-    bucket, _, key = path.split('://', 1)[1].partition('/')
-    return bucket, key
-
-
-_STORES: Dict[Tuple, ConditionalObjects] = {}
+_STORES: Dict[int, ConditionalObjects] = {}  # by id of their client
 _STORES_LOCK = threading.Lock()
 
 
 def for_path(path: str) -> Optional[ConditionalObjects]:
     """The conditional objects of path's store; None for a store without them here (a local
     disk, whose lease objects are written under an OS lock, or another scheme, ram://)."""
-    if path.startswith('s3://'):
-        from common import s3_objects as client_module
-    elif path.startswith('gs://'):
-        from common import gcs_objects as client_module
-    else:
+    client = client_for(path)
+    if client is None:
         return None
-    # One client a process and settings: it keeps its connections, and follows a changed
-    # endpoint or proxy.
-    key = (path[:2], *(os.environ.get(name) for name in client_module.SETTINGS))
     with _STORES_LOCK:
-        if key not in _STORES:
-            _STORES[key] = ConditionalObjects(client_module.Client())
-        return _STORES[key]
+        if id(client) not in _STORES:
+            _STORES[id(client)] = ConditionalObjects(client)
+        return _STORES[id(client)]

@@ -1,4 +1,5 @@
-"""GCS's conditional writes through its JSON API (plain HTTPS), for common/conditional_objects.py.
+"""GCS's conditional writes and listings with sizes through its JSON API (plain HTTPS), for
+common/store_clients.py.
 
 Set up from what TensorFlow's gs:// reads, so the lease objects go where the model_dir's other
 files go: the API at https://www.googleapis.com (TF has no endpoint setting), through
@@ -19,7 +20,7 @@ import ssl
 import threading
 import urllib.parse
 import uuid
-from typing import Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 from common.conditional_objects import LOST, Refused
 from common.errors import UserError
@@ -63,6 +64,22 @@ class GcsObjects:
             return None
         self._check('reading', bucket, key, status, body)
         return body, headers['x-goog-generation']
+
+    def listed_sizes(self, bucket: str, prefix: str) -> Dict[str, int]:
+        """{name after prefix: bytes} of the objects right under prefix ('a/b/'): objects.list,
+        a page of 1,000 a request."""
+        sizes, page_args = {}, {}
+        while True:
+            status, _, body = self._request('GET', f'/storage/v1/b/{bucket}/o', {
+                'prefix': prefix, 'delimiter': '/', 'fields': 'items(name,size),nextPageToken',
+                **page_args})
+            self._check('listing', bucket, prefix, status, body)
+            page = json.loads(body)
+            sizes.update((item['name'][len(prefix):], int(item['size']))
+                         for item in page.get('items', []) if item['name'] != prefix)
+            if not page.get('nextPageToken'):
+                return sizes
+            page_args = {'pageToken': page['nextPageToken']}
 
     def create(self, bucket: str, key: str, data: bytes) -> Optional[str]:
         return self._upload(bucket, key, data, '0')

@@ -1,4 +1,4 @@
-"""S3's conditional writes through boto3, for common/conditional_objects.py.
+"""S3's conditional writes and listings with sizes through boto3, for common/store_clients.py.
 
 The client is set up from what tensorflow-io 0.36.0's s3:// reads, so the lease objects go where
 the model_dir's other files go: S3_ENDPOINT (a URL; a bare host is https, as there: it reads no
@@ -9,7 +9,7 @@ AWS_RETRY_MODE and AWS_MAX_ATTEMPTS, AWS_CA_BUNDLE, HTTPS_PROXY / HTTP_PROXY. Ad
 path-style, as tensorflow-io's.
 """
 import os
-from typing import Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 from common.conditional_objects import LOST, Refused
 from common.errors import UserError
@@ -65,6 +65,19 @@ class S3Objects:
             return None
         except self._errors.BotoCoreError as e:  # the body cut short
             raise TransientStoreFailure(f'GetObject: {e}') from e
+
+    def listed_sizes(self, bucket: str, prefix: str) -> Dict[str, int]:
+        """{name after prefix: bytes} of the objects right under prefix ('a/b/'): ListObjectsV2,
+        a page of 1,000 a request."""
+        sizes, page_args = {}, {}
+        while True:
+            page = self._call('ListObjectsV2', bucket, prefix, self._s3.list_objects_v2,
+                              Bucket=bucket, Prefix=prefix, Delimiter='/', **page_args)
+            sizes.update((item['Key'][len(prefix):], item['Size'])
+                         for item in page.get('Contents', []) if item['Key'] != prefix)
+            if not page.get('IsTruncated'):
+                return sizes
+            page_args = {'ContinuationToken': page['NextContinuationToken']}
 
     def create(self, bucket: str, key: str, data: bytes) -> Optional[str]:
         return self._put(bucket, key, data, IfNoneMatch='*')

@@ -7,7 +7,7 @@ request delayed by --latency_ms in tests/store_faults.py's proxy.
 
 --repo runs the trainer of another checkout (the same .venv), to compare commits. Prepare
 writes to the server directly (not through the proxy): only the trainer's requests are counted.
-Prints one JSON line a run, then a table.
+Prints one JSON line a run (with the requests by kind), then a table.
 """
 import argparse
 import contextlib
@@ -39,10 +39,14 @@ def store_server(store, work):
             yield server, 'gs://' + server.make_bucket('listing')
 
 
+def requests_by_kind(proxy):
+    return {kind: row['requests'] for kind, row in proxy.counts.as_dict().items()}
+
+
 def timed_run(argv, repo, proxy, until):
-    """Runs python -m argv in repo; returns (seconds, requests) from its start to the first
-    output line matching until (or its exit), and its exit status."""
-    before = sum(row['requests'] for row in proxy.counts.as_dict().values())
+    """Runs python -m argv in repo; returns (seconds, requests, requests by kind) from its start
+    to the first output line matching until (or its exit); raises if it exits with an error."""
+    before = requests_by_kind(proxy)
     started = time.time()
     process = subprocess.Popen([sys.executable, '-m', *argv], cwd=repo, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True,
@@ -51,14 +55,14 @@ def timed_run(argv, repo, proxy, until):
     for line in process.stdout:
         output.append(line)
         if not reached and until.search(line):
-            reached.append((time.time() - started,
-                            sum(row['requests'] for row in proxy.counts.as_dict().values())))
+            reached.append((time.time() - started, requests_by_kind(proxy)))
     process.wait()
     if process.returncode != 0:
         raise RuntimeError(f'{argv} exited {process.returncode}:\n{"".join(output[-30:])}')
-    secs, requests = reached[0] if reached else (
-        time.time() - started, sum(row['requests'] for row in proxy.counts.as_dict().values()))
-    return round(secs, 1), requests - before
+    secs, after = reached[0] if reached else (time.time() - started, requests_by_kind(proxy))
+    by_kind = {kind: count - before.get(kind, 0) for kind, count in sorted(after.items())
+               if count - before.get(kind, 0)}
+    return round(secs, 1), sum(by_kind.values()), by_kind
 
 
 def measure(store, shard_counts, repo, latency_secs, work):
@@ -80,7 +84,8 @@ def measure(store, shard_counts, repo, latency_secs, work):
                                      repo, proxy, RESULT)
             row = {'store': store, 'shards': shards, 'train_secs': train[0],
                    'train_requests': train[1], 'eval_secs': evaluate[0],
-                   'eval_requests': evaluate[1]}
+                   'eval_requests': evaluate[1], 'train_by_kind': train[2],
+                   'eval_by_kind': evaluate[2]}
             print(json.dumps(row), flush=True)
             rows.append(row)
     return rows

@@ -125,6 +125,19 @@ def test_failed_train_leaves_the_model_dir_as_it_was(trained_model, tmp_path):
     assert file_bytes(kept) == kept
 
 
+def test_a_train_run_whose_restore_would_fail_leaves_flags_txt_as_the_earlier_run_wrote_it(
+        trained_model, digit_shards, tmp_path):
+    """The checkpoint (adam's) lacks the slots --optimizer=momentum restores: refused, naming the
+    variable and the flags.txt it was trained with, which still says so."""
+    model_dir = copy_model_dir(trained_model, tmp_path / 'model')
+    kept = file_bytes([f'{model_dir}/flags.txt'])
+    result = run_module('trainer.main', *train_args(model_dir, digit_shards, 6),
+                        '--optimizer=momentum', check=False)
+    assert_one_line_error(result, 2, 'model.ckpt-4 lacks', '/Momentum',
+                          f'(see {model_dir}/flags.txt)')
+    assert file_bytes(kept) == kept
+
+
 # --mode=evaluate's case in the slow suite: evaluate, export and the eval job each call
 # Experiment.check_model first, and test_eval_job_started_before_its_trainer_reads_the_flags_it_writes
 # shows it for the eval job.

@@ -1,13 +1,15 @@
 """Many shards at the cost of one listing (issue 71): the manifest vouches for each shard's
-records and bytes, so an input_fn build lists the folder once, reads the manifest and stats each
-shard (in parallel), and reads the records of one shard a split; a shard missing from the
-listing, or not at its listed size, is still one line naming it."""
+records and bytes, so an input_fn build lists the folder once with each file's size (a bucket's
+own listing: 1,000 objects a request), reads the manifest and the records of one shard a split;
+a shard missing from the listing, or not at its listed size, is still one line naming it."""
 import os
 import subprocess
 import sys
 
 import pytest
+import tensorflow as tf
 
+from common import files
 from common.errors import UserError
 from helpers import REPO, run_prepare
 from input_fns.prepare import command as prepare
@@ -51,19 +53,69 @@ def build_requests(proxy, patterns):
     return counts
 
 
-def test_an_input_fn_build_lists_once_and_stats_each_shard_once(s3_server, s3_bucket):
+def bucket_of_store(request, store):
+    """(the test server, a fresh bucket) of store 's3' or 'gs'."""
+    if store == 's3':
+        return request.getfixturevalue('s3_server'), request.getfixturevalue('s3_bucket')
+    return request.getfixturevalue('gcs_server'), request.getfixturevalue('gcs_bucket')
+
+
+@pytest.mark.parametrize('store', ['s3', 'gs'])
+def test_an_input_fn_build_asks_as_much_of_ten_times_the_shards(request, store):
+    server, bucket = bucket_of_store(request, store)
     for shards in (5, 50):
-        run_prepare(prepare.prepare_csv_example, output_dir=f'{s3_bucket}/d{shards}',
+        run_prepare(prepare.prepare_csv_example, output_dir=f'{bucket}/d{shards}',
                     num_shards=shards, num_eval_shards=1, rows_per_shard=1, seed=0)
-    with in_front_of('s3', s3_server) as proxy:
+    with in_front_of(store, server) as proxy:
         # The first build also probes the bucket and loads the S3 client: not compared.
-        _, few, many = build_requests(proxy, [f'{s3_bucket}/d5/train-*',
-                                              f'{s3_bucket}/d5/train-*',
-                                              f'{s3_bucket}/d50/train-*'])
-    more = {kind: many[kind] - few[kind] for kind in KINDS}
-    # One stat a shard (tensorflow-io's is a HEAD and a LIST); nothing else grows: one listing,
-    # the manifest, the first line of one shard a split. Before: eight requests a shard.
-    assert more == {**dict.fromkeys(KINDS, 0), 'HEAD': 45, 'LIST': 45}, (few, many)
+        _, few, many = build_requests(proxy, [f'{bucket}/d5/train-*', f'{bucket}/d5/train-*',
+                                              f'{bucket}/d50/train-*'])
+    # One listing with sizes (one page up to 1,000 objects), the manifest, the first line of one
+    # shard a split. Before: a stat a shard on top (on s3://, a HEAD and a LIST each).
+    assert sum(few.values()) <= 8, few
+    assert many == few, (few, many)
+
+
+@pytest.mark.parametrize('store', ['s3', 'gs'])
+def test_a_bucket_folder_is_listed_with_each_file_size(request, store):
+    _, bucket = bucket_of_store(request, store)
+    for name, data in (('f/a', b'abc'), ('f/b', b''), ('f/sub/c', b'12345'), ('g', b'1')):
+        files.write_bytes_atomic(f'{bucket}/{name}', data)
+    assert files.folder_sizes(f'{bucket}/f') == {'a': 3, 'b': 0}  # not the subfolder's files
+    assert files.folder_sizes(bucket) == {'g': 1}
+    assert files.folder_sizes(f'{bucket}/none') == {}
+
+
+def test_a_local_folder_is_listed_with_each_file_size(tmp_path):
+    (tmp_path / 'a').write_bytes(b'abc')
+    (tmp_path / 'sub').mkdir()
+    (tmp_path / 'sub' / 'c').write_bytes(b'12345')
+    assert files.folder_sizes(str(tmp_path)) == {'a': 3}
+    assert files.folder_sizes(str(tmp_path / 'none')) == {}
+
+
+def test_a_folder_elsewhere_is_listed_then_each_file_asked_its_size(tmp_path):
+    folder = f'ram://{tmp_path}/f'
+    files.write_bytes_atomic(f'{folder}/a', b'abc')
+    files.write_bytes_atomic(f'{folder}/b', b'')
+    assert files.folder_sizes(folder) == {'a': 3, 'b': 0}
+    assert files.folder_sizes(f'ram://{tmp_path}/none') == {}
+
+
+@pytest.mark.parametrize('store', ['s3', 'gs'])
+def test_a_bucket_shard_altered_or_missing_is_named(request, store):
+    _, bucket = bucket_of_store(request, store)
+    out = f'{bucket}/data'
+    run_prepare(prepare.prepare_csv_example, output_dir=out, num_shards=4, num_eval_shards=1,
+                rows_per_shard=2, num_features=4, seed=0)
+    altered = f'{out}/train-00003-of-00004.csv'  # not the split's sampled shard
+    files.write_bytes_atomic(altered, b'1,2\n')
+    with pytest.raises(UserError, match=f'{altered}: 4 bytes, but .* it was cut short or damaged'):
+        csv_records.make_input_fn(f'{out}/train-*', 4, 2, training=True)
+    tf.io.gfile.remove(f'{out}/train-00002-of-00004.csv')
+    with pytest.raises(UserError, match=r'train-00002-of-00004.csv: listed in .*manifest.json '
+                                        r'\(2 records\) but missing; restore it'):
+        csv_records.make_input_fn(f'{out}/train-*', 4, 2, training=True)
 
 
 def csv_shards(tmp_path, shards=4):

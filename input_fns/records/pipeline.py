@@ -17,7 +17,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import tensorflow as tf
 from absl import logging
 
-from common import files as common_files, store_retries, tf_config
+from common import store_retries, tf_config
 from common.errors import op_error_summary, UserError
 from input_fns.records import file_patterns, listed_files
 
@@ -34,15 +34,13 @@ IN_MEMORY_BYTES = 64 << 20
 
 def list_record_files(file_pattern: str, flag_name: str = 'file pattern') -> List[str]:
     """Expands a glob, or comma-separated globs (`\\,` is a comma in a path), into sorted files:
-    one listing a pattern; a shard its folder's manifest lists and the pattern names, missing
-    from the listing, is refused by name (listed_files.check_complete)."""
-    files = []
+    one listing with sizes and one manifest read a pattern, handed on with the files to the
+    checks and the reader (listed_files.ListedFiles); a shard its folder's manifest lists and the
+    pattern names, missing from the listing, is refused by name (listed_files.list_pattern)."""
+    files = listed_files.ListedFiles.of({}, {})
     for pattern in file_patterns.split_patterns(file_pattern):
         file_patterns.check_not_a_folder(pattern, flag_name)
-        matched = file_patterns.data_files(common_files.glob(pattern))
-        listed_files.check_complete(pattern, matched)
-        files.extend(matched)
-    files = sorted(set(files))
+        files = files.joined(listed_files.list_pattern(pattern))
     if not files:
         raise UserError(f'{flag_name}: no files match {file_pattern!r}; check the path, or '
                         'write shards first with `python -m input_fns.prepare`')
@@ -95,7 +93,7 @@ def worker_share(files: List[str], num_workers: int, worker_index: int) -> List[
     if len(files) < num_workers:
         raise UserError(f'{len(files)} files cannot be shared among {num_workers} workers: '
                         f'write at least {num_workers} shards (prepare --num_shards)')
-    share = files[worker_index::num_workers]
+    share = listed_files.part_of(files, files[worker_index::num_workers])
     logging.info('training worker %d of %d reads its share: %s', worker_index, num_workers,
                  ' '.join(os.path.basename(f) for f in share))
     return share

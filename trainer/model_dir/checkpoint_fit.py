@@ -56,8 +56,26 @@ def lacked_key(error: tf.errors.NotFoundError, checkpoint_path: str) -> Optional
     saved = match and saved_shapes(checkpoint_path)
     if not saved or match.group(1) in saved:
         return None
+    return _lacking(checkpoint_path, match.group(1))
+
+
+def check_restorable(checkpoint_path: str, variables) -> None:
+    """Training restores each of its graph's variables (in a graph built aside, without a
+    distribution's replicas) from checkpoint_path: one it lacks (an optimizer's slot another
+    --optimizer saved none of, a moving average, a loss scale) is refused now, naming it, before
+    anything in model_dir changes (the restore itself fails after flags.txt is rewritten).
+    Partitions are saved under their variable's name: not compared."""
+    saved = saved_shapes(checkpoint_path)
+    lacked = saved is not None and next(
+        (name for name in (variable.name.split(':')[0] for variable in variables)
+         if name not in saved and '/part_' not in name), None)
+    if lacked:
+        raise _lacking(checkpoint_path, lacked)
+
+
+def _lacking(checkpoint_path: str, key: str) -> UserError:
     return UserError(
-        f'checkpoint {checkpoint_path} lacks {match.group(1)}, which the model as it is built '
+        f'checkpoint {checkpoint_path} lacks {key}, which the model as it is built '
         'now restores: it was saved with other flags (--optimizer, --precision, '
         '--moving_average_decay...) or by another version of the model (see '
         f'{flags_file_beside(checkpoint_path)}): use those, or train into a new --model_dir')

@@ -188,12 +188,13 @@ class Experiment:
 
     def check_checkpoint_fits(self) -> None:
         """Builds the training graph once, aside, so that a latest checkpoint the model no longer
-        fits stops training before anything in model_dir changes
-        (checkpoint_fit.with_checkpoint_check). A model built from its data's schema is built so
+        fits (checkpoint_fit.with_checkpoint_check), or lacks a variable the training graph
+        restores (checkpoint_fit.check_restorable), stops training before anything in model_dir
+        changes, flags.txt included. A model built from its data's schema is built so
         even without a checkpoint: whether it fits the data (the label's task, the features its
         params name) shows only then; so is one warm-started, whose source must fit it."""
-        if (not tf.train.latest_checkpoint(self.settings.model_dir) and self.spec.schema is None
-                and not self.settings.warm_start_from):
+        latest = tf.train.latest_checkpoint(self.settings.model_dir)
+        if not latest and self.spec.schema is None and not self.settings.warm_start_from:
             return
         with tf.Graph().as_default():
             features, labels = tf.nest.map_structure(
@@ -203,6 +204,8 @@ class Experiment:
                 self.train_spec.input_fn().element_spec)
             self.estimator.model_fn(features, labels, tf.estimator.ModeKeys.TRAIN,
                                     self.estimator.config)
+            if latest:
+                checkpoint_fit.check_restorable(latest, tf.compat.v1.global_variables())
 
     @contextlib.contextmanager
     def training(self, with_eval_spec: bool = False):

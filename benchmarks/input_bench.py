@@ -46,7 +46,7 @@ from benchmarks.bench_data import load_mnist
 from benchmarks.bench_report import Results, progress, report
 from benchmarks.bench_sections import FACE_GEOMETRY
 from benchmarks.bench_targets import check_targets
-from common import cli, files
+from common import atomic_writes, cli
 
 FLAGS = flags.FLAGS
 SECTIONS = ('mnist', 'faces', 'python', 'images', 'tables')
@@ -226,7 +226,7 @@ def main(argv, sections=SECTIONS):
     checked, not_judged = check_targets(results, FLAGS.larger_batch_size)
     print(report(results, header, checked, not_judged), flush=True)
     os.makedirs(os.path.dirname(os.path.abspath(FLAGS.output_json)), exist_ok=True)
-    files.write_json_atomic(FLAGS.output_json, {
+    atomic_writes.write_json_atomic(FLAGS.output_json, {
         'machine': {**described, 'ceiling': ceiling}, 'settings': settings,
         'wall_seconds': elapsed, 'data': data, 'flops': counted,
         'rows': results.rows, 'targets': checked, 'targets_not_judged': not_judged})

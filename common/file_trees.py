@@ -7,11 +7,12 @@ from typing import List
 
 import tensorflow as tf
 
-from common import files
+from common import atomic_writes, files
 from common.paths import is_local, join, local_path
 from common.store_retries import in_store
 
-# The folder a move_tree swaps out, named as a temporary (files.is_abandoned reads its writer).
+# The folder a move_tree swaps out, named as a temporary (atomic_writes.is_abandoned reads its
+# writer).
 SWAPPED_OUT_MARK = '.old-'
 
 
@@ -64,7 +65,7 @@ def move_tree(source: str, destination: str) -> None:
     if is_local(source) and is_local(destination):
         source, destination = local_path(source), local_path(destination)
         if os.path.exists(destination):  # swap it in: the old one out of the way first
-            old = f'{destination}{SWAPPED_OUT_MARK}{files.writer_tag()}'
+            old = f'{destination}{SWAPPED_OUT_MARK}{atomic_writes.writer_tag()}'
             os.rename(destination, old)
             os.rename(source, destination)
             shutil.rmtree(old, ignore_errors=True)

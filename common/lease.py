@@ -25,7 +25,7 @@ from typing import Callable, ContextManager, Dict, Optional, Tuple
 import tensorflow as tf
 from absl import logging
 
-from common import conditional_objects, files, paths, process_lock
+from common import atomic_writes, conditional_objects, files, paths, process_lock
 from common.errors import StoreError
 from common.records import NUMBER, field
 
@@ -164,7 +164,7 @@ class LeaseObject:
 
     def write(self) -> None:
         """Writes the object whatever stands (no conditional writes: under the guard, or not)."""
-        files.write_json_atomic(self.path, self._record().to_json())
+        atomic_writes.write_json_atomic(self.path, self._record().to_json())
 
     def take(self, held: Optional[LeaseRecord]) -> bool:
         """Writes this process's object over held (None: there was none); whether this process

@@ -45,7 +45,8 @@ def locked(path: str):
 
 
 def pid_alive(pid: int) -> bool:
-    """Whether a process of this host still runs (the writer of a temporary, files.is_abandoned)."""
+    """Whether a process of this host still runs (the writer of a temporary,
+    atomic_writes.is_abandoned)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

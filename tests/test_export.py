@@ -5,7 +5,7 @@ import time
 
 from tensorflow.core.protobuf import saved_model_pb2
 
-from common import files
+from common import atomic_writes
 from trainer.serving import export
 
 
@@ -51,7 +51,7 @@ def test_leftovers_of_dead_exporters_are_removed(tmp_path):
     old_foreign = f'.staging-otherhost-{os.getpid()}'
     for name in [f'.staging-{host}-{dead_pid}', f'7.old-{host}-{dead_pid}', old_foreign] + kept:
         (tmp_path / name).mkdir()
-    days_ago = time.time() - files.FOREIGN_TEMPORARY_MAX_AGE_SECS - 60
+    days_ago = time.time() - atomic_writes.FOREIGN_TEMPORARY_MAX_AGE_SECS - 60
     os.utime(tmp_path / old_foreign, (days_ago, days_ago))
     export._remove_leftovers(str(tmp_path))
     assert sorted(os.listdir(tmp_path)) == sorted(kept)

@@ -11,7 +11,7 @@ import uuid
 import numpy as np
 import pytest
 
-from common import file_trees, files, paths
+from common import atomic_writes, file_trees, files, paths
 from common.errors import UserError
 from tests.s3_server import free_port
 
@@ -29,9 +29,9 @@ def root(request, tmp_path):
 
 def test_whole_files_round_trip(root):
     files.makedirs(root)
-    files.write_json_atomic(paths.join(root, 'a', 'x.json'), {'step': 12})
-    files.write_text_atomic(paths.join(root, 'b.txt'), 'first')
-    files.write_text_atomic(paths.join(root, 'b.txt'), 'second')  # replaced whole
+    atomic_writes.write_json_atomic(paths.join(root, 'a', 'x.json'), {'step': 12})
+    atomic_writes.write_text_atomic(paths.join(root, 'b.txt'), 'first')
+    atomic_writes.write_text_atomic(paths.join(root, 'b.txt'), 'second')  # replaced whole
     assert files.read_json(paths.join(root, 'a', 'x.json')) == {'step': 12}
     assert files.read_text(paths.join(root, 'b.txt')) == 'second'
     assert files.exists(paths.join(root, 'b.txt'))
@@ -44,10 +44,10 @@ def test_a_folder_named_with_brackets_is_globbed_as_named(root):
     """'[1]' is a set of characters to a glob; where it matches nothing, it is the name."""
     named = [paths.join(root, 'runs[1]', 'train-0'), paths.join(root, 'Photos [2024]', 'a.csv')]
     for path in named:
-        files.write_text_atomic(path, 'x')
+        atomic_writes.write_text_atomic(path, 'x')
     assert files.glob(paths.join(root, 'runs[1]', 'train-*')) == named[:1]
     assert files.glob(named[1]) == named[1:]
-    files.write_text_atomic(paths.join(root, 'runs1', 'train-0'), 'x')
+    atomic_writes.write_text_atomic(paths.join(root, 'runs1', 'train-0'), 'x')
     assert files.glob(paths.join(root, 'runs[1]', 'train-*')) == [  # a glob's meaning first
         paths.join(root, 'runs1', 'train-0')]
 
@@ -56,7 +56,7 @@ def test_glob_copy_and_remove_tree(root):
     source, copy = paths.join(root, 'staged'), paths.join(root, 'copy')
     for name in ('model.ckpt-10.index', 'model.ckpt-20.index', 'model.ckpt-20.data-00000-of-00001',
                  'variables/variables.index'):
-        files.write_text_atomic(paths.join(source, name), name)
+        atomic_writes.write_text_atomic(paths.join(source, name), name)
     assert [os.path.basename(p) for p in files.glob(paths.join(source, 'model.ckpt-*.index'))] == [
         'model.ckpt-10.index', 'model.ckpt-20.index']
     assert file_trees.copy_tree(source, copy) == sorted([
@@ -78,7 +78,7 @@ def test_a_folder_in_a_bucket_is_its_objects_alone(store, request):
     bucket = request.getfixturevalue(f'{store}_bucket')
     files.makedirs(f'{bucket}/made/empty')  # no marker object ('made/') on either store
     assert files.listdir(bucket) == [] and not files.isdir(f'{bucket}/made')
-    files.write_text_atomic(f'{bucket}/made/deep/x.txt', 'x')
+    atomic_writes.write_text_atomic(f'{bucket}/made/deep/x.txt', 'x')
     file_trees.copy_tree(f'{bucket}/made', f'{bucket}/copy')
     assert files.listdir(bucket) == files.listdir(bucket + '/') == ['copy', 'made']  # the root too
     assert files.listdir(f'{bucket}/copy') == ['deep']
@@ -114,7 +114,7 @@ def first_use_of(path, env):
     """Runs files.exists(path) in a fresh process; returns (its one line of output, seconds taken)."""
     result = run_python(f"""
         import time
-        from common import cli, files
+        from common import atomic_writes, cli, files
         from common.errors import UserError
         started = time.time()
         try:
@@ -170,10 +170,10 @@ def test_cli_exit_status_survives_tensorflow_io_teardown(s3_bucket, fail):
     """tensorflow-io 0.36.0 aborts (status 134) at interpreter exit after s3:// was used."""
     result = run_python(f"""
         from absl import app
-        from common import cli, files
+        from common import atomic_writes, cli, files
 
         def main(argv):
-            files.write_text_atomic('{s3_bucket}/hello.txt', 'hi')
+            atomic_writes.write_text_atomic('{s3_bucket}/hello.txt', 'hi')
             print('wrote', files.read_text('{s3_bucket}/hello.txt'))
             return 2 if {fail} else 0
 
@@ -198,8 +198,8 @@ def test_a_temporary_is_named_for_its_host_and_pid_and_put_in_place_whole(root):
     block that raises leaves no temporary, and the old file where there is a rename."""
     files.makedirs(root)
     final = paths.join(root, 'train-00000-of-00001.tfrecord')
-    files.write_bytes_atomic(final, b'old')
-    with files.written_in_place(final) as temporary:
+    atomic_writes.write_bytes_atomic(final, b'old')
+    with atomic_writes.written_in_place(final) as temporary:
         in_bucket = root.startswith(paths.OBJECT_STORE_SCHEMES)
         assert temporary == (final if in_bucket else
                              f'{final}.tmp-{socket.gethostname()}-{os.getpid()}')
@@ -208,7 +208,7 @@ def test_a_temporary_is_named_for_its_host_and_pid_and_put_in_place_whole(root):
         assert files.read_bytes(final) == (b'whole' if in_bucket else b'old')
     assert files.read_bytes(final) == b'whole' and files.listdir(root) == [os.path.basename(final)]
     with pytest.raises(RuntimeError):
-        with files.written_in_place(final) as temporary:
+        with atomic_writes.written_in_place(final) as temporary:
             with files.open_file(temporary, 'wb') as f:
                 f.write(b'half')
             raise RuntimeError('stopped midway')
@@ -229,9 +229,9 @@ def test_clean_up_removes_only_temporaries_whose_writer_is_provably_gone(tmp_pat
              'not a temporary': 'g.tfrecord'}
     for name in names.values():
         (tmp_path / name).write_bytes(b'x')
-    days_ago = time.time() - files.FOREIGN_TEMPORARY_MAX_AGE_SECS - 60
+    days_ago = time.time() - atomic_writes.FOREIGN_TEMPORARY_MAX_AGE_SECS - 60
     os.utime(tmp_path / names['another host, untouched for days'], (days_ago, days_ago))
-    files.remove_abandoned_temporaries(str(tmp_path))
+    atomic_writes.remove_abandoned_temporaries(str(tmp_path))
     removed = {what for what, name in names.items() if not (tmp_path / name).exists()}
     assert removed == {'this host, dead pid', 'another host, untouched for days'}
 

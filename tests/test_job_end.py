@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from common import files
+from common import atomic_writes
 from helpers import run_module, run_together, start_module, wait_for_log
 from tests.s3_server import free_port
 from trainer.model_dir import run_files
@@ -80,9 +80,11 @@ def test_a_worker_left_waiting_by_its_departed_parameter_servers_leaves(digit_sh
         processes[role] = start_module('trainer.main', *args, log_path=tmp_path / f'{role}.log')
     try:
         wait_for_log(tmp_path / 'worker.log', r'Graph was finalized', processes['worker'])
-        files.write_json_atomic(str(model_dir / run_files.TRAIN_FINISHED_FILE), run_files.TrainFinished(
-            step=6, train_steps=6, early_stopped=False, reason='reached train_steps',
-            time='2026-11-26T00:00:00+0000').to_json())
+        finished = run_files.TrainFinished(step=6, train_steps=6, early_stopped=False,
+                                           reason='reached train_steps',
+                                           time='2026-11-26T00:00:00+0000')
+        atomic_writes.write_json_atomic(str(model_dir / run_files.TRAIN_FINISHED_FILE),
+                                        finished.to_json())
         written = time.time()
         assert processes['ps'].wait(timeout=60) == 0
         assert processes['worker'].wait(timeout=job_end.WORKER_GRACE_SECS + 60) == 0
@@ -102,9 +104,10 @@ def test_a_worker_started_after_training_finished_leaves_at_once(digit_shards, t
     wait for them for ever; with a higher --train_steps the training is not over."""
     model_dir = tmp_path / 'model'
     model_dir.mkdir()
-    files.write_json_atomic(str(model_dir / run_files.TRAIN_FINISHED_FILE), run_files.TrainFinished(
-        step=6, train_steps=6, early_stopped=False, reason='reached train_steps',
-        time='2026-12-01T00:00:00+0000').to_json())
+    finished = run_files.TrainFinished(step=6, train_steps=6, early_stopped=False,
+                                       reason='reached train_steps', time='2026-12-01T00:00:00+0000')
+    atomic_writes.write_json_atomic(str(model_dir / run_files.TRAIN_FINISHED_FILE),
+                                    finished.to_json())
     cluster = {role: [f'127.0.0.1:{free_port()}'] for role in ('chief', 'worker', 'ps')}
     monkeypatch.setenv('TF_CONFIG', json.dumps({'cluster': cluster,
                                                 'task': {'type': 'worker', 'index': 0}}))

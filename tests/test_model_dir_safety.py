@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from helpers import (assert_fragments, assert_one_line_error, copy_model_dir, run_module,
                      start_module, trainer_user_error, wait_for_log)
-from common import files
+from common import atomic_writes, files
 from trainer.model_dir import checkpoints
 from trainer.model_dir.ledger import Ledger
 
@@ -56,7 +56,8 @@ def test_a_bucket_state_file_rewritten_names_the_checkpoints_in_the_bucket(s3_bu
     """The rewritten state file names each checkpoint relative to the model_dir, as Estimator's
     Saver does (TF's public update_checkpoint_state wrote '../../../model.ckpt-4' there)."""
     model_dir = f'{s3_bucket}/model'
-    files.write_text_atomic(f'{model_dir}/checkpoint', 'garbage\n')  # a write cut off, a kill
+    # A write cut off, a kill:
+    atomic_writes.write_text_atomic(f'{model_dir}/checkpoint', 'garbage\n')
     for step in (2, 4):
         tf.train.Checkpoint(v=tf.Variable(float(step))).write(f'{model_dir}/model.ckpt-{step}')
     checkpoints.prepare_to_resume(model_dir)

@@ -9,7 +9,7 @@ import sys
 import pytest
 import tensorflow as tf
 
-from common import files
+from common import atomic_writes, files
 from common.errors import UserError
 from helpers import REPO, run_prepare
 from input_fns.prepare import command as prepare
@@ -80,7 +80,7 @@ def test_an_input_fn_build_asks_as_much_of_ten_times_the_shards(request, store):
 def test_a_bucket_folder_is_listed_with_each_file_size(request, store):
     _, bucket = bucket_of_store(request, store)
     for name, data in (('f/a', b'abc'), ('f/b', b''), ('f/sub/c', b'12345'), ('g', b'1')):
-        files.write_bytes_atomic(f'{bucket}/{name}', data)
+        atomic_writes.write_bytes_atomic(f'{bucket}/{name}', data)
     assert files.folder_sizes(f'{bucket}/f') == {'a': 3, 'b': 0}  # not the subfolder's files
     assert files.folder_sizes(bucket) == {'g': 1}
     assert files.folder_sizes(f'{bucket}/none') == {}
@@ -96,8 +96,8 @@ def test_a_local_folder_is_listed_with_each_file_size(tmp_path):
 
 def test_a_folder_elsewhere_is_listed_then_each_file_asked_its_size(tmp_path):
     folder = f'ram://{tmp_path}/f'
-    files.write_bytes_atomic(f'{folder}/a', b'abc')
-    files.write_bytes_atomic(f'{folder}/b', b'')
+    atomic_writes.write_bytes_atomic(f'{folder}/a', b'abc')
+    atomic_writes.write_bytes_atomic(f'{folder}/b', b'')
     assert files.folder_sizes(folder) == {'a': 3, 'b': 0}
     assert files.folder_sizes(f'ram://{tmp_path}/none') == {}
 
@@ -109,7 +109,7 @@ def test_a_bucket_shard_altered_or_missing_is_named(request, store):
     run_prepare(prepare.prepare_csv_example, output_dir=out, num_shards=4, num_eval_shards=1,
                 rows_per_shard=2, num_features=4, seed=0)
     altered = f'{out}/train-00003-of-00004.csv'  # not the split's sampled shard
-    files.write_bytes_atomic(altered, b'1,2\n')
+    atomic_writes.write_bytes_atomic(altered, b'1,2\n')
     with pytest.raises(UserError, match=f'{altered}: 4 bytes, but .* it was cut short or damaged'):
         csv_records.make_input_fn(f'{out}/train-*', 4, 2, training=True)
     tf.io.gfile.remove(f'{out}/train-00002-of-00004.csv')

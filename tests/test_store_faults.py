@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import bucket_probe, files, lease, store_retries, store_settings
+from common import atomic_writes, bucket_probe, files, lease, store_retries, store_settings
 from common.errors import StoreError, UserError
 from helpers import REPO, default_sigint
 from input_fns.records import shards
@@ -321,7 +321,7 @@ def test_one_failed_s3_read_then_a_retry_gives_the_object_whole(s3_server, tmp_p
     read = ('import trainer, tensorflow as tf, tensorflow_io, os, sys\n'
             f'data = tf.io.gfile.GFile("s3://{bucket}/object", "rb").read()\n'
             'sys.stdout.write(data[:20].decode()); sys.stdout.flush(); os._exit(0)\n')
-    files.write_bytes_atomic(f's3://{bucket}/object', b'x' * 100_000)
+    atomic_writes.write_bytes_atomic(f's3://{bucket}/object', b'x' * 100_000)
     starts = {}
     with FaultProxy(s3_server.env['S3_ENDPOINT']) as proxy:
         for setting in ('0', store_settings.DEFAULTS['S3_DISABLE_MULTI_PART_DOWNLOAD']):
@@ -372,7 +372,8 @@ def test_ledger_check_finds_a_lost_and_a_doubled_entry(tmp_path):
     assert flow_checks.ledger_violations(model_dir, 'validation', [0, 4]) == []
     assert flow_checks.ledger_violations(model_dir, 'validation', [0, 4, 8]) == [
         f'{results.path}: the entry of step 8 is lost']
-    files.write_json_atomic(f'{results.path}/step-0000000004.json', results.find(4).to_json())
+    atomic_writes.write_json_atomic(f'{results.path}/step-0000000004.json',
+                                    results.find(4).to_json())
     assert flow_checks.ledger_violations(model_dir, 'validation', [0, 4]) == [
         f'{results.path}: step 4 has 2 entries (step-0000000004.json, step-000000004.json)']
 
@@ -382,7 +383,7 @@ def test_export_check_finds_pointers_to_a_half_copied_version(tmp_path):
     module = tf.Module()
     module.weights = tf.Variable(np.ones(1000, np.float32))
     tf.saved_model.save(module, f'{export_dir}/12')
-    files.write_json_atomic(f'{export_dir}/12/export_complete.json', {'step': 12})
+    atomic_writes.write_json_atomic(f'{export_dir}/12/export_complete.json', {'step': 12})
     export.write_pointer(export_dir, 'best', 12)
     model_config.write(export_dir, 'mnist_cnn', 12)
     assert flow_checks.export_violations(export_dir) == []
@@ -419,7 +420,7 @@ def test_lease_check_finds_a_lease_or_claim_that_would_block_the_next_run(tmp_pa
     lease_path = f'{model_dir}/{train_lock.LEASE_NAME}'
     claim_path = f'{model_dir}/eval_validation/claims/{ledger.result_name(4)}'
     for path in (lease_path, claim_path):  # this process: alive, renewed now
-        files.write_json_atomic(path, lease.LeaseRecord(lease.process_owner(), 't',
+        atomic_writes.write_json_atomic(path, lease.LeaseRecord(lease.process_owner(), 't',
                                                         time.time()).to_json())
     problems = flow_checks.lease_violations(model_dir, ['validation'])
     assert [problem.split(' (')[0] for problem in problems] == [lease_path, claim_path]
@@ -427,7 +428,7 @@ def test_lease_check_finds_a_lease_or_claim_that_would_block_the_next_run(tmp_pa
     dead.wait()
     for path in (lease_path, claim_path):  # left by a process that has ended: taken over at once
         owner = dataclasses.replace(lease.process_owner(), pid=dead.pid)
-        files.write_json_atomic(path, lease.LeaseRecord(owner, 't', time.time()).to_json())
+        atomic_writes.write_json_atomic(path, lease.LeaseRecord(owner, 't', time.time()).to_json())
     assert flow_checks.lease_violations(model_dir, ['validation']) == []
 
 

@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from common import files, store_settings
+from common import atomic_writes, store_settings
 from helpers import REPO
 
 
@@ -39,7 +39,7 @@ def test_a_file_another_process_rewrote_is_read_whole_on_gs(gcs_bucket):
     """TF's default caches a gs:// file's size for 5 s, and GFile.read() reads that many bytes:
     a lease or claim rewritten longer by another process read cut short ('{"a": 1,')."""
     path = f'{gcs_bucket}/lease.json'
-    files.write_text_atomic(path, '{"a": 1}')
+    atomic_writes.write_text_atomic(path, '{"a": 1}')
     environ = {name: value for name, value in os.environ.items()
                if name not in store_settings.DEFAULTS}
     reader = subprocess.Popen(
@@ -48,7 +48,8 @@ def test_a_file_another_process_rewrote_is_read_whole_on_gs(gcs_bucket):
         cwd=REPO, env=environ, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert reader.stdout.readline() == '{"a": 1}\n'
-        files.write_text_atomic(path, '{"a": 1, "longer": 2}')  # this process: another writer
+        # This process: another writer.
+        atomic_writes.write_text_atomic(path, '{"a": 1, "longer": 2}')
         reader.stdin.write('\n')
         reader.stdin.flush()
         assert reader.stdout.readline() == '{"a": 1, "longer": 2}\n'

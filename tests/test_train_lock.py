@@ -11,7 +11,7 @@ import time
 import pytest
 import tensorflow as tf
 
-from common import files, lease
+from common import atomic_writes, files, lease
 from common.errors import UserError
 from helpers import path_on, wait_for_log, wait_until
 from pid_namespace import start_as_pid1, unavailable_reason
@@ -60,8 +60,9 @@ def test_a_lease_on_s3_and_gcs_is_read_and_written_by_the_stores_own_client(stor
     the lease object (one TF wrote reads all the same)."""
     model_dir = lease_model_dir(store, request, tmp_path)
     write_lease(model_dir, host='another-host', pid=1, renewed=time.time() - 200)
-    for name in ('read_text', 'write_json_atomic', 'remove'):
-        monkeypatch.setattr(files, name, lambda *args: pytest.fail(f'files.{name}{args}'))
+    for module, name in ((files, 'read_text'), (atomic_writes, 'write_json_atomic'),
+                         (files, 'remove')):
+        monkeypatch.setattr(module, name, lambda *args: pytest.fail(f'{name}{args}'))
     held = train_lock.Lease(model_dir, lease_secs=120, settle_secs=0)
     held.acquire()  # takes over the silent lease: If-Match / ifGenerationMatch its version
     record = held.read()
@@ -91,7 +92,7 @@ def dead_pid() -> int:
 
 def write_lease(model_dir, **holder):
     """A lease as another holder left it: by default this host, renewed just now."""
-    files.write_json_atomic(f'{model_dir}/{train_lock.LEASE_NAME}', {
+    atomic_writes.write_json_atomic(f'{model_dir}/{train_lock.LEASE_NAME}', {
         'host': socket.gethostname(), 'pid': os.getpid(), 'token': 'the-earlier-holder',
         'process_started': lease.process_started(), 'since': '2024-01-01T00:00:00+0000',
         'renewed': time.time(), **holder})
@@ -141,7 +142,7 @@ def test_a_torn_lease_is_taken_over_as_unreadable(tmp_path, caplog):
 def test_a_failed_renewal_is_logged_in_one_line_and_renewal_goes_on(tmp_path, monkeypatch,
                                                                     caplog):
     held = train_lock.Lease(str(tmp_path / 'model'), lease_secs=0.4, settle_secs=0)
-    write = files.write_json_atomic
+    write = atomic_writes.write_json_atomic
     failed = []
 
     def first_renewal_fails(path, record):
@@ -149,7 +150,7 @@ def test_a_failed_renewal_is_logged_in_one_line_and_renewal_goes_on(tmp_path, mo
             failed.append(path)
             raise tf.errors.UnavailableError(None, None, 'the store is down\n(its details)')
         write(path, record)
-    monkeypatch.setattr(files, 'write_json_atomic', first_renewal_fails)
+    monkeypatch.setattr(atomic_writes, 'write_json_atomic', first_renewal_fails)
     with caplog.at_level(logging.WARNING):
         held.acquire()
         first = held.read()

@@ -12,7 +12,7 @@ from typing import Callable, Dict, List, Tuple
 
 from absl import logging
 
-from common import files, paths
+from common import atomic_writes, files, paths
 from common.errors import UserError
 from input_fns.faces import face_photos, face_records, lfw_files
 from input_fns.faces.lfw_files import Pair
@@ -192,7 +192,7 @@ def prepare_faces(*, source_dir: str, output_dir: str, train_people_file: str,
         folds = pair_folds if split == 'validation' else 1
         if same:
             pairs_txt = os.path.join(output_dir, f'{split}_pairs.txt')
-            files.write_text_atomic(pairs_txt, lfw_files.write_pairs_file(
+            atomic_writes.write_text_atomic(pairs_txt, lfw_files.write_pairs_file(
                 pairs_txt, same, different, folds))
             pairs = lfw_files.read_pairs_file(pairs_txt)  # line numbers for messages
             entries[f'{split}_pairs'] = write_pair_split(

@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
-from common import files, paths
+from common import atomic_writes, paths
 
 
 def _identity(rng: np.random.RandomState) -> Dict[str, float]:
@@ -78,7 +78,7 @@ def write_faces(output_dir: str, num_people: int = 60, min_photos: int = 1, max_
         for photo in range(1, count + 1):  # write_bytes_atomic makes the folders
             path = paths.join(output_dir, name, f'{name}_{photo:04d}.jpg')
             jpeg = tf.io.encode_jpeg(render_face(person, rng, size), quality=90).numpy()
-            files.write_bytes_atomic(path, jpeg)
+            atomic_writes.write_bytes_atomic(path, jpeg)
             written[name].append(path)
     return written
 

@@ -17,7 +17,7 @@ where sending every record there and back would triple the transfer of writing t
 such a user needs TMPDIR on a local disk with room for the split's records once. The folder
 (.prepare-shuffle-ID.buckets-HOST-PID) is removed as the records are handed on, and on an error
 or a signal; one a killed prepare (kill -9) left is removed by the next prepare that spills to
-that disk, by the rule every temporary follows (common/files.py's is_abandoned).
+that disk, by the rule every temporary follows (common/atomic_writes.py's is_abandoned).
 """
 import hashlib
 import os
@@ -28,7 +28,7 @@ from typing import Iterator, List, Optional
 import numpy as np
 from absl import logging
 
-from common import file_trees, files, paths
+from common import atomic_writes, file_trees, files, paths
 from input_fns.records.shuffle_buckets import (INDEX_BYTES_PER_RECORD, INDEX_DTYPE, KEY_BITS,
                                                BucketFiles, HeldRecords, in_key_order,
                                                records_in_file_order, starts_of)
@@ -37,7 +37,7 @@ MEMORY_BYTES = 256 << 20  # the records a prepare's shuffles hold in memory, and
 TOP_BUCKET_BITS = 6  # 64 bucket files when the records outgrow memory
 SPILL_BYTES = 4 << 20  # records moved to the buckets at a time when they outgrow memory
 FOLDER_PREFIX = '.prepare-shuffle-'
-WRITER_MARK = '.buckets-'  # then HOST-PID: whose buckets they are (files.is_abandoned)
+WRITER_MARK = '.buckets-'  # then HOST-PID: whose buckets they are (atomic_writes.is_abandoned)
 
 
 def temp_root(output_dir: str) -> str:
@@ -48,7 +48,7 @@ def temp_root(output_dir: str) -> str:
 def remove_killed_shuffles(root: str) -> None:
     """Bucket folders a killed prepare left under root (their writer is gone)."""
     for folder in files.glob(paths.join(root, f'{FOLDER_PREFIX}*')):
-        if files.is_abandoned(folder, WRITER_MARK):
+        if atomic_writes.is_abandoned(folder, WRITER_MARK):
             logging.info('removing %s, left by a killed prepare', folder)
             file_trees.remove_tree(folder)
 
@@ -117,7 +117,7 @@ class RecordShuffler:
         """Past the budget: every record held, and every one after, to a bucket file."""
         remove_killed_shuffles(self.root)
         self.folder = paths.join(self.root, f'{FOLDER_PREFIX}{secrets.token_hex(4)}{WRITER_MARK}'
-                                            f'{files.writer_tag()}')
+                                            f'{atomic_writes.writer_tag()}')
         files.makedirs(self.folder)
         logging.info('shuffling the records in %d buckets under %s (more than %d MiB)',
                      1 << TOP_BUCKET_BITS, self.folder, self.budget >> 20)

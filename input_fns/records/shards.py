@@ -9,7 +9,7 @@ import time
 from typing import Dict, Iterable, List, Optional
 
 from common import files, paths
-from common.files import write_json_atomic
+from common.atomic_writes import write_json_atomic
 
 MANIFEST_NAME = 'manifest.json'
 SHARD_SUFFIX = '.tfrecord'

@@ -5,7 +5,7 @@ and listed in manifest.json (with the schema), by one protocol:
 - Nothing in output_dir changes until every record has been taken without error: a bad row found
   midway (or a kill) leaves the data prepared before as it was.
 - Then, on a local disk, the shards are written under temporary names (NAME.tmp-HOST-PID,
-  common/files.py's Temporary), and the manifest forgets the splits, the shards are renamed
+  common/atomic_writes.py's Temporary), and the manifest forgets the splits, the shards are renamed
   into place and the manifest lists them, in one section a signal does not cut short.
 - In a bucket an object is written in place (no atomic rename): the manifest forgets the splits
   before their shards are written and lists them after, so a kill leaves them unlisted.
@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from common import files, paths, progress, termination
+from common import atomic_writes, files, paths, progress, termination
 from input_fns.records import record_shuffle, shards
 
 
@@ -36,7 +36,7 @@ class SplitWriter:
         self.names = [shards.shard_name(split, index, num_shards, suffix)
                       for index in range(num_shards)]
         self.final_paths = [paths.join(output_dir, name) for name in self.names]
-        self.temporaries = [files.Temporary(path) for path in self.final_paths]
+        self.temporaries = [atomic_writes.Temporary(path) for path in self.final_paths]
         self.counts: List[int] = []
         self.records = record_shuffle.RecordShuffler(seed, record_shuffle.temp_root(output_dir),
                                                      share)
@@ -98,7 +98,7 @@ def streamed_splits(output_dir: str, shard_counts: Dict[str, int], seed: int,
     if min(shard_counts.values()) < 1:
         raise ValueError(f'shard counts must be >= 1, got {shard_counts}')
     files.makedirs(output_dir)
-    files.remove_abandoned_temporaries(output_dir)
+    atomic_writes.remove_abandoned_temporaries(output_dir)
     # The splits share the shuffle's budget: a prepare's memory is the budget, however many.
     writers = {split: SplitWriter(output_dir, split, count, seed, suffix, open_writer,
                                   1 / len(shard_counts)) for split, count in shard_counts.items()}

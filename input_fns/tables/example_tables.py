@@ -18,7 +18,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 import tensorflow as tf
 from google.protobuf.message import DecodeError
 
-from common import files, paths
+from common import atomic_writes, files, paths
 from common.errors import op_error_summary, UserError
 from features import free_text, iso_dates, value_lists
 from input_fns.records import file_patterns, shards, split as data_split, stream_shards
@@ -193,5 +193,5 @@ def _describe_in_place(path_list, stats, columns, dtypes, split, source, ignored
         listed, 0, dict(zip(columns, dtypes)), path_list, 0,
         {'read_in_place': True, **stats.split_entry_extra(split)})
     manifest.setdefault('dataset', 'examples')
-    files.write_json_atomic(paths.join(folder, shards.MANIFEST_NAME), manifest)
+    atomic_writes.write_json_atomic(paths.join(folder, shards.MANIFEST_NAME), manifest)
     return {split: manifest['splits'][split]}

@@ -16,7 +16,7 @@ from typing import Dict, List, Optional
 
 import tensorflow as tf
 
-from common import files, paths, process_lock
+from common import atomic_writes, files, paths, process_lock
 from common.errors import UserError
 from common.records import NUMBER, field
 
@@ -140,7 +140,7 @@ class Ledger:
         fields: LedgerEntry's."""
         entry = LedgerEntry(step=step, checkpoint=checkpoint, status=status,
                             time=time.strftime('%Y-%m-%dT%H:%M:%S%z'), **fields)
-        files.write_json_atomic(paths.join(self.path, result_name(step)), entry.to_json())
+        atomic_writes.write_json_atomic(paths.join(self.path, result_name(step)), entry.to_json())
         self._read[result_name(step)] = entry
         return entry
 

@@ -6,7 +6,7 @@ from typing import Dict, Optional
 
 import tensorflow as tf
 
-from common import files, paths
+from common import atomic_writes, files, paths
 from common.errors import UserError
 from trainer.model_dir import checkpoints
 
@@ -50,7 +50,7 @@ def record_flags(model_dir: str, model_name: str, flagfile_text: str) -> None:
     """Writes the trainer's flags to model_dir/flags.txt, refusing to resume a different model."""
     check_model(model_dir, model_name, f'use another --model_dir for {model_name}')
     files.makedirs(model_dir)
-    files.write_text_atomic(paths.join(model_dir, FLAGS_FILE), flagfile_text)
+    atomic_writes.write_text_atomic(paths.join(model_dir, FLAGS_FILE), flagfile_text)
 
 
 def recorded_flags(model_dir: str) -> Optional[str]:
@@ -61,7 +61,7 @@ def recorded_flags(model_dir: str) -> Optional[str]:
 
 def record_warm_start(model_dir: str, record: Dict) -> None:
     """{'source', 'checkpoint', 'variables'}: kept through resumes, which never warm-start."""
-    files.write_json_atomic(paths.join(model_dir, WARM_START_FILE), record)
+    atomic_writes.write_json_atomic(paths.join(model_dir, WARM_START_FILE), record)
 
 
 def recorded_warm_start(model_dir: str) -> Optional[Dict]:
@@ -71,7 +71,7 @@ def recorded_warm_start(model_dir: str) -> Optional[Dict]:
 
 def record_schema(model_dir: str, schema: Dict) -> None:
     files.makedirs(model_dir)
-    files.write_json_atomic(paths.join(model_dir, SCHEMA_FILE), schema)
+    atomic_writes.write_json_atomic(paths.join(model_dir, SCHEMA_FILE), schema)
 
 
 def recorded_schema(model_dir: str) -> Optional[Dict]:
@@ -134,7 +134,7 @@ def write_train_finished(model_dir: str, train_steps: int, early_stop_reason=Non
         step=step, train_steps=train_steps,
         early_stopped=bool(early_stop_reason), reason=early_stop_reason or reached,
         time=time.strftime('%Y-%m-%dT%H:%M:%S%z'))
-    files.write_json_atomic(paths.join(model_dir, TRAIN_FINISHED_FILE), finished.to_json())
+    atomic_writes.write_json_atomic(paths.join(model_dir, TRAIN_FINISHED_FILE), finished.to_json())
 
 
 def clear_train_finished(model_dir: str) -> None:

@@ -20,7 +20,7 @@ import numpy as np
 from absl import logging
 from tensorflow.core.protobuf import saved_model_pb2
 
-from common import file_trees, files, paths, termination
+from common import atomic_writes, file_trees, files, paths, termination
 from trainer.model_dir import checkpoint_fit, checkpoints
 from trainer.serving import warmup
 
@@ -74,7 +74,7 @@ def rename_signatures(saved_model_dir: str, renames) -> None:
         for old, new in renames.items():
             if old in taken and new:
                 signatures[new].CopyFrom(taken[old])
-    files.write_bytes_atomic(path, saved_model.SerializeToString())
+    atomic_writes.write_bytes_atomic(path, saved_model.SerializeToString())
 
 
 def is_complete(version_dir: str) -> bool:
@@ -124,18 +124,19 @@ def point_latest(export_dir: str) -> None:
 def write_pointer(export_dir: str, name: str, step: int) -> None:
     """Points EXPORT_DIR/name at a version, replaced whole, and only when it changes."""
     if read_pointer(export_dir, name) != step:
-        files.write_text_atomic(paths.join(export_dir, name), f'{step}\n')
+        atomic_writes.write_text_atomic(paths.join(export_dir, name), f'{step}\n')
 
 
 def _remove_leftovers(export_dir: str) -> None:
     """Staging folders (.staging-HOST-PID) and swapped-out versions (STEP.old-HOST-PID) of exports
     killed midway (kill -9 skips the cleanup below), by the rule for temporaries
-    (files.is_abandoned: this machine's whose pid is gone; another machine's only after days)."""
+    (atomic_writes.is_abandoned: this machine's whose pid is gone; another machine's only after
+    days)."""
     for name in files.listdir(export_dir):
         path = paths.join(export_dir, name)
         mark = (STAGING_PREFIX if name.startswith(STAGING_PREFIX) else
                 file_trees.SWAPPED_OUT_MARK if _SWAPPED_OUT.fullmatch(name) else None)
-        if mark and files.is_abandoned(path, mark):
+        if mark and atomic_writes.is_abandoned(path, mark):
             file_trees.remove_tree(path)
 
 
@@ -146,7 +147,7 @@ def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path:
     created_here = not files.isdir(export_dir)
     _remove_leftovers(export_dir)
     final_dir = paths.join(export_dir, str(step))
-    staging_base = paths.join(export_dir, f'{STAGING_PREFIX}{files.writer_tag()}')
+    staging_base = paths.join(export_dir, f'{STAGING_PREFIX}{atomic_writes.writer_tag()}')
     try:
         with checkpoint_fit.restoring(checkpoint_path):
             staged = estimator.export_saved_model(staging_base, receiver_fn,
@@ -159,12 +160,12 @@ def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path:
         for name, written in ((THRESHOLD_FILE, extras.threshold),
                               (TABLE_READING_FILE, extras.table_reading)):
             if written:
-                files.write_json_atomic(paths.join(extra_dir, name), written)
+                atomic_writes.write_json_atomic(paths.join(extra_dir, name), written)
         # A signal here would leave EXPORT_DIR/<step>/ without its marker (half a copy, in
         # a bucket): the move and the marker are finished first.
         with termination.finish_first(f'finishing the export to {final_dir}'):
             _publish(staged, final_dir, staging_base)
-            files.write_json_atomic(paths.join(final_dir, COMPLETE_MARKER), {
+            atomic_writes.write_json_atomic(paths.join(final_dir, COMPLETE_MARKER), {
                 'step': step, 'checkpoint': checkpoint_path,
                 'time': time.strftime('%Y-%m-%dT%H:%M:%S%z')})
     finally:

@@ -13,7 +13,7 @@ from typing import Optional
 from google.protobuf import text_format
 from tensorflow_serving.config import model_server_config_pb2
 
-from common import files, paths
+from common import atomic_writes, files, paths
 
 CONFIG_FILE = 'models.config'
 
@@ -59,5 +59,5 @@ def write(export_dir: str, model_name: str, step: int) -> bool:
     path, text = config_path(export_dir), config_text(model_name, export_dir, step)
     if files.exists(path) and files.read_text(path) == text:
         return False
-    files.write_text_atomic(path, text)
+    atomic_writes.write_text_atomic(path, text)
     return True

@@ -9,7 +9,7 @@ import os
 import tempfile
 import uuid
 
-from common import file_trees, files, paths
+from common import atomic_writes, file_trees, files, paths
 from common.errors import UserError
 
 # Left out of the hash and the copy: Python's own caches, rewritten by every import.
@@ -74,7 +74,7 @@ def _cached_copy(path: str, contents, sha256: str) -> str:
         return local
     staging = os.path.join(cache_root(), f'.staging-{uuid.uuid4().hex}')
     for relative, data in contents.items():
-        files.write_bytes_atomic(os.path.join(staging, *relative.split('/')), data)
+        atomic_writes.write_bytes_atomic(os.path.join(staging, *relative.split('/')), data)
     os.makedirs(os.path.dirname(local), exist_ok=True)  # local: the import cache
     try:
         os.rename(staging, local)  # local: atomic on this disk, so importers see all or none

@@ -6,7 +6,7 @@ Records come in and go out a batch at a time (NumPy over a batch's keys and leng
 at a time, the Python around each cost more than a table row's parse.
 """
 import array
-from typing import Iterator, List
+from typing import Iterator, List, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -76,10 +76,11 @@ class HeldRecords:
         return in_key_order(self.data, keys, lengths)
 
 
-def in_key_order(data, keys: np.ndarray, lengths: np.ndarray) -> Iterator[List[bytes]]:
-    """The records, OUT_RECORDS at a time, by key."""
+def in_key_order(data, keys: np.ndarray, lengths: np.ndarray, first: int = 0,
+                 last: Optional[int] = None) -> Iterator[List[bytes]]:
+    """The records, OUT_RECORDS at a time, by key (those from the first-th to the last-th)."""
     # Stable: records with equal keys (the same bytes) keep their order.
-    order = np.argsort(keys, kind='stable')
+    order = np.argsort(keys, kind='stable')[first:last]
     records = as_array(data, lengths)
     for at in range(0, len(order), OUT_RECORDS):
         yield records.take(pa.array(order[at:at + OUT_RECORDS])).to_pylist()
@@ -138,6 +139,19 @@ class BucketFiles:
             for file in pair:
                 file.close()
         self._files = []
+
+
+def bucket_in_key_order(path: str, first: int = 0, last: Optional[int] = None
+                        ) -> Iterator[List[bytes]]:
+    """A bucket's records by key (from the first-th to the last-th), read whole."""
+    entries = np.frombuffer(files.read_bytes(f'{path}.index'), INDEX_DTYPE)
+    return in_key_order(files.read_bytes(f'{path}.records'), entries['key'], entries['length'],
+                        first, last)
+
+
+def remove_bucket(path: str) -> None:
+    files.remove(f'{path}.records')
+    files.remove(f'{path}.index')
 
 
 def records_in_file_order(path: str) -> Iterator[tuple]:

@@ -17,7 +17,7 @@ tests/test_csv_batches.py compares the two paths' records on tables exercising e
 import dataclasses
 import itertools
 import re
-from typing import Callable, Iterator, List, Optional, Sequence
+from typing import Callable, Iterator, List, Optional, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
@@ -98,73 +98,35 @@ class _RowCursor:
         return rows
 
 
-class FileBatches:
-    """One CSV file's batches, typed as `reader` (the table's RowReader) types its rows."""
+@dataclasses.dataclass
+class Fields:
+    """A batch of a file's rows as Arrow split them: each field as text, in the header's order;
+    start: the batch's first data row in the file."""
+    start: int
+    columns: List[pa.Array]
 
-    def __init__(self, path: str, csv_format: csv_files.CsvFormat, header: List[str],
-                 reader: table_reading.RowReader, row_key: Callable[[List[str]], str],
-                 first_path: str):
-        """header: the table's (first_path's, stripped); row_key: a row's split key."""
-        self.path, self.format, self.header, self.reader = path, csv_format, header, reader
-        self._row_key, self._first_path = row_key, first_path
+    def __len__(self) -> int:
+        return len(self.columns[0])
+
+
+class ColumnTyping:
+    """A batch's fields typed whole columns at a time as `reader` (the table's RowReader) types
+    its rows; None where a field needs the rows path. Picklable: worker processes type batches
+    with it (input_fns/tables/batch_work.py)."""
+
+    def __init__(self, reader: table_reading.RowReader, decimal: str):
+        self.reader, self.decimal = reader, decimal
         # Columns typed whole: numbers without a style (a style's marks go field by field).
         self._plain = [column not in reader.reading.styles for column in reader.columns]
-        self._cursor = _RowCursor(csv_format, path)
         self._na_values = pa.array(sorted(reader.reading.na_values), pa.string())
         self._stripped_markers = all(value == value.strip() for value in reader.reading.na_values)
 
-    def __iter__(self) -> Iterator[Batch]:
-        self._check_header(self._cursor.header())
-        text = csv_files.open_text(self.path, self.format.encoding)
-        done, batches = 0, self._arrow_batches(text)
-        try:
-            while True:
-                try:
-                    record_batch = next(batches, None)
-                except Exception:  # pylint: disable=broad-except
-                    break  # what Arrow cannot read on: the rows path reads the rest, or says why
-                if record_batch is None:
-                    return
-                if record_batch.num_rows:
-                    yield self._typed(record_batch.columns, done)
-                    done += record_batch.num_rows
-        finally:
-            text.close()
-        while rows := self._cursor.take(done, ROW_PATH_BATCH):
-            yield self._rows_batch(rows)
-            done += len(rows)
-
-    def _arrow_batches(self, text) -> Iterator[pa.RecordBatch]:
-        codec = 'utf8' if text.encoding == 'utf-8-sig' else text.encoding
-        names = [f'f{index}' for index in range(len(self.header))]
-        reader = arrow_csv.open_csv(
-            text.buffer,
-            read_options=arrow_csv.ReadOptions(column_names=names, skip_rows_after_names=1,
-                                               block_size=BLOCK_BYTES, encoding=codec),
-            parse_options=arrow_csv.ParseOptions(delimiter=self.format.delimiter,
-                                                 newlines_in_values=True),
-            convert_options=arrow_csv.ConvertOptions(
-                column_types={name: pa.string() for name in names}, null_values=[],
-                strings_can_be_null=False, quoted_strings_can_be_null=False))
-        for batch in reader:
-            yield batch
-
-    def _check_header(self, names: List[str]) -> None:
-        if [name.strip() for name in names] != self.header:
-            raise UserError(f'{self.path}: its header differs from {self._first_path}\'s; give '
-                            'files with the same columns in --source')
-
-    def _rows_batch(self, rows: List) -> Batch:
-        return rows_batch([self._row_key(fields).encode() for _, fields in rows],
-                          [self.reader.typed(self.path, line, fields) for line, fields in rows],
-                          self.reader.dtypes)
-
-    def _typed(self, fields: List[pa.Array], start: int) -> Batch:
+    def typed(self, fields: List[pa.Array]) -> Optional[Batch]:
         columns = []
         for index, (header_index, dtype) in enumerate(zip(self.reader.indices, self.reader.dtypes)):
             column = self._column(index, dtype, fields[header_index])
             if column is None:  # a field only the rows path reads, or refuses
-                return self._rows_batch(self._cursor.take(start, len(fields[0])))
+                return None
             columns.append(column)
         keys = pc.binary_join_element_wise(*fields, '\x1f') if len(fields) > 1 else fields[0]
         return Batch(_values(keys), columns)
@@ -199,7 +161,7 @@ class FileBatches:
         if dtype == 'int':
             digits = pc.ascii_is_decimal(pc.utf8_ltrim(fields, characters='-'))
             return pc.all(pc.or_(missing, digits)).as_py()
-        if self.format.decimal != ',':
+        if self.decimal != ',':
             return True
         return pc.all(pc.or_(missing, pc.match_substring_regex(fields, _PLAIN_COMMA))).as_py()
 
@@ -210,7 +172,7 @@ class FileBatches:
         if not self._all_plain(dtype, fields, missing):
             return None
         fields = pc.if_else(missing, pa.scalar('0'), fields)
-        if self.format.decimal == ',':
+        if self.decimal == ',':
             fields = pc.replace_substring(fields, ',', '.')
         try:
             numbers = pc.cast(fields, pa.int64() if dtype == 'int' else pa.float64()).to_numpy()
@@ -221,3 +183,79 @@ class FileBatches:
                                  and numbers.max() <= high):
             return None
         return example_batches.TypedColumn(present, numbers=numbers)
+
+
+class FileBatches:
+    """One CSV file's batches, typed as `reader` (the table's RowReader) types its rows."""
+
+    def __init__(self, path: str, csv_format: csv_files.CsvFormat, header: List[str],
+                 reader: table_reading.RowReader, row_key: Callable[[List[str]], str],
+                 first_path: str):
+        """header: the table's (first_path's, stripped); row_key: a row's split key."""
+        self.path, self.format, self.header, self.reader = path, csv_format, header, reader
+        self._row_key, self._first_path = row_key, first_path
+        self.typing = ColumnTyping(reader, csv_format.decimal)
+        self._cursor = _RowCursor(csv_format, path)
+
+    def __iter__(self) -> Iterator[Batch]:
+        for piece in self.pieces():
+            yield self.typed(piece) if isinstance(piece, Fields) else piece
+
+    def pieces(self) -> Iterator[Union[Fields, Batch]]:
+        """The file's Arrow batches, to be typed (typed(), or its typing in a worker process);
+        where Arrow cannot read on, the rest by the rows path, typed."""
+        self._check_header(self._cursor.header())
+        text = csv_files.open_text(self.path, self.format.encoding)
+        done, batches = 0, self._arrow_batches(text)
+        try:
+            while True:
+                try:
+                    record_batch = next(batches, None)
+                except Exception:  # pylint: disable=broad-except
+                    break  # what Arrow cannot read on: the rows path reads the rest, or says why
+                if record_batch is None:
+                    return
+                if record_batch.num_rows:
+                    yield Fields(done, record_batch.columns)
+                    done += record_batch.num_rows
+        finally:
+            text.close()
+        # A cursor of its own: the one typed() uses may be behind, a batch's typing yet to come.
+        rest = _RowCursor(self.format, self.path)
+        while rows := rest.take(done, ROW_PATH_BATCH):
+            yield self._rows_batch(rows)
+            done += len(rows)
+
+    def typed(self, fields: Fields) -> Batch:
+        """The batch typed whole columns at a time, or by the rows path where it needs it."""
+        batch = self.typing.typed(fields.columns)
+        return self.by_rows(fields) if batch is None else batch
+
+    def by_rows(self, fields: Fields) -> Batch:
+        """The batch's rows read and typed by the rows path (which raises their error)."""
+        return self._rows_batch(self._cursor.take(fields.start, len(fields)))
+
+    def _arrow_batches(self, text) -> Iterator[pa.RecordBatch]:
+        codec = 'utf8' if text.encoding == 'utf-8-sig' else text.encoding
+        names = [f'f{index}' for index in range(len(self.header))]
+        reader = arrow_csv.open_csv(
+            text.buffer,
+            read_options=arrow_csv.ReadOptions(column_names=names, skip_rows_after_names=1,
+                                               block_size=BLOCK_BYTES, encoding=codec),
+            parse_options=arrow_csv.ParseOptions(delimiter=self.format.delimiter,
+                                                 newlines_in_values=True),
+            convert_options=arrow_csv.ConvertOptions(
+                column_types={name: pa.string() for name in names}, null_values=[],
+                strings_can_be_null=False, quoted_strings_can_be_null=False))
+        for batch in reader:
+            yield batch
+
+    def _check_header(self, names: List[str]) -> None:
+        if [name.strip() for name in names] != self.header:
+            raise UserError(f'{self.path}: its header differs from {self._first_path}\'s; give '
+                            'files with the same columns in --source')
+
+    def _rows_batch(self, rows: List) -> Batch:
+        return rows_batch([self._row_key(fields).encode() for _, fields in rows],
+                          [self.reader.typed(self.path, line, fields) for line, fields in rows],
+                          self.reader.dtypes)

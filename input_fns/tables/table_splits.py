@@ -1,6 +1,6 @@
 """A prepared table's rows written to their splits' shards, each split's rows summarized into the
 schema's statistics a chunk at a time: `prepare csv`'s and `prepare examples`' last step."""
-from typing import Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 from absl import logging
@@ -91,30 +91,23 @@ class _Chunks:
                                [int((~column.present).sum()) for column in chunk], self.split)
 
 
-def write_batches(writers: Dict, batches: Iterator, encode: Callable, stats, label: str,
-                  validation_fraction: float, what: str, only_split: Optional[str] = None):
-    """write_table of rows a batch at a time (csv_batches.Batch: their split keys and typed
-    columns; encode: a split's columns -> its records one after another and their lengths, as
-    RowEncoder writes them), each split's records and statistics taken whole. Returns {split:
-    rows skipped}."""
+def write_batches(writers: Dict, batches: Iterator[Dict], stats, label: str, what: str,
+                  only_split: Optional[str] = None):
+    """write_table of rows a batch at a time: each batch's rows of each split
+    (batch_work.SplitRows: typed columns, records, their shuffle keys, rows skipped), the
+    records and statistics taken whole. Returns {split: rows skipped}."""
     skipped = {split: 0 for split in writers}
     chunks, count = {split: _Chunks(stats, split) for split in writers}, 0
-    for batch in batches:
-        labelled = batch.columns[stats.label_index].present
-        held_out = (np.zeros(len(batch), bool) if only_split else
-                    data_split.validation_mask(batch.keys, validation_fraction))
-        for split, rows in ([(only_split, ~held_out)] if only_split else
-                            [('train', ~held_out), ('validation', held_out)]):
-            if split not in writers:
-                continue
-            skipped[split] += int((rows & ~labelled).sum())
-            kept = np.flatnonzero(rows & labelled)
-            columns = [column.take(kept) for column in batch.columns]
-            writers[split].write_many(*encode(columns))
-            chunks[split].add(columns)
-        if count // 1_000_000 != (count + len(batch)) // 1_000_000:
-            logging.info('%s: %d rows read', what, count + len(batch))
-        count += len(batch)
+    for splits in batches:
+        rows = 0
+        for split, taken in splits.items():
+            skipped[split] += taken.skipped
+            writers[split].write_many(taken.data, taken.lengths, taken.keys)
+            chunks[split].add(taken.columns)
+            rows += len(taken.lengths) + taken.skipped
+        if count // 1_000_000 != (count + rows) // 1_000_000:
+            logging.info('%s: %d rows read', what, count + rows)
+        count += rows
     for chunk in chunks.values():
         chunk.flush()
     _check_splits(writers, stats, label, what, only_split)

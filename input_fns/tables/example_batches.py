@@ -35,6 +35,12 @@ class TypedColumn:
             return TypedColumn(self.present[rows], numbers=self.numbers[rows])
         return TypedColumn(self.present[rows], texts=self.texts.take(pa.array(rows)))
 
+    def rows(self, start: int, stop: int) -> 'TypedColumn':
+        """The column's rows from start to stop (views, not copies)."""
+        if self.numbers is not None:
+            return TypedColumn(self.present[start:stop], numbers=self.numbers[start:stop])
+        return TypedColumn(self.present[start:stop], texts=self.texts.slice(start, stop - start))
+
     @staticmethod
     def concat(columns: List['TypedColumn']) -> 'TypedColumn':
         present = np.concatenate([column.present for column in columns])

@@ -62,33 +62,47 @@ def _check_splits(writers: Dict, stats, label: str, what: str, only_split: Optio
 
 class _Chunks:
     """A split's rows of typed columns, handed to the statistics CHUNK_ROWS at a time (the
-    chunks write_table hands them, so the statistics come out the same)."""
+    chunks write_table hands them, so the statistics come out the same); of a split the
+    statistics are not of, only the label's (its classes are all they count there)."""
 
     def __init__(self, stats, split: str):
         self.stats, self.split = stats, split
+        self._only = None if split == stats.statistics_of else stats.label_index
         self._pending: List[List[example_batches.TypedColumn]] = []
         self._rows = 0
 
     def add(self, columns: List[example_batches.TypedColumn]) -> None:
         """A batch's rows of the split (its columns taken)."""
+        if self._only is not None and columns:
+            columns = [columns[self._only]]
         self._pending.append(columns)
         self._rows += len(columns[0].present) if columns else 0
-        while self._rows >= CHUNK_ROWS:
-            self._hand_on(CHUNK_ROWS)
+        if self._rows < CHUNK_ROWS:
+            return
+        columns = [example_batches.TypedColumn.concat(list(parts)) for parts in zip(*self._pending)]
+        start = 0
+        while self._rows - start >= CHUNK_ROWS:
+            self._hand_on([column.rows(start, start + CHUNK_ROWS) for column in columns])
+            start += CHUNK_ROWS
+        self._pending = ([[column.rows(start, self._rows) for column in columns]]
+                         if self._rows > start else [])
+        self._rows -= start
 
     def flush(self) -> None:
-        self._hand_on(self._rows)
-
-    def _hand_on(self, rows: int) -> None:
         if not self._pending:  # as write_table's last chunk of a split, an empty one
             self.stats.add_rows([], self.split)
             return
-        columns = [example_batches.TypedColumn.concat(list(parts)) for parts in zip(*self._pending)]
-        chunk = [column.take(np.arange(rows)) for column in columns]
-        rest = [column.take(np.arange(rows, self._rows)) for column in columns]
-        self._pending, self._rows = ([rest] if self._rows > rows else []), self._rows - rows
-        self.stats.add_columns([column.present_values() for column in chunk],
-                               [int((~column.present).sum()) for column in chunk], self.split)
+        self._hand_on([example_batches.TypedColumn.concat(list(parts))
+                       for parts in zip(*self._pending)])
+
+    def _hand_on(self, chunk: List[example_batches.TypedColumn]) -> None:
+        present = [column.present_values() for column in chunk]
+        missing = [int((~column.present).sum()) for column in chunk]
+        if self._only is not None:
+            width = len(self.stats.columns)
+            present = [present[0] if index == self._only else [] for index in range(width)]
+            missing = [missing[0] if index == self._only else 0 for index in range(width)]
+        self.stats.add_columns(present, missing, self.split)
 
 
 def write_batches(writers: Dict, batches: Iterator[Dict], stats, label: str, what: str,

@@ -1,5 +1,5 @@
 """`prepare csv`'s work on a batch of rows once Arrow has split its fields, on both cores: the
-fields typed (csv_batches.ColumnTyping), the rows split into train and validation, each split's
+fields typed (column_typing.ColumnTyping), the rows split into train and validation, each split's
 rows encoded as Examples (example_batches) and keyed for the shuffle
 (record_shuffle.record_keys), in worker processes (input_fns/records/python_workers.py), while
 the process reading the file takes their results, in the batches' order, into the statistics and
@@ -19,7 +19,7 @@ from common import files
 from common.errors import UserError
 from input_fns.records import (parallel_python, python_workers, record_shuffle, split as data_split,
                                stream_shards)
-from input_fns.tables import csv_batches, example_batches
+from input_fns.tables import column_typing, example_batches
 
 # Below this much source a worker pool costs more (its start, the batches sent) than it saves.
 WORKERS_FROM_BYTES = 64 << 20
@@ -37,27 +37,27 @@ class SplitRows:
 
 
 class BatchWork:
-    """A batch (csv_batches.Fields to type, or a Batch the rows path typed) -> {split: SplitRows}
+    """A batch (column_typing.Fields to type, or a Batch the rows path typed) -> {split: SplitRows}
     of the splits written; None for Fields that need the rows path. Picklable: the function a
     worker process runs."""
 
-    def __init__(self, typing: csv_batches.ColumnTyping, encoder: example_batches.BatchEncoder,
+    def __init__(self, typing: column_typing.ColumnTyping, encoder: example_batches.BatchEncoder,
                  label_index: int, validation_fraction: float, only_split: Optional[str],
                  splits: Sequence[str], seed: int):
         self.typing, self.encoder, self.label_index = typing, encoder, label_index
         self.validation_fraction, self.only_split = validation_fraction, only_split
         self.splits, self.seed = list(splits), seed
 
-    def __call__(self, piece: Union[csv_batches.Fields, csv_batches.Batch]
+    def __call__(self, piece: Union[column_typing.Fields, column_typing.Batch]
                  ) -> Optional[Dict[str, SplitRows]]:
         try:
-            batch = (self.typing.typed(piece.columns) if isinstance(piece, csv_batches.Fields)
+            batch = (self.typing.typed(piece.columns) if isinstance(piece, column_typing.Fields)
                      else piece)
             return None if batch is None else self.split(batch)
         except UserError:  # the reading process works it again, and says why in one line
             return None
 
-    def split(self, batch: csv_batches.Batch) -> Dict[str, SplitRows]:
+    def split(self, batch: column_typing.Batch) -> Dict[str, SplitRows]:
         labelled = batch.columns[self.label_index].present
         held_out = (np.zeros(len(batch), bool) if self.only_split else
                     data_split.validation_mask(batch.keys, self.validation_fraction))
@@ -115,6 +115,6 @@ def worked_batches(table, work: BatchWork, pool: Optional[python_workers.WorkerP
         batches, piece = pending.popleft()
         if result is None:  # the rows path's reading, or its error
             result = work.split(batches.by_rows(piece) if isinstance(
-                piece, csv_batches.Fields) else piece)
+                piece, column_typing.Fields) else piece)
         yield result
     table.warn_of_overflow()

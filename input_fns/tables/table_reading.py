@@ -121,7 +121,7 @@ class RowReader:
         self.overflowed: Dict[str, int] = {}  # floats read as ±inf, by column
 
     def __getstate__(self) -> Dict:
-        """A worker process's copy (csv_batches.ColumnTyping's), which reads fields by
+        """A worker process's copy (column_typing.ColumnTyping's), which reads fields by
         column_values: its converters made anew there; no advice, which only typed's
         errors give, in the process reading the file."""
         return {**self.__dict__, '_converters': None, '_advice': None}

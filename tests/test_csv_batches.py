@@ -200,7 +200,7 @@ def test_write_batches_takes_the_same_splits_records_and_statistics_as_write_tab
         if batches:
             work = batch_work.BatchWork(
                 typed.column_typing(), example_batches.BatchEncoder(typed.names, typed.dtypes),
-                typed.label_index, 0.3, None, list(writers), 0)
+                typed.label_index, 0.3, None, list(writers), 0, stats.statistics_of)
             with batch_work.worker_pool(workers) as pool:
                 skipped = table_splits.write_batches(
                     writers, batch_work.worked_batches(typed, work, pool), stats, typed.label,

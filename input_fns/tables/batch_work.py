@@ -27,9 +27,10 @@ WORKERS_FROM_BYTES = 64 << 20
 
 @dataclasses.dataclass
 class SplitRows:
-    """A batch's rows of one split: their typed columns (for the statistics), their records one
-    after another with each one's length and shuffle key; the rows skipped (no label)."""
-    columns: List[example_batches.TypedColumn]
+    """A batch's rows of one split: their typed columns (for the statistics; of a split they
+    are not of, the label's alone), their records one after another with each one's length and
+    shuffle key; the rows skipped (no label)."""
+    columns: List[Optional[example_batches.TypedColumn]]  # None: not the statistics
     data: bytes
     lengths: np.ndarray
     keys: np.ndarray
@@ -43,10 +44,11 @@ class BatchWork:
 
     def __init__(self, typing: column_typing.ColumnTyping, encoder: example_batches.BatchEncoder,
                  label_index: int, validation_fraction: float, only_split: Optional[str],
-                 splits: Sequence[str], seed: int):
+                 splits: Sequence[str], seed: int, statistics_of: str):
+        """statistics_of: the split the statistics are of (TableStats')."""
         self.typing, self.encoder, self.label_index = typing, encoder, label_index
         self.validation_fraction, self.only_split = validation_fraction, only_split
-        self.splits, self.seed = list(splits), seed
+        self.splits, self.seed, self.statistics_of = list(splits), seed, statistics_of
 
     def __call__(self, piece: Union[column_typing.Fields, column_typing.Batch]
                  ) -> Optional[Dict[str, SplitRows]]:
@@ -69,6 +71,9 @@ class BatchWork:
             kept = np.flatnonzero(rows & labelled)
             columns = [column.take(kept) for column in batch.columns]
             data, lengths = self.encoder.encode_flat(columns)
+            if split != self.statistics_of:  # the label's classes are all that is counted
+                columns = [column if index == self.label_index else None
+                           for index, column in enumerate(columns)]
             out[split] = SplitRows(columns, data, lengths,
                                    record_shuffle.record_keys(data, lengths, self.seed),
                                    int((rows & ~labelled).sum()))

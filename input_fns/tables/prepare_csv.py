@@ -55,7 +55,7 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
         work = batch_work.BatchWork(table.column_typing(),
                                     example_batches.BatchEncoder(table.names, table.dtypes),
                                     table.label_index, validation_fraction, split, list(writers),
-                                    seed)
+                                    seed, stats.statistics_of)
         batches = batch_work.worked_batches(table, work, pool)
         skipped = table_splits.write_batches(writers, batches, stats, label,
                                              f'--source={source}', split)

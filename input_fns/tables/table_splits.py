@@ -71,8 +71,9 @@ class _Chunks:
         self._pending: List[List[example_batches.TypedColumn]] = []
         self._rows = 0
 
-    def add(self, columns: List[example_batches.TypedColumn]) -> None:
-        """A batch's rows of the split (its columns taken)."""
+    def add(self, columns: List[Optional[example_batches.TypedColumn]]) -> None:
+        """A batch's rows of the split (its columns taken; of a split the statistics are not
+        of, the label's alone is read)."""
         if self._only is not None and columns:
             columns = [columns[self._only]]
         self._pending.append(columns)

@@ -133,6 +133,12 @@ def _context(start_method: str, fn: Callable, preload: Sequence[str] = ()):
     return context
 
 
+def start_fork_server(fn: Callable, preload: Sequence[str] = ()) -> None:
+    """The fork server a WorkerPool of fn (and preload) forks its workers from, started now,
+    importing their modules while the caller does other work first."""
+    _context('forkserver', fn, preload)
+
+
 def _start_fork_server():
     """Python 3.11's fork server is sent our sys.path but ignores it, so modules found through
     it (tests/, a user's folder) would fail to preload, silently; PYTHONPATH gets it there."""

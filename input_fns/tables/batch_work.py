@@ -21,6 +21,7 @@ from input_fns.records import (parallel_python, python_workers, record_shuffle, 
                                stream_shards)
 from input_fns.tables import column_typing, example_batches
 
+_PRELOAD = [__name__, stream_shards.__name__]  # the modules of the workers' tasks
 # Below this much source a worker pool costs more (its start, the batches sent) than it saves.
 WORKERS_FROM_BYTES = 64 << 20
 
@@ -89,6 +90,13 @@ def worker_count(paths: List[str]) -> int:
     return cores
 
 
+def start_early(workers: int) -> None:
+    """Where `workers` will run, their fork server started now: it imports their modules while
+    the table's first rows are read, and the pool's first batches wait less."""
+    if workers:
+        python_workers.start_fork_server(python_workers.run_task, _PRELOAD)
+
+
 @contextlib.contextmanager
 def worker_pool(workers: int) -> Iterator[Optional[python_workers.WorkerPool]]:
     """`workers` processes that run tasks (python_workers.run_task: a batch's work, a shard's
@@ -96,8 +104,7 @@ def worker_pool(workers: int) -> Iterator[Optional[python_workers.WorkerPool]]:
     if not workers:
         yield None
         return
-    pool = python_workers.WorkerPool(python_workers.run_task, [], workers,
-                                     preload=[__name__, stream_shards.__name__])
+    pool = python_workers.WorkerPool(python_workers.run_task, [], workers, preload=_PRELOAD)
     try:
         yield pool
     finally:

@@ -36,6 +36,8 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
         raise UserError('--label is required for csv: the column to predict')
     paths = file_patterns.source_files(source, 'a CSV file (.csv, .csv.gz), an Excel workbook '
                                        '(.xlsx) or a glob of them', '*.csv')
+    workers = batch_work.worker_count(paths)
+    batch_work.start_early(workers)
     csv_format, taken = held_out.rows_format(
         paths[0], (trained or {}).get('csv_format', {}), delimiter=delimiter, decimal=decimal,
         thousands=thousands, encoding=encoding, sheet=sheet)
@@ -51,7 +53,7 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
     counts = table_splits.shard_counts(num_shards, num_eval_shards, validation_fraction, split)
     # The pool closes first: no worker is writing a shard when the temporaries are removed.
     with stream_shards.streamed_splits(output_dir, counts, seed) as writers, \
-            batch_work.worker_pool(batch_work.worker_count(table.paths)) as pool:
+            batch_work.worker_pool(workers) as pool:
         work = batch_work.BatchWork(table.column_typing(),
                                     example_batches.BatchEncoder(table.names, table.dtypes),
                                     table.label_index, validation_fraction, split, list(writers),

@@ -4,12 +4,14 @@ two-pass shuffle tensorflow_datasets uses (its core/shuffle.py).
 Each record's key is a 64-bit hash of its bytes keyed by the seed, and the records come out
 in the order of their keys: the same records and seed give the same order (byte-identical
 shards), whatever order they came in and whatever the memory budget. Records are held in memory
-up to MEMORY_BYTES (shared by the splits one prepare writes: each its share); past that every record goes to one of 2**TOP_BUCKET_BITS temporary bucket files
-by the top bits of its key (a bucket is a range of keys), and each bucket is read back, sorted
-and handed on in turn. A bucket over the budget (past 2**TOP_BUCKET_BITS times the budget of
-data, or by chance) is first split by the next bits of its keys into as many buckets as its
-size needs (up to 2**TOP_BUCKET_BITS a time), so the peak is one bucket of at most the
-budget whatever the data's size, and the bucket files' write buffers (FLUSH_BYTES each).
+up to MEMORY_BYTES (shared by the splits one prepare writes: each its share; none where worker
+processes write the shards from the buckets); past that every record goes to one of
+2**TOP_BUCKET_BITS temporary bucket files by the top bits of its key (a bucket is a range of
+keys), and each bucket is read back, sorted and handed on in turn. A bucket over the budget
+(past 2**TOP_BUCKET_BITS times the budget of data, or by chance) is first split by the next
+bits of its keys into as many buckets as its size needs (up to 2**TOP_BUCKET_BITS a time), so
+the peak is one bucket of at most the budget whatever the data's size, and the bucket files'
+write buffers (FLUSH_BYTES each).
 
 Where the buckets go: beside the output on a local disk (the disk chosen to hold the data set,
 where /tmp may be small or in memory); in TMPDIR when the output is a bucket (gs://, s3://),
@@ -71,9 +73,11 @@ class RecordShuffler:
     """add(record) every record, then shuffled() hands them all on in the seed's order; close()
     (or leaving a `with`) removes the temporary buckets, whether they were read or not."""
 
-    def __init__(self, seed: int, root: str, share: float = 1.0):
-        """share: of MEMORY_BYTES, this shuffle's (a prepare's splits share it)."""
-        self.seed, self.share = seed, share
+    def __init__(self, seed: int, root: str, share: float = 1.0, hold: bool = True):
+        """share: of MEMORY_BYTES, this shuffle's (a prepare's splits share it); hold: False
+        sends the records to the buckets from the first (a prepare whose worker processes
+        write the shards from them, and which so holds none)."""
+        self.seed, self.share, self.hold = seed, share, hold
         self.root, self.folder = root, None
         self.count = 0
         self._held: Optional[HeldRecords] = HeldRecords()
@@ -103,7 +107,7 @@ class RecordShuffler:
             self._buckets.add(key, record)
             return
         self._held.add(key, record)
-        if self._held.held_bytes() > self.budget:
+        if not self.hold or self._held.held_bytes() > self.budget:
             self._spill()
 
     def add_many(self, data, lengths: np.ndarray, keys: Optional[np.ndarray] = None) -> None:
@@ -115,7 +119,7 @@ class RecordShuffler:
             self._buckets.add_many(keys, data, lengths)
             return
         self._held.add_many(keys, data, lengths)
-        if self._held.held_bytes() > self.budget:
+        if not self.hold or self._held.held_bytes() > self.budget:
             self._spill()
 
     def _spill(self) -> None:

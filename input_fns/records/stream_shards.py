@@ -30,8 +30,8 @@ class SplitWriter:
 
     def __init__(self, output_dir: str, split: str, num_shards: int, seed: int,
                  suffix: str = shards.SHARD_SUFFIX, open_writer: Callable = tf.io.TFRecordWriter,
-                 share: float = 1.0):
-        """share: of the shuffle's memory budget, this split's."""
+                 share: float = 1.0, hold: bool = True):
+        """share: of the shuffle's memory budget, this split's; hold: RecordShuffler's."""
         self.output_dir, self.split, self.suffix = output_dir, split, suffix
         self.names = [shards.shard_name(split, index, num_shards, suffix)
                       for index in range(num_shards)]
@@ -40,7 +40,7 @@ class SplitWriter:
         self.counts: List[int] = []
         self._begun = 0  # shards whose writing began (workers' may all have)
         self.records = record_shuffle.RecordShuffler(seed, record_shuffle.temp_root(output_dir),
-                                                     share)
+                                                     share, hold)
         self._open_writer = open_writer
 
     @property
@@ -134,16 +134,18 @@ def write_shard(path: str, parts: List[Tuple[str, int, int]]) -> None:
 @contextlib.contextmanager
 def streamed_splits(output_dir: str, shard_counts: Dict[str, int], seed: int,
                     suffix: str = shards.SHARD_SUFFIX,
-                    open_writer: Callable = tf.io.TFRecordWriter):
+                    open_writer: Callable = tf.io.TFRecordWriter, hold: bool = True):
     """{split: SplitWriter} to write records into, then publish() inside; on an error or a
-    signal every temporary (buckets, shards not in place) is removed."""
+    signal every temporary (buckets, shards not in place) is removed. hold: False where
+    worker processes will write the shards (RecordShuffler's)."""
     if min(shard_counts.values()) < 1:
         raise ValueError(f'shard counts must be >= 1, got {shard_counts}')
     files.makedirs(output_dir)
     files.remove_abandoned_temporaries(output_dir)
     # The splits share the shuffle's budget: a prepare's memory is the budget, however many.
     writers = {split: SplitWriter(output_dir, split, count, seed, suffix, open_writer,
-                                  1 / len(shard_counts)) for split, count in shard_counts.items()}
+                                  1 / len(shard_counts), hold)
+               for split, count in shard_counts.items()}
     try:
         yield writers
     except BaseException:

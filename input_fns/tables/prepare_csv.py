@@ -52,7 +52,7 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
                                     (schema_from, trained), table.date_formats)
     counts = table_splits.shard_counts(num_shards, num_eval_shards, validation_fraction, split)
     # The pool closes first: no worker is writing a shard when the temporaries are removed.
-    with stream_shards.streamed_splits(output_dir, counts, seed) as writers, \
+    with stream_shards.streamed_splits(output_dir, counts, seed, hold=not workers) as writers, \
             batch_work.worker_pool(workers) as pool:
         work = batch_work.BatchWork(table.column_typing(),
                                     example_batches.BatchEncoder(table.names, table.dtypes),

@@ -190,6 +190,26 @@ def test_worker_processes_write_the_shards_one_process_writes(tmp_path, small_bu
     assert sorted(os.listdir(tmp_path / 'workers')) == sorted(os.listdir(tmp_path / 'one'))
 
 
+def test_a_field_the_workers_cannot_type_is_refused_in_one_line_naming_its_row(tmp_path,
+                                                                               monkeypatch):
+    """A worker's batch with a field only the rows path reads goes back to the reading process,
+    whose rows path refuses it as it does without workers."""
+    monkeypatch.setattr(csv_batches, 'BLOCK_BYTES', 4096)
+    source = write_table(tmp_path / 'table.csv', 'shuffled', rows=3000)
+    lines = open(source).read().splitlines()
+    lines[2500] = 'x1,' + lines[2500].split(',', 1)[1]
+    open(source, 'w').write('\n'.join(lines) + '\n')
+    errors = []
+    for name in ('one', 'workers'):
+        if name == 'workers':
+            in_workers(monkeypatch)
+        with pytest.raises(UserError) as error:
+            prepare_table(source, tmp_path / name, column_types='x:float')
+        errors.append(str(error.value))
+        assert os.listdir(tmp_path / name) == []
+    assert errors[0] == errors[1] and "line 2501, column 'x': 'x1' is not" in errors[0]
+
+
 @pytest.mark.parametrize('workers', [False, True])
 def test_a_bad_row_after_the_buckets_leaves_neither_them_nor_a_shard(tmp_path, small_budget,
                                                                     monkeypatch, workers):

@@ -9,8 +9,8 @@ import pytest
 
 from common.errors import UserError
 from input_fns.records import split as data_split
-from input_fns.tables import (csv_batches, csv_files, csv_tables, example_batches, table_reading,
-                              table_records, table_schema, table_splits)
+from input_fns.tables import (batch_work, csv_batches, csv_files, csv_tables, example_batches,
+                              table_reading, table_records, table_schema, table_splits)
 
 PROSE = ['the parcel came a day late but the driver was kind', 'fine product, would buy again',
          'the box was open and two items were missing from it', 'great value for the money',
@@ -188,20 +188,23 @@ def test_write_batches_takes_the_same_splits_records_and_statistics_as_write_tab
         def write(self, record):
             self.records.append(record)
 
-        def write_many(self, data, lengths):
+        def write_many(self, data, lengths, keys):
             ends = np.cumsum(lengths).tolist()
             self.records.extend(data[start:end] for start, end in zip([0] + ends, ends))
 
-    def prepared(batches: bool):
+    def prepared(batches: bool, workers: int = 0):
         typed = table(path, label='city, state', **TEXT)
         stats = table_schema.TableStats(typed.columns, typed.dtypes, typed.label, typed.task,
                                         1000, 0)
         writers = {'train': Writer(), 'validation': Writer()}
         if batches:
-            encoder = example_batches.BatchEncoder(typed.names, typed.dtypes)
-            skipped = table_splits.write_batches(writers, typed.typed_batches(),
-                                                 encoder.encode_flat, stats, typed.label, 0.3,
-                                                 'the test')
+            work = batch_work.BatchWork(
+                typed.column_typing(), example_batches.BatchEncoder(typed.names, typed.dtypes),
+                typed.label_index, 0.3, None, list(writers), 0, stats.statistics_of)
+            with batch_work.worker_pool(workers) as pool:
+                skipped = table_splits.write_batches(
+                    writers, batch_work.worked_batches(typed, work, pool), stats, typed.label,
+                    'the test')
         else:
             encoder = table_records.RowEncoder(typed.names, typed.dtypes)
             rows = ((key.encode(), values, encoder.encode(values))
@@ -212,6 +215,8 @@ def test_write_batches_takes_the_same_splits_records_and_statistics_as_write_tab
 
     written, skipped, schema = prepared(batches=True)
     assert prepared(batches=False) == (written, skipped, schema)
+    # Worked in worker processes (batch_work): the same, in the same order.
+    assert prepared(batches=True, workers=2) == (written, skipped, schema)
     assert skipped['train'] + skipped['validation'] == 1500  # the empty city: no label
     assert 0 < len(written['validation']) < len(written['train'])
 

@@ -18,7 +18,7 @@ from helpers import make_digit_arrays, run_prepare
 from input_fns.images import image_records
 from input_fns.prepare import command as prepare
 from input_fns.records import pipeline, record_shuffle, stream_shards
-from input_fns.tables import csv_batches, prepare_csv, table_records
+from input_fns.tables import batch_work, csv_batches, prepare_csv, table_records
 
 LABELS = {b'neg': 0, b'pos': 1}
 
@@ -167,9 +167,55 @@ def test_buckets_fit_the_budget_and_are_removed(tmp_path, small_budget):
                                        'validation-00000-of-00001.tfrecord']
 
 
+def in_workers(monkeypatch):
+    """prepare csv's batches and shards worked by two worker processes (batch_work), whatever
+    the source's size and the machine's cores."""
+    monkeypatch.setattr(batch_work, 'worker_count', lambda paths: 2)
+
+
+def test_worker_processes_write_the_shards_one_process_writes(tmp_path, small_budget,
+                                                              monkeypatch):
+    monkeypatch.setattr(csv_batches, 'BLOCK_BYTES', 4096)  # many batches, to the workers
+    source = write_table(tmp_path / 'table.csv', 'sorted', rows=3000)
+    prepare_table(source, tmp_path / 'one')
+    in_workers(monkeypatch)
+    # Buckets that each fit the budget: the workers read them back (none here), a shard each.
+    monkeypatch.setattr(record_shuffle, 'MEMORY_BYTES', 64 << 10)
+    prepare_table(source, tmp_path / 'workers')
+    assert shard_bytes(tmp_path / 'workers') == shard_bytes(tmp_path / 'one')
+    assert schema_of(tmp_path / 'workers') == schema_of(tmp_path / 'one')
+    workers = small_budget[-2:]
+    assert all(s.folders and s.buckets_read == 0 for s in workers)
+    assert not any(os.path.exists(f) for s in workers for f in s.folders)
+    assert sorted(os.listdir(tmp_path / 'workers')) == sorted(os.listdir(tmp_path / 'one'))
+
+
+def test_a_field_the_workers_cannot_type_is_refused_in_one_line_naming_its_row(tmp_path,
+                                                                               monkeypatch):
+    """A worker's batch with a field only the rows path reads goes back to the reading process,
+    whose rows path refuses it as it does without workers."""
+    monkeypatch.setattr(csv_batches, 'BLOCK_BYTES', 4096)
+    source = write_table(tmp_path / 'table.csv', 'shuffled', rows=3000)
+    lines = open(source).read().splitlines()
+    lines[2500] = 'x1,' + lines[2500].split(',', 1)[1]
+    open(source, 'w').write('\n'.join(lines) + '\n')
+    errors = []
+    for name in ('one', 'workers'):
+        if name == 'workers':
+            in_workers(monkeypatch)
+        with pytest.raises(UserError) as error:
+            prepare_table(source, tmp_path / name, column_types='x:float')
+        errors.append(str(error.value))
+        assert os.listdir(tmp_path / name) == []
+    assert errors[0] == errors[1] and "line 2501, column 'x': 'x1' is not" in errors[0]
+
+
+@pytest.mark.parametrize('workers', [False, True])
 def test_a_bad_row_after_the_buckets_leaves_neither_them_nor_a_shard(tmp_path, small_budget,
-                                                                    monkeypatch):
+                                                                    monkeypatch, workers):
     monkeypatch.setattr(csv_batches, 'BLOCK_BYTES', 4096)  # batches before the bad row's
+    if workers:
+        in_workers(monkeypatch)
     source = write_table(tmp_path / 'table.csv', 'sorted', rows=3000)
     with open(source, 'a') as f:
         f.write('1.0,2.0,pos,extra\n')

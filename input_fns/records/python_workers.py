@@ -12,6 +12,7 @@ import multiprocessing.connection
 import multiprocessing.forkserver
 import os
 import pickle
+import signal
 import sys
 import threading
 import traceback
@@ -53,6 +54,9 @@ _worker_fn = None
 def _init_worker(fn):
     global _worker_fn
     _worker_fn = fn
+    # Ctrl-C reaches the whole process group: the parent stops us (close()), with no traceback
+    # of ours over its one line.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_exit_with_parent, daemon=True).start()
 
 
@@ -87,6 +91,20 @@ def run_chunk(first_index: int, items: Sequence, flat_specs: FlatSpecs):
     return ('ok', [np.stack(column) for column in columns])
 
 
+def run_task(task: tuple):
+    """A pool's function whose items are tasks: a picklable function, then its arguments."""
+    function, *args = task
+    return function(*args)
+
+
+def run_item(index: int, item):
+    """The function's whole result of one item (any picklable value), as run_chunk reports."""
+    try:
+        return ('ok', _worker_fn(item))
+    except Exception as e:  # pylint: disable=broad-except
+        return ('error', index, f'{type(e).__name__}: {e}'.splitlines()[0], traceback.format_exc())
+
+
 # ------------------------------------------------------------------ in the parent
 
 
@@ -98,7 +116,7 @@ def check_picklable(fn: Callable) -> None:
                          f'processes ({e}); use a function defined at module level') from None
 
 
-def _context(start_method: str, fn: Callable):
+def _context(start_method: str, fn: Callable, preload: Sequence[str] = ()):
     if start_method not in START_METHODS:
         raise ValueError(f'start_method must be one of {START_METHODS}, got {start_method!r}')
     context = multiprocessing.get_context(start_method)
@@ -108,11 +126,17 @@ def _context(start_method: str, fn: Callable):
         # By name: Python 3.11's own '__main__' preload never takes effect, and a
         # script run by path (not with -m) is imported again by every worker.
         main_name = getattr(getattr(sys.modules['__main__'], '__spec__', None), 'name', None)
-        modules = [main_name, fn.__module__, __name__]
+        modules = [main_name, fn.__module__, __name__, *preload]
         context.set_forkserver_preload(
             [m for m in modules if m and not m.endswith('__main__')])
         _start_fork_server()
     return context
+
+
+def start_fork_server(fn: Callable, preload: Sequence[str] = ()) -> None:
+    """The fork server a WorkerPool of fn (and preload) forks its workers from, started now,
+    importing their modules while the caller does other work first."""
+    _context('forkserver', fn, preload)
 
 
 def _start_fork_server():
@@ -146,12 +170,14 @@ class WorkerPool:
     """fn(item) for every item, in num_workers processes, chunk_size items per task."""
 
     def __init__(self, fn: Callable, flat_specs: FlatSpecs, num_workers: int,
-                 start_method: str = 'forkserver'):
+                 start_method: str = 'forkserver', preload: Sequence[str] = ()):
+        """preload: modules the items' functions are in (run_task's), imported once for all
+        the workers."""
         self.flat_specs = [(np.dtype(dtype), tuple(shape)) for dtype, shape in flat_specs]
         self.name = getattr(fn, '__qualname__', repr(fn))
         self.num_workers = num_workers
         self._executor = concurrent.futures.ProcessPoolExecutor(
-            num_workers, mp_context=_context(start_method, fn), initializer=_init_worker,
+            num_workers, mp_context=_context(start_method, fn, preload), initializer=_init_worker,
             initargs=(fn,))
 
     def map_chunks(self, items: Iterable, chunk_size: int, ordered: bool) -> Iterator[List]:
@@ -159,11 +185,19 @@ class WorkerPool:
 
         At most two chunks per worker are in flight, so an endless input is fine.
         """
+        return self._map(((run_chunk, first, chunk, self.flat_specs)
+                          for first, chunk in _chunks(items, chunk_size)), ordered)
+
+    def map_items(self, items: Iterable) -> Iterator:
+        """Yields fn(item) of each item, whole (any picklable value), in input order; an item a
+        task, at most two per worker in flight (map_chunks' bound)."""
+        return self._map(((run_item, index, item) for index, item in enumerate(items)), True)
+
+    def _map(self, tasks: Iterable[tuple], ordered: bool) -> Iterator:
         pending = collections.deque()
-        chunks = _chunks(items, chunk_size)
         max_in_flight = 2 * self.num_workers
-        for first, chunk in chunks:
-            pending.append(self._executor.submit(run_chunk, first, chunk, self.flat_specs))
+        for task in tasks:
+            pending.append(self._executor.submit(*task))
             while len(pending) >= max_in_flight:
                 yield self._result(self._next_done(pending, ordered))
         while pending:

@@ -4,12 +4,14 @@ two-pass shuffle tensorflow_datasets uses (its core/shuffle.py).
 Each record's key is a 64-bit hash of its bytes keyed by the seed, and the records come out
 in the order of their keys: the same records and seed give the same order (byte-identical
 shards), whatever order they came in and whatever the memory budget. Records are held in memory
-up to MEMORY_BYTES (shared by the splits one prepare writes: each its share); past that every record goes to one of 2**TOP_BUCKET_BITS temporary bucket files
-by the top bits of its key (a bucket is a range of keys), and each bucket is read back, sorted
-and handed on in turn. A bucket over the budget (past 2**TOP_BUCKET_BITS times the budget of
-data, or by chance) is first split by the next bits of its keys into as many buckets as its
-size needs (up to 2**TOP_BUCKET_BITS a time), so the peak is one bucket of at most the
-budget whatever the data's size, and the bucket files' write buffers (FLUSH_BYTES each).
+up to MEMORY_BYTES (shared by the splits one prepare writes: each its share; none where worker
+processes write the shards from the buckets); past that every record goes to one of
+2**TOP_BUCKET_BITS temporary bucket files by the top bits of its key (a bucket is a range of
+keys), and each bucket is read back, sorted and handed on in turn. A bucket over the budget
+(past 2**TOP_BUCKET_BITS times the budget of data, or by chance) is first split by the next
+bits of its keys into as many buckets as its size needs (up to 2**TOP_BUCKET_BITS a time), so
+the peak is one bucket of at most the budget whatever the data's size, and the bucket files'
+write buffers (FLUSH_BYTES each).
 
 Where the buckets go: beside the output on a local disk (the disk chosen to hold the data set,
 where /tmp may be small or in memory); in TMPDIR when the output is a bucket (gs://, s3://),
@@ -23,15 +25,15 @@ import hashlib
 import os
 import secrets
 import tempfile
-from typing import Iterator, List, Optional
+from typing import Iterator, List, Optional, Tuple
 
 import numpy as np
 from absl import logging
 
 from common import atomic_writes, file_trees, files, paths
 from input_fns.records.shuffle_buckets import (INDEX_BYTES_PER_RECORD, INDEX_DTYPE, KEY_BITS,
-                                               BucketFiles, HeldRecords, in_key_order,
-                                               records_in_file_order, starts_of)
+                                               BucketFiles, HeldRecords, bucket_in_key_order,
+                                               records_in_file_order, remove_bucket, starts_of)
 
 MEMORY_BYTES = 256 << 20  # the records a prepare's shuffles hold in memory, and their index
 TOP_BUCKET_BITS = 6  # 64 bucket files when the records outgrow memory
@@ -53,13 +55,29 @@ def remove_killed_shuffles(root: str) -> None:
             file_trees.remove_tree(folder)
 
 
+def hash_key(seed: int) -> bytes:
+    """What a seed's record keys are hashed with."""
+    return str(seed).encode()
+
+
+def record_keys(data, lengths: np.ndarray, seed: int) -> np.ndarray:
+    """RecordShuffler.key() of each record data holds one after another, of these lengths."""
+    view, key = memoryview(data), hash_key(seed)
+    digests = b''.join([hashlib.blake2b(view[start:start + length], digest_size=8,
+                                        key=key).digest()
+                        for start, length in zip(starts_of(lengths).tolist(), lengths.tolist())])
+    return np.frombuffer(digests, '>u8').astype(np.uint64)
+
+
 class RecordShuffler:
     """add(record) every record, then shuffled() hands them all on in the seed's order; close()
     (or leaving a `with`) removes the temporary buckets, whether they were read or not."""
 
-    def __init__(self, seed: int, root: str, share: float = 1.0):
-        """share: of MEMORY_BYTES, this shuffle's (a prepare's splits share it)."""
-        self._hash_key, self.share = str(seed).encode(), share
+    def __init__(self, seed: int, root: str, share: float = 1.0, hold: bool = True):
+        """share: of MEMORY_BYTES, this shuffle's (a prepare's splits share it); hold: False
+        sends the records to the buckets from the first (a prepare whose worker processes
+        write the shards from them, and which so holds none)."""
+        self.seed, self.share, self.hold = seed, share, hold
         self.root, self.folder = root, None
         self.count = 0
         self._held: Optional[HeldRecords] = HeldRecords()
@@ -79,7 +97,7 @@ class RecordShuffler:
         self.close()
 
     def key(self, record: bytes) -> int:
-        digest = hashlib.blake2b(record, digest_size=8, key=self._hash_key).digest()
+        digest = hashlib.blake2b(record, digest_size=8, key=hash_key(self.seed)).digest()
         return int.from_bytes(digest, 'big')
 
     def add(self, record: bytes) -> None:
@@ -89,28 +107,19 @@ class RecordShuffler:
             self._buckets.add(key, record)
             return
         self._held.add(key, record)
-        if self._held.held_bytes() > self.budget:
+        if not self.hold or self._held.held_bytes() > self.budget:
             self._spill()
 
-    def keys(self, data, lengths: np.ndarray) -> np.ndarray:
-        """key() of each record data holds one after another, of these lengths."""
-        view, key = memoryview(data), self._hash_key
-        digests = b''.join([hashlib.blake2b(view[start:start + length], digest_size=8,
-                                            key=key).digest()
-                            for start, length in zip(starts_of(lengths).tolist(),
-                                                     lengths.tolist())])
-        return np.frombuffer(digests, '>u8').astype(np.uint64)
-
-    def add_many(self, data, lengths: np.ndarray) -> None:
-        """Records data holds one after another, of these lengths; held, all of them before the
-        budget is checked."""
-        keys = self.keys(data, lengths)
+    def add_many(self, data, lengths: np.ndarray, keys: Optional[np.ndarray] = None) -> None:
+        """Records data holds one after another, of these lengths (and record_keys' keys, where
+        a worker process made them); held, all of them before the budget is checked."""
+        keys = record_keys(data, lengths, self.seed) if keys is None else keys
         self.count += len(keys)
         if self._buckets is not None:
             self._buckets.add_many(keys, data, lengths)
             return
         self._held.add_many(keys, data, lengths)
-        if self._held.held_bytes() > self.budget:
+        if not self.hold or self._held.held_bytes() > self.budget:
             self._spill()
 
     def _spill(self) -> None:
@@ -148,21 +157,34 @@ class RecordShuffler:
 
     def _bucket_in_order(self, path: str, bits_used: int) -> Iterator[List[bytes]]:
         """One bucket's records by key: read whole when it fits the budget, else split first."""
-        data_path, index_path = f'{path}.records', f'{path}.index'
-        needs = files.size(data_path) + (files.size(index_path) // INDEX_DTYPE.itemsize
-                                         * INDEX_BYTES_PER_RECORD)
+        needs = self._needs(path)
         if needs > self.budget and bits_used < KEY_BITS:
             yield from self._split_in_order(path, bits_used, needs)
         elif needs > self.budget:  # every key the same: equal records, in any order
             yield from ([record] for _, record in records_in_file_order(path))
         else:
-            entries = np.frombuffer(files.read_bytes(index_path), INDEX_DTYPE)
             self.buckets_read += 1
             self.largest_bucket_bytes = max(self.largest_bucket_bytes, needs)
-            yield from in_key_order(files.read_bytes(data_path), entries['key'],
-                                     entries['length'])
-        files.remove(data_path)
-        files.remove(index_path)
+            yield from bucket_in_key_order(path)
+        remove_bucket(path)
+
+    @staticmethod
+    def _needs(path: str) -> int:
+        """The memory a bucket takes read back whole: its records and their index."""
+        return files.size(f'{path}.records') + (files.size(f'{path}.index')
+                                                // INDEX_DTYPE.itemsize * INDEX_BYTES_PER_RECORD)
+
+    def bucket_counts(self) -> Optional[List[Tuple[str, int]]]:
+        """Each bucket file and its count of records, in key order, where every record went to
+        one and each fits the budget (read back whole, as shuffled() reads it); else None.
+        Then bucket_in_key_order reads them, in any process (stream_shards' workers)."""
+        if self._buckets is None:
+            return None
+        self._buckets.close()
+        if any(self._needs(path) > self.budget for path in self._buckets.names):
+            return None
+        return [(path, files.size(f'{path}.index') // INDEX_DTYPE.itemsize)
+                for path in self._buckets.names]
 
     def _split_in_order(self, path: str, bits_used: int, needs: int) -> Iterator[List[bytes]]:
         """A bucket over the budget, split by its next key bits into buckets that fit."""

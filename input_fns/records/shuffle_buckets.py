@@ -6,9 +6,10 @@ Records come in and go out a batch at a time (NumPy over a batch's keys and leng
 at a time, the Python around each cost more than a table row's parse.
 """
 import array
-from typing import Iterator, List
+from typing import Iterator, List, Optional
 
 import numpy as np
+import pyarrow as pa
 
 from common import files, paths
 
@@ -26,6 +27,21 @@ def starts_of(lengths: np.ndarray) -> np.ndarray:
     """Each record's offset in a buffer of records one after another."""
     lengths = lengths.astype(np.int64)
     return np.cumsum(lengths) - lengths
+
+
+def as_array(data, lengths: np.ndarray) -> pa.Array:
+    """The records data holds one after another, of these lengths, as an Arrow binary array
+    (no copy): its take() gathers them a record at a time, not an index a byte."""
+    offsets = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(lengths), [
+        None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def data_of(records: pa.Array) -> pa.Buffer:
+    """A gathered array's records one after another (from its first)."""
+    offsets = np.frombuffer(records.buffers()[1], np.int64)[records.offset:]
+    return records.buffers()[2][offsets[0]:offsets[len(records)]]
 
 
 class HeldRecords:
@@ -60,17 +76,14 @@ class HeldRecords:
         return in_key_order(self.data, keys, lengths)
 
 
-def in_key_order(data, keys: np.ndarray, lengths: np.ndarray) -> Iterator[List[bytes]]:
-    """The records, OUT_RECORDS at a time, by key."""
-    starts = starts_of(lengths)
-    ends = starts + lengths
-    view = memoryview(data)
+def in_key_order(data, keys: np.ndarray, lengths: np.ndarray, first: int = 0,
+                 last: Optional[int] = None) -> Iterator[List[bytes]]:
+    """The records, OUT_RECORDS at a time, by key (those from the first-th to the last-th)."""
     # Stable: records with equal keys (the same bytes) keep their order.
-    order = np.argsort(keys, kind='stable')
+    order = np.argsort(keys, kind='stable')[first:last]
+    records = as_array(data, lengths)
     for at in range(0, len(order), OUT_RECORDS):
-        rows = order[at:at + OUT_RECORDS]
-        yield [bytes(view[start:end]) for start, end in zip(starts[rows].tolist(),
-                                                              ends[rows].tolist())]
+        yield records.take(pa.array(order[at:at + OUT_RECORDS])).to_pylist()
 
 
 class BucketFiles:
@@ -99,10 +112,8 @@ class BucketFiles:
         shift = np.uint64(KEY_BITS - self.shift - self.bits)
         buckets = ((keys.astype(np.uint64) >> shift) & np.uint64((1 << self.bits) - 1))
         order = np.argsort(buckets, kind='stable')
-        lengths = lengths.astype(np.int64)
-        sorted_lengths = lengths[order]
-        moved = np.repeat(starts_of(lengths)[order] - starts_of(sorted_lengths), sorted_lengths)
-        records = np.frombuffer(data, np.uint8)[moved + np.arange(len(moved))].tobytes()
+        sorted_lengths = lengths.astype(np.int64)[order]
+        records = data_of(as_array(data, lengths).take(pa.array(order)))
         entries = np.empty(len(order), INDEX_DTYPE)
         entries['key'], entries['length'] = keys[order], sorted_lengths
         entries = entries.tobytes()
@@ -128,6 +139,19 @@ class BucketFiles:
             for file in pair:
                 file.close()
         self._files = []
+
+
+def bucket_in_key_order(path: str, first: int = 0, last: Optional[int] = None
+                        ) -> Iterator[List[bytes]]:
+    """A bucket's records by key (from the first-th to the last-th), read whole."""
+    entries = np.frombuffer(files.read_bytes(f'{path}.index'), INDEX_DTYPE)
+    return in_key_order(files.read_bytes(f'{path}.records'), entries['key'], entries['length'],
+                        first, last)
+
+
+def remove_bucket(path: str) -> None:
+    files.remove(f'{path}.records')
+    files.remove(f'{path}.index')
 
 
 def records_in_file_order(path: str) -> Iterator[tuple]:

@@ -15,14 +15,14 @@ splits as its worker processes hand the records back, straight into streamed_spl
 """
 import contextlib
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
 from common import atomic_writes, files, paths, progress, termination
-from input_fns.records import record_shuffle, shards
+from input_fns.records import python_workers, record_shuffle, shards, shuffle_buckets
 
 
 class SplitWriter:
@@ -30,16 +30,17 @@ class SplitWriter:
 
     def __init__(self, output_dir: str, split: str, num_shards: int, seed: int,
                  suffix: str = shards.SHARD_SUFFIX, open_writer: Callable = tf.io.TFRecordWriter,
-                 share: float = 1.0):
-        """share: of the shuffle's memory budget, this split's."""
+                 share: float = 1.0, hold: bool = True):
+        """share: of the shuffle's memory budget, this split's; hold: RecordShuffler's."""
         self.output_dir, self.split, self.suffix = output_dir, split, suffix
         self.names = [shards.shard_name(split, index, num_shards, suffix)
                       for index in range(num_shards)]
         self.final_paths = [paths.join(output_dir, name) for name in self.names]
         self.temporaries = [atomic_writes.Temporary(path) for path in self.final_paths]
         self.counts: List[int] = []
+        self._begun = 0  # shards whose writing began (workers' may all have)
         self.records = record_shuffle.RecordShuffler(seed, record_shuffle.temp_root(output_dir),
-                                                     share)
+                                                     share, hold)
         self._open_writer = open_writer
 
     @property
@@ -49,18 +50,27 @@ class SplitWriter:
     def write(self, record: bytes) -> None:
         self.records.add(record)
 
-    def write_many(self, data, lengths: np.ndarray) -> None:
-        """Records one after another in data, of these lengths."""
-        self.records.add_many(data, lengths)
+    def write_many(self, data, lengths: np.ndarray, keys: Optional[np.ndarray] = None) -> None:
+        """Records one after another in data, of these lengths (keys: their shuffle keys,
+        record_shuffle.record_keys', where a worker process made them)."""
+        self.records.add_many(data, lengths, keys)
 
-    def write_shards(self) -> None:
-        """The records in the seed's order, cut into the shards in turn (as evenly as counts go)."""
+    def write_shards(self, pool: Optional[python_workers.WorkerPool] = None) -> None:
+        """The records in the seed's order, cut into the shards in turn (as evenly as counts
+        go); by pool's worker processes (python_workers.run_task's), a shard each, where the
+        records went to buckets that each fit the budget and the shards are TFRecords."""
         bounds = np.linspace(0, self.written, len(self.names) + 1).astype(int)
+        buckets = (self.records.bucket_counts() if pool is not None
+                   and self._open_writer is tf.io.TFRecordWriter else None)
+        if buckets is not None:
+            self._write_in_workers(pool, buckets, bounds)
+            return
         # A big split's buckets take a while to read back: the time left, as for its reading.
         written = progress.ProgressLog(f'{self.split}: writing the shards,', self.written, 'records')
         chunks, chunk = self.records.shuffled(), []
         for index, (name, temporary) in enumerate(zip(self.names, self.temporaries)):
             self.counts.append(int(bounds[index + 1] - bounds[index]))
+            self._begun += 1
             with self._open_writer(temporary.path) as writer:
                 left = self.counts[-1]
                 while left:
@@ -73,10 +83,32 @@ class SplitWriter:
                          self.counts[-1], index + 1, len(self.names))
         self.records.close()
 
+    def _write_in_workers(self, pool: python_workers.WorkerPool, buckets: List[Tuple[str, int]],
+                          bounds: np.ndarray) -> None:
+        """write_shards' shards written by the pool: each the records of its ranks of the
+        buckets' key order; a bucket removed once the shards that take its records are written."""
+        ends = np.cumsum([count for _, count in buckets]).tolist()
+        tasks = []
+        for index, temporary in enumerate(self.temporaries):
+            first, last = int(bounds[index]), int(bounds[index + 1])
+            parts = [(path, max(first, end - count) - (end - count), min(last, end) - (end - count))
+                     for (path, count), end in zip(buckets, ends)
+                     if end - count < last and end > first]
+            tasks.append((write_shard, temporary.path, parts))
+        removed, self._begun = 0, len(tasks)
+        for index, _ in enumerate(pool.map_items(tasks)):
+            self.counts.append(int(bounds[index + 1] - bounds[index]))
+            logging.info('%s: wrote %s (%d records, shard %d/%d)', self.split, self.names[index],
+                         self.counts[-1], index + 1, len(self.names))
+            while removed < len(buckets) and ends[removed] <= bounds[index + 1]:
+                shuffle_buckets.remove_bucket(buckets[removed][0])
+                removed += 1
+        self.records.close()
+
     def remove_temporaries(self) -> None:
         """The buckets, and what of the shards was written (in a bucket: the objects themselves)."""
         self.records.close()
-        for temporary in self.temporaries[:len(self.counts)]:
+        for temporary in self.temporaries[:self._begun]:
             temporary.discard()
 
     def put_in_place(self) -> List[Dict]:
@@ -89,19 +121,31 @@ class SplitWriter:
                 for name, count, path in zip(self.names, self.counts, self.final_paths)]
 
 
+def write_shard(path: str, parts: List[Tuple[str, int, int]]) -> None:
+    """A shard of records from buckets, in a worker process: each part (a bucket file, the
+    first and last of its records in key order to take) in turn."""
+    with tf.io.TFRecordWriter(path) as writer:
+        for bucket, first, last in parts:
+            for chunk in shuffle_buckets.bucket_in_key_order(bucket, first, last):
+                for record in chunk:
+                    writer.write(record)
+
+
 @contextlib.contextmanager
 def streamed_splits(output_dir: str, shard_counts: Dict[str, int], seed: int,
                     suffix: str = shards.SHARD_SUFFIX,
-                    open_writer: Callable = tf.io.TFRecordWriter):
+                    open_writer: Callable = tf.io.TFRecordWriter, hold: bool = True):
     """{split: SplitWriter} to write records into, then publish() inside; on an error or a
-    signal every temporary (buckets, shards not in place) is removed."""
+    signal every temporary (buckets, shards not in place) is removed. hold: False where
+    worker processes will write the shards (RecordShuffler's)."""
     if min(shard_counts.values()) < 1:
         raise ValueError(f'shard counts must be >= 1, got {shard_counts}')
     files.makedirs(output_dir)
     atomic_writes.remove_abandoned_temporaries(output_dir)
     # The splits share the shuffle's budget: a prepare's memory is the budget, however many.
     writers = {split: SplitWriter(output_dir, split, count, seed, suffix, open_writer,
-                                  1 / len(shard_counts)) for split, count in shard_counts.items()}
+                                  1 / len(shard_counts), hold)
+               for split, count in shard_counts.items()}
     try:
         yield writers
     except BaseException:
@@ -123,16 +167,18 @@ def _forget_splits(output_dir: str, splits) -> Dict:
 
 
 def publish(output_dir: str, writers: Dict[str, SplitWriter], entries: Dict[str, Dict],
-            dataset: str, schema: Optional[Dict] = None) -> Dict[str, Dict]:
+            dataset: str, schema: Optional[Dict] = None,
+            pool: Optional[python_workers.WorkerPool] = None) -> Dict[str, Dict]:
     """Writes the splits' shards, puts them in place and lists them (with the schema, when
     given and the splits take it: shards.takes_schema) in manifest.json.
 
-    entries: {split: shards.split_entry's arguments but the shards}.
+    entries: {split: shards.split_entry's arguments but the shards}; pool: worker processes
+    that write the shards (SplitWriter.write_shards).
     """
     if paths.is_bucket(output_dir):
         _forget_splits(output_dir, writers)
     for writer in writers.values():
-        writer.write_shards()
+        writer.write_shards(pool)
     with termination.finish_first(f'putting the shards in place under {output_dir}'):
         manifest = _forget_splits(output_dir, writers)
         for split, writer in writers.items():

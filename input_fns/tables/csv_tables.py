@@ -9,14 +9,14 @@ the run, naming the row, before anything in --output_dir changes.
 """
 import dataclasses
 import itertools
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from absl import logging
 
 from common.errors import UserError
 from features import free_text, iso_dates
-from input_fns.tables import (column_choice, csv_batches, csv_files, number_formats, table_reading,
-                              table_schema)
+from input_fns.tables import (column_choice, column_typing, csv_batches, csv_files, number_formats,
+                              table_reading, table_schema)
 
 SAMPLE_ROWS = 10_000  # rows the column types and the task are inferred from
 
@@ -144,19 +144,38 @@ class Table:
                 yield row_key(fields), self._reader.typed(path, line, fields)
         self._warn_of_overflow()
 
-    def typed_batches(self) -> Iterator[csv_batches.Batch]:
+    def typed_batches(self) -> Iterator[column_typing.Batch]:
         """typed_rows' rows a batch at a time: a CSV file's read whole columns at a time
         (input_fns/tables/csv_batches.py), a workbook's rows in turn."""
+        for batches, piece in self.pieces():
+            yield batches.typed(piece) if isinstance(piece, column_typing.Fields) else piece
+        self.warn_of_overflow()
+
+    def pieces(self) -> Iterator[Tuple[Optional[csv_batches.FileBatches],
+                                       Union[column_typing.Fields, column_typing.Batch]]]:
+        """typed_batches' batches before a CSV file's are typed: each with its file's
+        FileBatches (None for a workbook's), which types its Fields (or its ColumnTyping does,
+        in a worker process: input_fns/tables/batch_work.py)."""
         if self.format.workbook:
             rows = self.typed_rows()
             while chunk := list(itertools.islice(rows, csv_batches.ROW_PATH_BATCH)):
-                yield csv_batches.rows_batch([key.encode() for key, _ in chunk],
-                                             [values for _, values in chunk], self.dtypes)
+                yield None, column_typing.rows_batch([key.encode() for key, _ in chunk],
+                                                   [values for _, values in chunk], self.dtypes)
             return
         for path in self.paths:
-            yield from csv_batches.FileBatches(path, self.format, self.header, self._reader,
-                                               row_key, self.paths[0])
-        self._warn_of_overflow()
+            batches = csv_batches.FileBatches(path, self.format, self.header, self._reader,
+                                              row_key, self.paths[0])
+            for piece in batches.pieces():
+                yield batches, piece
+
+    def column_typing(self) -> column_typing.ColumnTyping:
+        """How every file's Fields are typed (FileBatches' typing)."""
+        return column_typing.ColumnTyping(self._reader, self.format.decimal)
+
+    def warn_of_overflow(self) -> None:
+        """Once the CSV files' batches are typed (a workbook's rows warn of their own)."""
+        if not self.format.workbook:
+            self._warn_of_overflow()
 
     def _warn_of_overflow(self) -> None:
         for column, count in self._reader.overflowed.items():

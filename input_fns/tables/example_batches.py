@@ -35,6 +35,12 @@ class TypedColumn:
             return TypedColumn(self.present[rows], numbers=self.numbers[rows])
         return TypedColumn(self.present[rows], texts=self.texts.take(pa.array(rows)))
 
+    def rows(self, start: int, stop: int) -> 'TypedColumn':
+        """The column's rows from start to stop (views, not copies)."""
+        if self.numbers is not None:
+            return TypedColumn(self.present[start:stop], numbers=self.numbers[start:stop])
+        return TypedColumn(self.present[start:stop], texts=self.texts.slice(start, stop - start))
+
     @staticmethod
     def concat(columns: List['TypedColumn']) -> 'TypedColumn':
         present = np.concatenate([column.present for column in columns])
@@ -63,9 +69,11 @@ def _varint(values: np.ndarray) -> _Part:
 
 def _matrix(columns: List, rows: int) -> np.ndarray:
     """Byte columns side by side: a bytes constant, a byte a row, or a matrix."""
+    # Each part as bytes first: a length (an int64 a row) would make the whole matrix int64.
     parts = [np.broadcast_to(np.frombuffer(part, np.uint8), (rows, len(part)))
-             if isinstance(part, bytes) else part.reshape(rows, -1) for part in columns]
-    return np.hstack(parts).astype(np.uint8, copy=False)
+             if isinstance(part, bytes) else part.reshape(rows, -1).astype(np.uint8, copy=False)
+             for part in columns]
+    return np.hstack(parts)
 
 
 def _texts(texts: pa.Array) -> _Part:
@@ -131,12 +139,14 @@ class BatchEncoder:
         head = _varint(body)
         parts = [(_matrix([b'\x0a', head[0]], len(body)), 1 + head[1]), *parts]
         matrix = np.hstack([part for part, _ in parts])
-        # Which bytes of the matrix are the records': each part's first `lengths` columns.
-        # Every part's lengths and widths are under 128 (_entry's and the check above): int16.
-        lengths = np.stack([lengths for _, lengths in parts], axis=1).astype(np.int16)
-        owner = np.repeat(np.arange(len(parts)), [part.shape[1] for part, _ in parts])
-        within = np.concatenate([np.arange(part.shape[1], dtype=np.int16) for part, _ in parts])
-        used = within < lengths[:, owner]
+        # Which bytes of the matrix are the records': each part's first `lengths` columns (all
+        # of a part every row fills, as a float column's with none missing).
+        used = np.ones(matrix.shape, bool)
+        end = 0
+        for part, lengths in parts:
+            start, end = end, end + part.shape[1]
+            if not (lengths == part.shape[1]).all():
+                used[:, start:end] = np.arange(part.shape[1]) < lengths[:, None]
         return matrix[used].tobytes(), body + parts[0][1]
 
 

@@ -1,6 +1,7 @@
 """`prepare csv`: a user's table (CSV files or an Excel workbook) -> tf.Example shards and their
 schema, in one streaming pass: each batch of rows typed (input_fns/tables/csv_tables.py; a CSV's
-whole columns at a time, input_fns/tables/csv_batches.py), encoded (example_batches.py), added to
+whole columns at a time, input_fns/tables/csv_batches.py), encoded (example_batches.py; both in
+worker processes beside this one where the source is big: batch_work.py), added to
 the training split's statistics and taken by its split's writer (input_fns/tables/table_splits.py),
 which writes the shards in a seeded random order over the whole split
 (input_fns/records/stream_shards.py)."""
@@ -10,8 +11,8 @@ from absl import logging
 
 from common.errors import UserError
 from input_fns.records import file_patterns, split as data_split, stream_shards
-from input_fns.tables import (csv_tables, example_batches, held_out, table_reading, table_schema,
-                              table_splits)
+from input_fns.tables import (batch_work, csv_tables, example_batches, held_out, table_reading,
+                              table_schema, table_splits)
 
 
 def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optional[str],
@@ -35,6 +36,8 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
         raise UserError('--label is required for csv: the column to predict')
     paths = file_patterns.source_files(source, 'a CSV file (.csv, .csv.gz), an Excel workbook '
                                        '(.xlsx) or a glob of them', '*.csv')
+    workers = batch_work.worker_count(paths)
+    batch_work.start_early(workers)
     csv_format, taken = held_out.rows_format(
         paths[0], (trained or {}).get('csv_format', {}), delimiter=delimiter, decimal=decimal,
         thousands=thousands, encoding=encoding, sheet=sheet)
@@ -47,11 +50,16 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
     stats = table_schema.TableStats(table.columns, table.dtypes, label, table.task,
                                     max_vocabulary, seed, weight_column, split or 'train',
                                     (schema_from, trained), table.date_formats)
-    encoder = example_batches.BatchEncoder(table.names, table.dtypes)
     counts = table_splits.shard_counts(num_shards, num_eval_shards, validation_fraction, split)
-    with stream_shards.streamed_splits(output_dir, counts, seed) as writers:
-        skipped = table_splits.write_batches(writers, table.typed_batches(), encoder.encode_flat,
-                                             stats, label, validation_fraction,
+    # The pool closes first: no worker is writing a shard when the temporaries are removed.
+    with stream_shards.streamed_splits(output_dir, counts, seed, hold=not workers) as writers, \
+            batch_work.worker_pool(workers) as pool:
+        work = batch_work.BatchWork(table.column_typing(),
+                                    example_batches.BatchEncoder(table.names, table.dtypes),
+                                    table.label_index, validation_fraction, split, list(writers),
+                                    seed, stats.statistics_of)
+        batches = batch_work.worked_batches(table, work, pool)
+        skipped = table_splits.write_batches(writers, batches, stats, label,
                                              f'--source={source}', split)
         schema = table.reading.record_in(stats.schema(table.ignored))
         schema['label']['missing'] = sum(skipped.values())
@@ -63,4 +71,4 @@ def prepare_csv(*, source: str, label: str, output_dir: str, column_types: Optio
                                       **stats.split_entry_extra(split)})
                    for split in writers}
         schema.update(source=source, csv_format=csv_format.to_json())
-        return stream_shards.publish(output_dir, writers, entries, 'csv', schema)
+        return stream_shards.publish(output_dir, writers, entries, 'csv', schema, pool)

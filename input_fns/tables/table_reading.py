@@ -120,6 +120,17 @@ class RowReader:
                         if dtype in limits and column not in reading.list_forms]
         self.overflowed: Dict[str, int] = {}  # floats read as ±inf, by column
 
+    def __getstate__(self) -> Dict:
+        """A worker process's copy (column_typing.ColumnTyping's), which reads fields by
+        column_values: its converters made anew there; no advice, which only typed's
+        errors give, in the process reading the file."""
+        return {**self.__dict__, '_converters': None, '_advice': None}
+
+    def __setstate__(self, state: Dict) -> None:
+        self.__dict__.update(state)
+        self._converters = [self._converter(column, dtype)
+                            for column, dtype in zip(self.columns, self.dtypes)]
+
     def _converter(self, column: str, dtype: str):
         """A column's field -> its value (ValueError if it is none): the fast path of typed."""
         if column in self.reading.list_forms:

@@ -1,8 +1,7 @@
 """A prepared table's rows written to their splits' shards, each split's rows summarized into the
 schema's statistics a chunk at a time: `prepare csv`'s and `prepare examples`' last step."""
-from typing import Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
-import numpy as np
 from absl import logging
 
 from common.errors import UserError
@@ -62,59 +61,67 @@ def _check_splits(writers: Dict, stats, label: str, what: str, only_split: Optio
 
 class _Chunks:
     """A split's rows of typed columns, handed to the statistics CHUNK_ROWS at a time (the
-    chunks write_table hands them, so the statistics come out the same)."""
+    chunks write_table hands them, so the statistics come out the same); of a split the
+    statistics are not of, only the label's (its classes are all they count there)."""
 
     def __init__(self, stats, split: str):
         self.stats, self.split = stats, split
+        self._only = None if split == stats.statistics_of else stats.label_index
         self._pending: List[List[example_batches.TypedColumn]] = []
         self._rows = 0
 
-    def add(self, columns: List[example_batches.TypedColumn]) -> None:
-        """A batch's rows of the split (its columns taken)."""
+    def add(self, columns: List[Optional[example_batches.TypedColumn]]) -> None:
+        """A batch's rows of the split (its columns taken; of a split the statistics are not
+        of, the label's alone is read)."""
+        if self._only is not None and columns:
+            columns = [columns[self._only]]
         self._pending.append(columns)
         self._rows += len(columns[0].present) if columns else 0
-        while self._rows >= CHUNK_ROWS:
-            self._hand_on(CHUNK_ROWS)
+        if self._rows < CHUNK_ROWS:
+            return
+        columns = [example_batches.TypedColumn.concat(list(parts)) for parts in zip(*self._pending)]
+        start = 0
+        while self._rows - start >= CHUNK_ROWS:
+            self._hand_on([column.rows(start, start + CHUNK_ROWS) for column in columns])
+            start += CHUNK_ROWS
+        self._pending = ([[column.rows(start, self._rows) for column in columns]]
+                         if self._rows > start else [])
+        self._rows -= start
 
     def flush(self) -> None:
-        self._hand_on(self._rows)
-
-    def _hand_on(self, rows: int) -> None:
         if not self._pending:  # as write_table's last chunk of a split, an empty one
             self.stats.add_rows([], self.split)
             return
-        columns = [example_batches.TypedColumn.concat(list(parts)) for parts in zip(*self._pending)]
-        chunk = [column.take(np.arange(rows)) for column in columns]
-        rest = [column.take(np.arange(rows, self._rows)) for column in columns]
-        self._pending, self._rows = ([rest] if self._rows > rows else []), self._rows - rows
-        self.stats.add_columns([column.present_values() for column in chunk],
-                               [int((~column.present).sum()) for column in chunk], self.split)
+        self._hand_on([example_batches.TypedColumn.concat(list(parts))
+                       for parts in zip(*self._pending)])
+
+    def _hand_on(self, chunk: List[example_batches.TypedColumn]) -> None:
+        present = [column.present_values() for column in chunk]
+        missing = [int((~column.present).sum()) for column in chunk]
+        if self._only is not None:
+            width = len(self.stats.columns)
+            present = [present[0] if index == self._only else [] for index in range(width)]
+            missing = [missing[0] if index == self._only else 0 for index in range(width)]
+        self.stats.add_columns(present, missing, self.split)
 
 
-def write_batches(writers: Dict, batches: Iterator, encode: Callable, stats, label: str,
-                  validation_fraction: float, what: str, only_split: Optional[str] = None):
-    """write_table of rows a batch at a time (csv_batches.Batch: their split keys and typed
-    columns; encode: a split's columns -> its records one after another and their lengths, as
-    RowEncoder writes them), each split's records and statistics taken whole. Returns {split:
-    rows skipped}."""
+def write_batches(writers: Dict, batches: Iterator[Dict], stats, label: str, what: str,
+                  only_split: Optional[str] = None):
+    """write_table of rows a batch at a time: each batch's rows of each split
+    (batch_work.SplitRows: typed columns, records, their shuffle keys, rows skipped), the
+    records and statistics taken whole. Returns {split: rows skipped}."""
     skipped = {split: 0 for split in writers}
     chunks, count = {split: _Chunks(stats, split) for split in writers}, 0
-    for batch in batches:
-        labelled = batch.columns[stats.label_index].present
-        held_out = (np.zeros(len(batch), bool) if only_split else
-                    data_split.validation_mask(batch.keys, validation_fraction))
-        for split, rows in ([(only_split, ~held_out)] if only_split else
-                            [('train', ~held_out), ('validation', held_out)]):
-            if split not in writers:
-                continue
-            skipped[split] += int((rows & ~labelled).sum())
-            kept = np.flatnonzero(rows & labelled)
-            columns = [column.take(kept) for column in batch.columns]
-            writers[split].write_many(*encode(columns))
-            chunks[split].add(columns)
-        if count // 1_000_000 != (count + len(batch)) // 1_000_000:
-            logging.info('%s: %d rows read', what, count + len(batch))
-        count += len(batch)
+    for splits in batches:
+        rows = 0
+        for split, taken in splits.items():
+            skipped[split] += taken.skipped
+            writers[split].write_many(taken.data, taken.lengths, taken.keys)
+            chunks[split].add(taken.columns)
+            rows += len(taken.lengths) + taken.skipped
+        if count // 1_000_000 != (count + rows) // 1_000_000:
+            logging.info('%s: %d rows read', what, count + rows)
+        count += rows
     for chunk in chunks.values():
         chunk.flush()
     _check_splits(writers, stats, label, what, only_split)

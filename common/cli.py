@@ -21,7 +21,7 @@ from typing import Callable, Sequence, Tuple, Type, Union
 from absl import app, flags
 
 from common import bucket_probe, termination
-from common.errors import StoreError
+from common.errors import RunFailure
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 # Modules whose flags TensorFlow's imports bring along but no command here reads.
@@ -187,7 +187,7 @@ def run(main: Callable, own_modules: Sequence[str],
                 if isinstance(error, user_errors):
                     print(f'error: {error}', file=sys.stderr)
                     return EXIT_USAGE
-                if isinstance(error, StoreError):  # the path and operation, after retries
+                if isinstance(error, RunFailure):  # e.g. a store's path and operation, after retries
                     print(f'error: {error}', file=sys.stderr)
                     return EXIT_FAILURE
                 raise

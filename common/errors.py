@@ -1,5 +1,6 @@
-"""The one exception type for mistakes a user must fix (exit 2), the one for a store that keeps
-failing (exit 1), and one-line TensorFlow errors."""
+"""The one exception type for mistakes a user must fix (exit 2), the one for a failure while
+running that the same command may get past (exit 1: a store that keeps failing, a worker process
+killed), and one-line TensorFlow errors."""
 import errno
 import sys
 import threading
@@ -15,7 +16,12 @@ class UserError(ValueError):
     """
 
 
-class StoreError(RuntimeError):
+class RunFailure(RuntimeError):
+    """Something failed while running that the user's input did not cause (exit 1, one line):
+    the message names what failed and says that the same command resumes or starts again."""
+
+
+class StoreError(RunFailure):
     """A bucket kept failing (500, 503 SlowDown, 429, resets, stalls) after common.files tried
     again: a failure while running (exit 1), not bad input. The message names the path and
     the operation, and says that the same command resumes."""

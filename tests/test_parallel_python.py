@@ -1,13 +1,15 @@
 """Plain-Python preprocessing in worker processes: same results as the plain function, in order
 when asked, errors with their example index, and no workers left behind."""
 import os
+import signal
 import time
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from input_fns.records import parallel_python
+from common import errors
+from input_fns.records import parallel_python, python_workers
 
 SIGNATURE = ({'values': tf.TensorSpec([3], tf.float32), 'name': tf.TensorSpec([], tf.string)},
              tf.TensorSpec([], tf.int64))
@@ -29,6 +31,12 @@ def fails_on_37(index):
     if index == 37:
         raise ValueError(f'cannot handle {index}')
     return index, os.getpid()
+
+
+def killed_on_5(index):
+    if index == 5:  # what the kernel does to a worker when memory runs out
+        os.kill(os.getpid(), signal.SIGKILL)
+    return index
 
 
 def with_pid(index):
@@ -99,6 +107,18 @@ def test_a_worker_exception_names_the_example_index():
     with pytest.raises(tf.errors.OpError,
                        match='fails_on_37 failed on example 37: ValueError: cannot handle 37'):
         as_python(dataset)
+
+
+def test_a_killed_worker_is_one_line_that_says_to_run_again():
+    pool = python_workers.WorkerPool(killed_on_5, [], num_workers=2)
+    try:
+        with pytest.raises(python_workers.WorkerDied) as died:
+            list(pool.map_items(range(1000)))
+    finally:
+        pool.close()
+    assert str(died.value) == ('a worker process (killed_on_5) died: killed, or out of memory; '
+                               'run the same command again')
+    assert isinstance(died.value, errors.RunFailure)  # cli.run: one line, exit 1
 
 
 def test_workers_are_gone_when_the_pass_ends_or_the_iterator_is_dropped():

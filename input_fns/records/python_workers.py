@@ -22,7 +22,11 @@ from typing import Callable, Iterable, Iterator, List, Sequence, Tuple
 
 import numpy as np
 
+from common.errors import RunFailure
+
 START_METHODS = ('forkserver', 'spawn')
+# How often a wait for a result checks that every worker still runs.
+WATCH_SECS = 1.0
 
 # Workers forked from the fork server run the main module again, already imported there by
 # name (see _context); the fork server imports this module too, so its workers inherit this.
@@ -35,6 +39,10 @@ FlatSpecs = Sequence[Tuple[np.dtype, Tuple[int, ...]]]
 
 class WorkerError(RuntimeError):
     """The user's function raised (or returned something unusable) on one example."""
+
+
+class WorkerDied(RunFailure):
+    """A worker process ended mid-task: killed, or by the kernel when memory ran out."""
 
 
 def flatten(value) -> List:
@@ -170,11 +178,12 @@ class WorkerPool:
     """fn(item) for every item, in num_workers processes, chunk_size items per task."""
 
     def __init__(self, fn: Callable, flat_specs: FlatSpecs, num_workers: int,
-                 start_method: str = 'forkserver', preload: Sequence[str] = ()):
+                 start_method: str = 'forkserver', preload: Sequence[str] = (),
+                 name: str = ''):
         """preload: modules the items' functions are in (run_task's), imported once for all
-        the workers."""
+        the workers. name: what the workers do, for the messages (fn's name by default)."""
         self.flat_specs = [(np.dtype(dtype), tuple(shape)) for dtype, shape in flat_specs]
-        self.name = getattr(fn, '__qualname__', repr(fn))
+        self.name = name or getattr(fn, '__qualname__', repr(fn))
         self.num_workers = num_workers
         self._executor = concurrent.futures.ProcessPoolExecutor(
             num_workers, mp_context=_context(start_method, fn, preload), initializer=_init_worker,
@@ -197,7 +206,10 @@ class WorkerPool:
         pending = collections.deque()
         max_in_flight = 2 * self.num_workers
         for task in tasks:
-            pending.append(self._executor.submit(*task))
+            try:
+                pending.append(self._executor.submit(*task))
+            except BrokenProcessPool:  # one died since the last result was taken
+                raise self._died() from None
             while len(pending) >= max_in_flight:
                 yield self._result(self._next_done(pending, ordered))
         while pending:
@@ -213,16 +225,36 @@ class WorkerPool:
         return future
 
     def _result(self, future) -> List:
-        try:
-            result = future.result()
-        except BrokenProcessPool:
-            raise WorkerError(f'a worker process running {self.name} died (killed, or out of '
-                              'memory?)') from None
+        while True:
+            try:
+                result = future.result(timeout=WATCH_SECS)
+                break
+            except concurrent.futures.TimeoutError:
+                if any(worker.exitcode is not None for worker in self._workers()):
+                    self._unblock_the_executor()
+            except BrokenProcessPool:
+                raise self._died() from None
         if result[0] == 'error':
             _, index, message, worker_traceback = result
             raise WorkerError(f'{self.name} failed on example {index}: {message}\n'
                               f'worker traceback:\n{worker_traceback}')
         return result[1]
+
+    def _workers(self) -> List[multiprocessing.Process]:
+        return list(self._executor._processes.values())
+
+    def _unblock_the_executor(self) -> None:
+        """A worker killed while it sent a result leaves the executor's manager thread reading
+        the rest of that message for ever (CPython 3.11 notices a dead worker only between
+        messages): the other workers are ended and this process's end of the result pipe closed,
+        so that the read fails and the executor breaks, failing every future."""
+        for worker in self._workers():
+            worker.kill()
+        self._executor._result_queue._writer.close()
+
+    def _died(self) -> WorkerDied:
+        return WorkerDied(f'a worker process ({self.name}) died: killed, or out of memory; '
+                          'run the same command again')
 
     def close(self) -> None:
         """Cancels chunks not started, waits for running ones, and ends the workers."""

@@ -104,7 +104,8 @@ def worker_pool(workers: int) -> Iterator[Optional[python_workers.WorkerPool]]:
     if not workers:
         yield None
         return
-    pool = python_workers.WorkerPool(python_workers.run_task, [], workers, preload=_PRELOAD)
+    pool = python_workers.WorkerPool(python_workers.run_task, [], workers, preload=_PRELOAD,
+                                     name='typing and encoding the rows')
     try:
         yield pool
     finally:

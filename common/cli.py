@@ -187,7 +187,7 @@ def run(main: Callable, own_modules: Sequence[str],
                 if isinstance(error, user_errors):
                     print(f'error: {error}', file=sys.stderr)
                     return EXIT_USAGE
-                if isinstance(error, RunFailure):  # e.g. a store's path and operation, after retries
+                if isinstance(error, RunFailure):  # a store after retries, a killed worker
                     print(f'error: {error}', file=sys.stderr)
                     return EXIT_FAILURE
                 raise

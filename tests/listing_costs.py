@@ -3,9 +3,10 @@ seconds and the store requests of `trainer --mode=train --train_steps=1` and `--
 of csv_mlp over `prepare csv_example` shards, on s3:// (moto) and gs:// (fake-gcs-server), every
 request delayed by --latency_ms in tests/store_faults.py's proxy.
 
-  ./run.sh python -m tests.listing_costs --shards=20,2000 [--stores=s3,gs] [--repo=CHECKOUT]
+  ./run.sh python -m tests.listing_costs --shards=20,2000 [--stores=s3,gs] [--repos=A,B]
 
---repo runs the trainer of another checkout (the same .venv), to compare commits. Prepare
+--repos runs the trainers of other checkouts (the same .venv) on the same shards, one after
+the other, to compare commits in one run. Prepare
 writes to the server directly (not through the proxy): only the trainer's requests are counted.
 Prints one JSON line a run (with the requests by kind), then a table.
 """
@@ -65,29 +66,32 @@ def timed_run(argv, repo, proxy, until):
     return round(secs, 1), sum(by_kind.values()), by_kind
 
 
-def measure(store, shard_counts, repo, latency_secs, work):
+def measure(store, shard_counts, repos, latency_secs, work):
     rows = []
     with store_server(store, work) as (server, root):
         for shards in shard_counts:
-            data, model_dir = f'{root}/data{shards}', f'{root}/model{shards}'
+            data = f'{root}/data{shards}'
             subprocess.run([sys.executable, '-m', 'input_fns.prepare', 'csv_example',
                             f'--output_dir={data}', f'--num_shards={shards}',
                             f'--num_eval_shards={shards}', '--rows_per_shard=1'],
                            cwd=REPO, check=True, capture_output=True, timeout=1800)
-            with in_front_of(store, server, latency_secs=latency_secs) as proxy:
-                train = timed_run(['trainer.main', '--model=csv_mlp', '--mode=train',
-                                   f'--model_dir={model_dir}', f'--train_files={data}/train-*',
-                                   '--train_steps=1', '--batch_size=8'], repo, proxy, FIRST_STEP)
-                evaluate = timed_run(['trainer.main', '--mode=evaluate',
-                                      f'--model_dir={model_dir}', '--eval_name=validation',
-                                      f'--eval_files={data}/validation-*', '--batch_size=64'],
-                                     repo, proxy, RESULT)
-            row = {'store': store, 'shards': shards, 'train_secs': train[0],
-                   'train_requests': train[1], 'eval_secs': evaluate[0],
-                   'eval_requests': evaluate[1], 'train_by_kind': train[2],
-                   'eval_by_kind': evaluate[2]}
-            print(json.dumps(row), flush=True)
-            rows.append(row)
+            for number, repo in enumerate(repos):
+                model_dir = f'{root}/model{shards}-{number}'
+                with in_front_of(store, server, latency_secs=latency_secs) as proxy:
+                    train = timed_run(['trainer.main', '--model=csv_mlp', '--mode=train',
+                                       f'--model_dir={model_dir}',
+                                       f'--train_files={data}/train-*', '--train_steps=1',
+                                       '--batch_size=8'], repo, proxy, FIRST_STEP)
+                    evaluate = timed_run(['trainer.main', '--mode=evaluate',
+                                          f'--model_dir={model_dir}', '--eval_name=validation',
+                                          f'--eval_files={data}/validation-*',
+                                          '--batch_size=64'], repo, proxy, RESULT)
+                row = {'store': store, 'shards': shards, 'repo': repo, 'train_secs': train[0],
+                       'train_requests': train[1], 'eval_secs': evaluate[0],
+                       'eval_requests': evaluate[1], 'train_by_kind': train[2],
+                       'eval_by_kind': evaluate[2]}
+                print(json.dumps(row), flush=True)
+                rows.append(row)
     return rows
 
 
@@ -96,17 +100,18 @@ def main():
     parser.add_argument('--shards', default='20,2000')
     parser.add_argument('--stores', default='s3,gs')
     parser.add_argument('--latency_ms', type=float, default=20)
-    parser.add_argument('--repo', default=REPO, help='the checkout whose trainer runs')
+    parser.add_argument('--repos', default=REPO, help='the checkouts whose trainers run, by commas')
     args = parser.parse_args()
     rows = []
     for store in args.stores.split(','):
         with tempfile.TemporaryDirectory() as work:
-            rows += measure(store, [int(n) for n in args.shards.split(',')], args.repo,
-                            args.latency_ms / 1000, work)
-    print(f'{"store":<6}{"shards":>7}{"train s":>9}{"requests":>9}{"eval s":>8}{"requests":>9}')
+            rows += measure(store, [int(n) for n in args.shards.split(',')],
+                            args.repos.split(','), args.latency_ms / 1000, work)
+    print(f'{"store":<6}{"shards":>7}{"train s":>9}{"requests":>9}{"eval s":>8}{"requests":>9}  repo')
     for row in rows:
         print(f'{row["store"]:<6}{row["shards"]:>7}{row["train_secs"]:>9}'
-              f'{row["train_requests"]:>9}{row["eval_secs"]:>8}{row["eval_requests"]:>9}')
+              f'{row["train_requests"]:>9}{row["eval_secs"]:>8}{row["eval_requests"]:>9}  '
+              f'{row["repo"]}')
 
 
 if __name__ == '__main__':

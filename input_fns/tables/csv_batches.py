@@ -24,7 +24,10 @@ from common.errors import UserError
 from input_fns.tables import csv_files, table_reading
 from input_fns.tables.column_typing import Batch, ColumnTyping, Fields, rows_batch
 
-BLOCK_BYTES = 1 << 22  # Arrow's block: a batch is about this much of the file
+# Arrow's block: a batch is about this much of the file. The batches in flight to the workers
+# and back set prepare's memory: on a 1 GB CSV (2 cores, quiet) 4 MiB blocks peaked at 1,165 MiB
+# of PSS over its processes, 1 MiB at 893 MiB, in the same time (43.1 s, 44.1 s).
+BLOCK_BYTES = 1 << 20
 ROW_PATH_BATCH = 10_000  # rows a batch where the rows path reads on
 
 

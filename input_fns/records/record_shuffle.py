@@ -78,6 +78,7 @@ class RecordShuffler:
         sends the records to the buckets from the first (a prepare whose worker processes
         write the shards from them, and which so holds none)."""
         self.seed, self.share, self.hold = seed, share, hold
+        self._hash_key = hash_key(seed)  # key() runs once a record
         self.root, self.folder = root, None
         self.count = 0
         self._held: Optional[HeldRecords] = HeldRecords()
@@ -97,7 +98,7 @@ class RecordShuffler:
         self.close()
 
     def key(self, record: bytes) -> int:
-        digest = hashlib.blake2b(record, digest_size=8, key=hash_key(self.seed)).digest()
+        digest = hashlib.blake2b(record, digest_size=8, key=self._hash_key).digest()
         return int.from_bytes(digest, 'big')
 
     def add(self, record: bytes) -> None:

@@ -105,7 +105,7 @@ def worker_pool(workers: int) -> Iterator[Optional[python_workers.WorkerPool]]:
         yield None
         return
     pool = python_workers.WorkerPool(python_workers.run_task, [], workers, preload=_PRELOAD,
-                                     name='typing and encoding the rows')
+                                     name='typing, encoding and writing the rows')
     try:
         yield pool
     finally:

@@ -115,6 +115,16 @@ def total_bytes(files: List[str]) -> int:
             + sum(_sizes(files, unlisted)))
 
 
+def shard_records(files: List[str]) -> Optional[Tuple[List[int], bool]]:
+    """(each file's records, whether prepare wrote them all shuffled across their whole split, so
+    that each shard is a random sample of it) as the manifests list them; None unless they list
+    every file's records."""
+    entries = [entry or {} for _, entry in _entries(files).values()]
+    if any('records' not in entry for entry in entries):
+        return None
+    return [entry['records'] for entry in entries], all(entry.get('shuffled') for entry in entries)
+
+
 def record_reader(files: List[str]) -> Callable:
     """TFRecordDataset over the files as their manifests list them: GZIP where an entry says
     so (a user's compressed records read in place by `prepare examples`), else plain."""
@@ -187,14 +197,15 @@ def _manifest_entries(files: List[str]) -> Dict[str, Tuple[Optional[str], Option
 
 
 def _listed_shards(folder: str, present: Optional[bool] = None) -> Optional[Dict[str, Dict]]:
-    """{file name: its manifest entry (records, bytes) and its 'split'}, or None without a
-    manifest; present: whether a listing found one (else asked)."""
+    """{file name: its manifest entry (records, bytes), its 'split' and whether prepare shuffled
+    that split's records across its shards ('shuffled'; not records read in place), or None
+    without a manifest; present: whether a listing found one (else asked)."""
     path = os.path.join(folder, shards.MANIFEST_NAME)
     if not (common_files.exists(path) if present is None else present):
         return None
     try:
         manifest = common_files.read_json(path)
-        return {s['file']: {**s, 'split': name} for name, split in manifest['splits'].items()
-                for s in split['shards']}
+        return {s['file']: {**s, 'split': name, 'shuffled': not split.get('read_in_place')}
+                for name, split in manifest['splits'].items() for s in split['shards']}
     except (ValueError, KeyError, TypeError) as e:
         raise UserError(f'{path}: unreadable manifest ({e}); run prepare again')

@@ -124,6 +124,7 @@ def process_record_dataset(files: List[str],
         return _parse_and_prefetch(dataset, parse_batch, prefetch, deterministic=True)
 
     files = worker_share(files, num_workers, worker_index)
+    shuffle_buffer = training_buffer(files, shuffle_buffer)
     if windows:
         return _windowed_batches(files, parse_batch, batch_size, seed, shuffle_buffer, reader,
                                  prefetch)
@@ -132,6 +133,32 @@ def process_record_dataset(files: List[str],
     dataset = dataset.repeat()
     dataset = dataset.batch(batch_size, drop_remainder=True)
     return _parse_and_prefetch(dataset, parse_batch, prefetch, deterministic=False)
+
+
+# Training reads this many files at once, in a new order each epoch.
+TRAIN_PARALLEL_FILES = 8
+
+
+def training_buffer(files: List[str], shuffle_buffer: int) -> int:
+    """The training shuffle's records (windows: a window's): shuffle_buffer at most, and no more
+    than the files hold, nor, where prepare shuffled them on disk, than two cycles of the
+    interleave's files hold, as the manifests list them.
+
+    The first batch waits for the buffer to fill. One larger than the files is filled across
+    epochs (tf.data fuses shuffle and repeat): 2,000 one-record shards were each read three
+    times before the first step. A shard prepare shuffled is already a random sample of its
+    split, and what the buffer must undo is the interleave's order (blocks of READ_BLOCK from
+    TRAIN_PARALLEL_FILES files at once): a buffer over more shards than two cycles' only waits
+    for more of them to be read first (all 2,000 there; 16 now).
+    """
+    listed = listed_files.shard_records(files)
+    if listed is None:
+        return shuffle_buffer
+    records, shuffled = listed
+    held = sum(records)
+    if shuffled:
+        held = sum(sorted(records, reverse=True)[:2 * TRAIN_PARALLEL_FILES])
+    return max(1, min(shuffle_buffer, held))
 
 
 # Evaluation reads this many files at once: in a bucket each file costs a round trip or more,
@@ -156,7 +183,7 @@ def _interleaved_blocks(files: List[str], seed: Optional[int], reader: Callable)
     file_dataset = file_dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
     return file_dataset.interleave(
         lambda path: reader(path).batch(READ_BLOCK),
-        cycle_length=min(len(files), 8),
+        cycle_length=min(len(files), TRAIN_PARALLEL_FILES),
         num_parallel_calls=AUTOTUNE,
         deterministic=False)
 

@@ -122,7 +122,9 @@ def define_model_params(d):
 
 def define_input(d):
     d.integer('shuffle_buffer', InputOptions.shuffle_buffer,
-              'Records in the training shuffle buffer (tables: a shuffled window).', lower_bound=1)
+              'Records in the training shuffle buffer (tables: a shuffled window), at most: no '
+              'more than the files hold, nor (shards prepare shuffled) than 16 shards hold.',
+              lower_bound=1)
     d.enum('pair_sampler', InputOptions.pair_sampler, ('graph', 'generator'), 'Face pairs, '
            'training: draw pairs inside tf.data (graph), or with the naive Python generator.')
     d.float('same_fraction', InputOptions.same_fraction,

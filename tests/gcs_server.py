@@ -95,6 +95,7 @@ def make_test_ca(folder, hosts=GOOGLE_HOSTS):
 class _ProxyHandler(http.server.BaseHTTPRequestHandler):
     """One client connection: CONNECT, then HTTP requests inside TLS, each forwarded upstream."""
     protocol_version = 'HTTP/1.1'
+    disable_nagle_algorithm = True  # as store_faults' proxy: else ~40 ms a response (delayed ACKs)
 
     def log_message(self, format, *args):  # noqa: A002 (BaseHTTPRequestHandler's name)
         self.server.proxy.log(f'{self.address_string()} {format % args}')

@@ -136,7 +136,8 @@ def streamed_pairs(files: List[str], num_people: int, seed: int, mix: PairMix = 
         len(files), seed=seed, reshuffle_each_iteration=True)
     people = people.interleave(
         lambda path: tf.data.TFRecordDataset(path).batch(pipeline.READ_BLOCK),
-        cycle_length=min(len(files), 8), num_parallel_calls=AUTOTUNE, deterministic=False)
+        cycle_length=min(len(files), pipeline.TRAIN_PARALLEL_FILES), num_parallel_calls=AUTOTUNE,
+        deterministic=False)
     people = people.unbatch().shuffle(PEOPLE_BUFFER, seed=seed, reshuffle_each_iteration=True)
     # Windows within one pass (drop_remainder), so a window never holds one person twice.
     windows = people.batch(window, drop_remainder=True).repeat()

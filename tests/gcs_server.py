@@ -36,6 +36,7 @@ import urllib.parse
 import uuid
 
 from tests.s3_server import free_port, stop_server
+from tests.store_faults import LISTEN_BACKLOG
 from tests.threaded_server import ServedInThread
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -222,6 +223,7 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
 class _Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = LISTEN_BACKLOG
 
 
 class GoogleProxy(ServedInThread):

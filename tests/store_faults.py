@@ -256,8 +256,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = do_PATCH = _handle
 
 
+# socketserver listens with a backlog of 5: a sixth client connecting at once had its SYN dropped
+# and sent again a second later (TCP's retransmission timeout), as no store's listener does.
+LISTEN_BACKLOG = 128
+
+
 class _ProxyServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = LISTEN_BACKLOG
     proxy: 'FaultProxy'
 
     def handle_error(self, request, client_address):

@@ -17,26 +17,29 @@ def test_defaults_fill_only_what_the_user_left_unset():
         **store_settings.DEFAULTS, 'AWS_MAX_ATTEMPTS': '7'}
 
 
-def gcs_setting_logged(prefix, **env):
-    """What TF's GCS filesystem logs after prefix when `import trainer` comes first, as in every
-    `python -m trainer.*` command."""
+def gcs_settings_logged(*prefixes, **env):
+    """What TF's GCS filesystem logs after each of prefixes when `import trainer` comes first, as
+    in every `python -m trainer.*` command: one process (one TensorFlow start) for all of them."""
     environ = {name: value for name, value in os.environ.items()
                if name not in store_settings.DEFAULTS}
     environ.update(TF_CPP_MIN_LOG_LEVEL='0', TF_CPP_VMODULE='gcs_file_system=1', **env)
     result = subprocess.run([sys.executable, '-c', 'import trainer, tensorflow'], cwd=REPO,
                             env=environ, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
-    return [line.split(prefix)[1] for line in result.stderr.splitlines() if prefix in line][0]
+    lines = result.stderr.splitlines()
+    return [[line.split(prefix)[1] for line in lines if prefix in line][0] for prefix in prefixes]
 
 
 def test_tensorflow_gcs_client_reads_them_and_a_user_value_wins():
-    assert gcs_setting_logged('GCS RetryConfig: ').endswith('max_retries = 3')
-    assert gcs_setting_logged('GCS RetryConfig: ',
-                              GCS_RETRY_CONFIG_MAX_RETRIES='6').endswith('max_retries = 6')
-    # The buffer TF zero-fills for every file it reads: 8 MiB, not 64.
-    assert gcs_setting_logged('block size = ').startswith(f'{8 * 1024 * 1024} ;')
-    assert gcs_setting_logged('block size = ', GCS_READ_CACHE_BLOCK_SIZE_MB='2').startswith(
-        f'{2 * 1024 * 1024} ;')
+    # The block size: the buffer TF zero-fills for every file it reads, 8 MiB, not 64.
+    retries, block = gcs_settings_logged('GCS RetryConfig: ', 'block size = ')
+    assert retries.endswith('max_retries = 3')
+    assert block.startswith(f'{8 * 1024 * 1024} ;')
+    retries, block = gcs_settings_logged('GCS RetryConfig: ', 'block size = ',
+                                         GCS_RETRY_CONFIG_MAX_RETRIES='6',
+                                         GCS_READ_CACHE_BLOCK_SIZE_MB='2')
+    assert retries.endswith('max_retries = 6')
+    assert block.startswith(f'{2 * 1024 * 1024} ;')
 
 
 def test_a_file_another_process_rewrote_is_read_whole_on_gs(gcs_bucket):

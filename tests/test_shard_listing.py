@@ -68,12 +68,14 @@ def test_an_input_fn_build_asks_as_much_of_ten_times_the_shards(request, store):
                     num_shards=shards, num_eval_shards=1, rows_per_shard=1, seed=0)
     with in_front_of(store, server) as proxy:
         # The first build also probes the bucket and loads the S3 client: not compared.
-        _, few, many = build_requests(proxy, [f'{bucket}/d5/train-*', f'{bucket}/d5/train-*',
-                                              f'{bucket}/d50/train-*'])
+        _, few, many, two_patterns = build_requests(proxy, [
+            f'{bucket}/d5/train-*', f'{bucket}/d5/train-*', f'{bucket}/d50/train-*',
+            f'{bucket}/d50/train-0000*,{bucket}/d50/train-0001*'])
     # One listing with sizes (one page up to 1,000 objects), the manifest, the first line of one
     # shard a split. Before: a stat a shard on top (on s3://, a HEAD and a LIST each).
     assert sum(few.values()) <= 8, few
     assert many == few, (few, many)
+    assert two_patterns == few, (few, two_patterns)  # their one folder listed and read once
 
 
 @pytest.mark.parametrize('store', ['s3', 'gs'])

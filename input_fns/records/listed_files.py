@@ -43,18 +43,24 @@ class ListedFiles(list):
         return ListedFiles.of({**self.sizes, **other.sizes}, {**self.entries, **other.entries})
 
 
-def list_pattern(file_pattern: str) -> ListedFiles:
+def list_pattern(file_pattern: str,
+                 folders_seen: Optional[Dict[str, Tuple]] = None) -> ListedFiles:
     """The data files file_pattern matches (not the manifest), from one listing of its folder with
     sizes and one read of the manifest there; a shard the manifest lists and the pattern names
     that is missing from the listing is refused, naming it. A pattern over folders ('runs/*/x-*')
-    is a glob, a stat a file (in parallel) and each folder's manifest."""
+    is a glob, a stat a file (in parallel) and each folder's manifest. folders_seen: {folder:
+    (its sizes, its manifest's shards)} that this build has read already, filled in here, so
+    that comma-separated patterns in one folder list it once."""
     folder, name_glob = os.path.split(file_pattern)
     if common_files.is_glob(folder):  # one folder's manifest cannot speak for a pattern over folders
         matched = data_files(common_files.glob(file_pattern))
         return ListedFiles.of(dict(zip(matched, common_files.sizes(matched))),
                               _manifest_entries(matched))
-    in_folder = common_files.folder_sizes(folder)
-    listed = _listed_shards(folder, shards.MANIFEST_NAME in in_folder)
+    folders_seen = {} if folders_seen is None else folders_seen
+    if folder not in folders_seen:
+        in_folder = common_files.folder_sizes(folder)
+        folders_seen[folder] = in_folder, _listed_shards(folder, shards.MANIFEST_NAME in in_folder)
+    in_folder, listed = folders_seen[folder]
     matched = data_files(common_files.matching_names(list(in_folder), name_glob))
     manifest_path = os.path.join(folder, shards.MANIFEST_NAME)
     for name, entry in sorted((listed or {}).items()):

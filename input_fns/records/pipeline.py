@@ -34,13 +34,13 @@ IN_MEMORY_BYTES = 64 << 20
 
 def list_record_files(file_pattern: str, flag_name: str = 'file pattern') -> List[str]:
     """Expands a glob, or comma-separated globs (`\\,` is a comma in a path), into sorted files:
-    one listing with sizes and one manifest read a pattern, handed on with the files to the
+    one listing with sizes and one manifest read a folder, handed on with the files to the
     checks and the reader (listed_files.ListedFiles); a shard its folder's manifest lists and the
     pattern names, missing from the listing, is refused by name (listed_files.list_pattern)."""
-    files = listed_files.ListedFiles.of({}, {})
+    files, folders_seen = listed_files.ListedFiles.of({}, {}), {}
     for pattern in file_patterns.split_patterns(file_pattern):
         file_patterns.check_not_a_folder(pattern, flag_name)
-        files = files.joined(listed_files.list_pattern(pattern))
+        files = files.joined(listed_files.list_pattern(pattern, folders_seen))
     if not files:
         raise UserError(f'{flag_name}: no files match {file_pattern!r}; check the path, or '
                         'write shards first with `python -m input_fns.prepare`')

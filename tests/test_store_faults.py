@@ -251,13 +251,16 @@ def test_a_bucket_checkpoint_lacking_a_variable_is_one_line_at_the_first_restore
 
 
 def test_a_restore_the_store_fails_is_still_resumed(bucket_eval_job, monkeypatch):
-    """A 503 (tensorflow-io's InternalError), and the missing global_step TensorFlow's reader
-    reports after a failed read of a bucket's .index (the checkpoint holds it): each resumed,
-    then the evaluation is done."""
+    """A 503 (tensorflow-io's InternalError), the missing global_step TensorFlow's reader
+    reports after a failed read of a bucket's .index (the checkpoint holds it), and the files
+    its restore found none of where a failed listing was answered empty: each resumed, then
+    the evaluation is done."""
     job, settings, evaluations = bucket_eval_job
     [(step, path)] = checkpoints.resolve(settings.model_dir, 'latest')
     failures = [tf.errors.InternalError(None, None, 'SlowDown: 503'),
-                tf.errors.NotFoundError(None, None, 'Key global_step not found in checkpoint')]
+                tf.errors.NotFoundError(None, None, 'Key global_step not found in checkpoint'),
+                tf.errors.NotFoundError(None, None, 'Unsuccessful TensorSliceReader constructor: '
+                                        f'Failed to find any matching files for {path}')]
     restore = tf.compat.v1.train.Saver.restore
 
     def restore_once_the_store_answers(saver, session, save_path):
@@ -267,7 +270,7 @@ def test_a_restore_the_store_fails_is_still_resumed(bucket_eval_job, monkeypatch
     monkeypatch.setattr(tf.compat.v1.train.Saver, 'restore', restore_once_the_store_answers)
     entry = store_failures.resuming(lambda: job(moving_mean=False).evaluate(step, path),
                                     settings, 'the eval job')
-    assert (entry.status, len(evaluations)) == (ledger.EVALUATED, 3)
+    assert (entry.status, len(evaluations)) == (ledger.EVALUATED, 4)
 
 
 @pytest.mark.parametrize('op_type, expected', [

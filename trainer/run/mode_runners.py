@@ -96,7 +96,8 @@ def run_evaluate(run: experiment.Experiment):
 def run_export(run: experiment.Experiment):
     run.check_model()
     [(_, path)] = checkpoints.resolve(run.settings.model_dir, run.settings.checkpoint)
-    saved_model = run.export_checkpoint(path)
+    saved_model = store_failures.resuming(  # each try stages its own copy and removes it
+        lambda: run.export_checkpoint(path), run.settings, 'the export')
     export.point_latest(run.settings.export_dir)
     print(json.dumps({'saved_model': saved_model}), flush=True)
 

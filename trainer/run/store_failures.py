@@ -25,7 +25,7 @@ from trainer.config import modes
 RESUME_TRIES = 6
 MAX_RESUME_DELAY_SECS = 8.0
 NOT_FOUND_AFTER_FAILURES = ('not found in checkpoint', 'Error executing an HTTP request: HTTP response '
-                            'code 404')
+                            'code 404', 'Failed to find any matching files for')
 TRAINING_MODES = ('train', 'train_and_evaluate')
 DATA = 'data'  # stands for the mode's data flag (train_files, eval_files)
 # By the failing op's type: (what it was doing, the flag that names the path).
@@ -70,8 +70,10 @@ def as_store_error(error: tf.errors.OpError, settings) -> Optional[StoreError]:
     """A store's transient failure under a bucket flag, as StoreError; None for other errors.
 
     TensorFlow's checkpoint reader reports a failed read of a bucket's .index as "Key
-    global_step not found in checkpoint", and its GCS client a resumable upload whose session a
-    failed request lost as a bare HTTP 404: counted as the store's failure too. A key the
+    global_step not found in checkpoint", a restore whose listing tensorflow-io's S3 client
+    answered empty after failed requests as "Failed to find any matching files for", and its GCS
+    client a resumable upload whose session a failed request lost as a bare HTTP 404: counted
+    as the store's failure too. A key the
     checkpoint truly lacks is a UserError before it comes here (checkpoint_fit.restoring);
     what else really is missing fails every try, then stops with this line."""
     if not (store_retries.is_transient(error) or (

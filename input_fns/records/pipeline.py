@@ -137,6 +137,8 @@ def process_record_dataset(files: List[str],
 
 # Training reads this many files at once, in a new order each epoch.
 TRAIN_PARALLEL_FILES = 8
+# The training buffer over shards prepare shuffled fills from two cycles' files at most.
+SHUFFLED_SHARDS_BUFFERED = 2 * TRAIN_PARALLEL_FILES
 
 
 def training_buffer(files: List[str], shuffle_buffer: int) -> int:
@@ -157,7 +159,7 @@ def training_buffer(files: List[str], shuffle_buffer: int) -> int:
     records, shuffled = listed
     held = sum(records)
     if shuffled:
-        held = sum(sorted(records, reverse=True)[:2 * TRAIN_PARALLEL_FILES])
+        held = sum(sorted(records, reverse=True)[:SHUFFLED_SHARDS_BUFFERED])
     return max(1, min(shuffle_buffer, held))
 
 

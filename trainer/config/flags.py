@@ -8,6 +8,7 @@ import types
 
 from absl import flags
 
+from input_fns.records import pipeline
 from models import registry
 from trainer.cluster import vertex_env
 from trainer.config import flag_checks, modes
@@ -123,7 +124,8 @@ def define_model_params(d):
 def define_input(d):
     d.integer('shuffle_buffer', InputOptions.shuffle_buffer,
               'Records in the training shuffle buffer (tables: a shuffled window), at most: no '
-              'more than the files hold, nor (shards prepare shuffled) than 16 shards hold.',
+              'more than the files hold, nor (shards prepare shuffled) than '
+              f'{pipeline.SHUFFLED_SHARDS_BUFFERED} shards hold.',
               lower_bound=1)
     d.enum('pair_sampler', InputOptions.pair_sampler, ('graph', 'generator'), 'Face pairs, '
            'training: draw pairs inside tf.data (graph), or with the naive Python generator.')

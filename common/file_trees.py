@@ -50,9 +50,7 @@ def copy_tree(source: str, destination: str) -> List[str]:
     files.makedirs(destination)
     for relative in copied:
         files.makedirs(posixpath.dirname(join(destination, relative)))
-        from_path, to_path = join(source.rstrip('/'), relative), join(destination, relative)
-        in_store('copying', from_path,
-                 lambda: tf.io.gfile.copy(from_path, files.ready(to_path), overwrite=True))
+        files.copy(join(source.rstrip('/'), relative), join(destination, relative))
     return copied
 
 

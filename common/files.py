@@ -88,6 +88,14 @@ def rename(source: str, destination: str) -> None:
                                                                 overwrite=True))
 
 
+def copy(source: str, destination: str) -> None:
+    """Copies one file over destination, within a store or between one and a local disk (not
+    atomic: callers mark completion themselves)."""
+    in_store_side = source if not is_local(source) else destination
+    in_store('copying', in_store_side, lambda: tf.io.gfile.copy(ready(source), ready(destination),
+                                                                overwrite=True))
+
+
 def open_file(path: str, mode: str = 'rb'):
     """A file object for streaming (tf.io.gfile.GFile); writes are not atomic."""
     return tf.io.gfile.GFile(ready(path), mode)

@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from common import file_trees, files, paths
 from models import registry
+from tests import store_faults
 from trainer.run import experiment
 from trainer.serving import export
 
@@ -93,3 +94,21 @@ def test_saved_model_pb_is_put_last_and_an_older_copy_loses_it_first(
     assert len(partial) >= 4
     assert sum(1 for before, after in zip(seen, seen[1:])
                if export.SAVED_MODEL_PB in before and export.SAVED_MODEL_PB not in after) == 1
+
+
+@pytest.mark.slow  # fake-gcs-server, as above
+def test_an_export_to_gs_renames_nothing_in_the_bucket_and_outlasts_failed_listings(
+        gcs_server, gcs_bucket, trained_model):
+    """TF's folder rename on gs:// lists the folder to tell it from an object; when that one
+    request fails it renames the folder as an object, a 404 that is never retried (the store
+    faults run's export stopped so under 20% errors). An export stages locally and uploads."""
+    settings = experiment.Settings(mode='export', model_dir=trained_model,
+                                   export_dir=f'{gcs_bucket}/exports')
+    run = experiment.build(settings, registry.get('mnist_cnn'))
+    listings_fail = store_faults.FaultMix('listings-fail', {'503': 0.5}, kinds=('LIST',))
+    with store_faults.in_front_of('gs', gcs_server, mix=listings_fail, seed=1) as proxy:
+        run.export_checkpoint(f'{trained_model}/model.ckpt-4')
+    requests = proxy.counts.as_dict()
+    assert requests['LIST'].get('503', 0) >= 3  # the premise: listings did fail
+    assert 'COPY' not in requests, f'objects renamed (copied) in the bucket: {requests}'
+    assert export.is_complete(f'{gcs_bucket}/exports/4')

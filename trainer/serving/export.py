@@ -1,18 +1,21 @@
 """SavedModel export into EXPORT_DIR/<global step>/, marked complete last, with the input kind's
 signature names.
 
-An export is written under a hidden staging folder, EXPORT_DIR/.staging-HOST-PID/, then moved
-into EXPORT_DIR/<step>/ (a rename on a local disk; a copy in a bucket, which has no atomic
-rename of a folder), and EXPORT_DIR/<step>/export_complete.json is written last. Whatever reads
-exports ignores a version without that marker: a job killed midway leaves nothing that looks
-complete. TF Serving knows no such marker but loads no folder without saved_model.pb, so a
-bucket copy puts saved_model.pb last.
+An export is written under a hidden staging folder, then moved into EXPORT_DIR/<step>/, and
+EXPORT_DIR/<step>/export_complete.json is written last. Whatever reads exports ignores a version
+without that marker: a job killed midway leaves nothing that looks complete. On a local disk the
+staging folder is EXPORT_DIR/.staging-HOST-PID/ and the move a rename. For a bucket it is a local
+temporary folder, uploaded file by file: a bucket has no rename (TF's is a copy and a delete per
+object, and its folder rename on gs:// takes the folder for an object when the listing that tells
+them apart fails once: a 404), and TF Serving, which knows no marker but loads no folder without
+saved_model.pb, gets saved_model.pb last.
 
 EXPORT_DIR is also TF Serving's base path; the pointers EXPORT_DIR/best and EXPORT_DIR/latest
 are small files naming a version's step (a bucket has no symlinks).
 """
 import dataclasses
 import re
+import tempfile
 import time
 from typing import Dict, List, Optional
 
@@ -147,7 +150,8 @@ def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path:
     created_here = not files.isdir(export_dir)
     _remove_leftovers(export_dir)
     final_dir = paths.join(export_dir, str(step))
-    staging_base = paths.join(export_dir, f'{STAGING_PREFIX}{atomic_writes.writer_tag()}')
+    staging_base = (paths.join(export_dir, f'{STAGING_PREFIX}{atomic_writes.writer_tag()}')
+                    if paths.is_local(export_dir) else tempfile.mkdtemp(prefix=STAGING_PREFIX))
     try:
         with checkpoint_fit.restoring(checkpoint_path):
             staged = estimator.export_saved_model(staging_base, receiver_fn,
@@ -176,14 +180,14 @@ def export_saved_model(estimator, receiver_fn, export_dir: str, checkpoint_path:
 
 
 def _publish(staged: str, final_dir: str, staging_base: str) -> None:
-    """Moves the staged version to final_dir. In a bucket, copied file by file: saved_model.pb
-    is held back and put last (after variables/ and assets*), and an older copy's goes first,
-    so a listing never shows saved_model.pb beside incomplete variables."""
-    if paths.is_local(staged) and paths.is_local(final_dir):
+    """Moves the staged version (always local) to final_dir. Into a bucket, copied file by file:
+    saved_model.pb is held back and put last (after variables/ and assets*), and an older copy's
+    goes first, so a listing never shows saved_model.pb beside incomplete variables."""
+    if paths.is_local(final_dir):
         file_trees.move_tree(staged, final_dir)  # a rename: atomic
         return
     held_back = paths.join(staging_base, SAVED_MODEL_PB)
     files.rename(paths.join(staged, SAVED_MODEL_PB), held_back)
     files.remove(paths.join(final_dir, SAVED_MODEL_PB))
     file_trees.move_tree(staged, final_dir)
-    files.rename(held_back, paths.join(final_dir, SAVED_MODEL_PB))
+    files.copy(held_back, paths.join(final_dir, SAVED_MODEL_PB))

@@ -24,10 +24,19 @@ def list_checkpoints(model_dir: str) -> List[Tuple[int, str]]:
     the last keep_checkpoint_max. A file counts once the state file names a checkpoint
     at least as new: a trainer killed mid-save leaves files of a step it saves again.
     """
-    if not files.exists(paths.join(model_dir, 'checkpoint')):
+    state_file = paths.join(model_dir, 'checkpoint')
+    if not files.exists(state_file):
         return []
-    state = store_retries.in_store('reading the checkpoint state in', model_dir,
-                                   lambda: tf.train.get_checkpoint_state(model_dir))
+
+    def read_state():
+        # TensorFlow logs a failed read of the state file and answers None, as for no state: in a
+        # bucket, after the file was found, that None is the store failing, not "no checkpoint".
+        state = tf.train.get_checkpoint_state(model_dir)
+        if state is None and not paths.is_local(model_dir):
+            raise store_retries.TransientStoreFailure(f'{state_file} was found but not read')
+        return state
+
+    state = store_retries.in_store('reading the checkpoint state in', model_dir, read_state)
     if state is None:
         return []
     newest = step_of(state.model_checkpoint_path)
